@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+// flow_count: the classic first gnio program. One GPU (or the host executor),
+// GPU-visible RX queues on any port, a persistent kernel counting packets and
+// bytes per 5-tuple flow.
+//
+//   flow_count --port pcap:file=tests/data/http.pcap
+//   flow_count --port gen:size=64,flows=1024,count=10000000 --exec cuda --queues 4 --json out.json
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <gnio/gnio.hpp>
+
+#include "flow_count.hpp"
+
+namespace flow_count {
+gnio::error launch(gnio::kernel_runner& runner, const gnio::launch_dims& dims, const body& b);
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted.store(true); }
+
+std::string addr_text(const gnio::device::flow_key& k, const uint8_t* a) {
+  char buf[INET6_ADDRSTRLEN] = "-";
+  if (k.family == 4) inet_ntop(AF_INET, a, buf, sizeof buf);
+  else if (k.family == 6) inet_ntop(AF_INET6, a, buf, sizeof buf);
+  return buf;
+}
+
+std::string proto_text(uint8_t p, uint8_t family) {
+  if (family == 0) return "non-ip";
+  switch (p) {
+    case 6: return "tcp";
+    case 17: return "udp";
+    case 1: return "icmp";
+    case 58: return "icmpv6";
+    default: return std::to_string(p);
+  }
+}
+
+int fail_with(const gnio::error& e, std::string_view step) {
+  fmt::print(stderr, "flow_count: {}: {}\n", step, e.what());
+  fmt::print(stderr, "flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
+             gnio::describe(e.code()).next);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
+  std::string port_dev, exec = "auto", gpu_sel, json_path;
+  uint32_t queues = 1, ring = 1024, batch = 256, threads = 256, table_cap = 1u << 16, top = 10;
+  double duration_s = 0, interval_s = 1.0;
+  app.add_option("--port", port_dev, "device string, e.g. pcap:file=x.pcap, gen:size=64,count=1000000, pair:")->required();
+  app.add_option("--exec", exec, "executor: cuda, host, or auto (a GPU if present, else host)")
+      ->check(CLI::IsMember({"cuda", "host", "auto"}))
+      ->capture_default_str();
+  app.add_option("--gpu", gpu_sel, "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto");
+  app.add_option("--queues", queues, "RX queues (one kernel block, or host thread, per queue)")
+      ->check(CLI::Range(1u, flow_count::max_queues))
+      ->capture_default_str();
+  app.add_option("--ring", ring, "descriptors per RX queue (power of two)")->capture_default_str();
+  app.add_option("--batch", batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  app.add_option("--threads", threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
+  app.add_option("--table", table_cap, "flow table slots (power of two)")->capture_default_str();
+  app.add_option("--top", top, "flows shown on the console")->capture_default_str();
+  app.add_option("--duration", duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stats-interval", interval_s, "seconds between progress lines on stderr (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--json", json_path, "write the results as JSON to FILE");
+  CLI11_PARSE(app, argc, argv);
+
+  if (table_cap < 16 || (table_cap & (table_cap - 1)) != 0) {
+    fmt::print(stderr, "flow_count: --table {} must be a power of two >= 16\n", table_cap);
+    return 2;
+  }
+  if (gpu_sel.empty()) gpu_sel = exec == "cuda" ? "0" : exec;
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  auto g = gnio::gpu::open(gpu_sel);
+  if (!g) return fail_with(g.err(), "gpu");
+  const auto& info = g->info();
+  fmt::print("flow_count: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
+             info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+
+  auto p = gnio::port::open(*g, port_dev);
+  if (!p) return fail_with(p.err(), "port");
+  flow_count::body b{};
+  b.num_queues = queues;
+  b.capacity = table_cap;
+  b.batch = batch;
+  for (uint32_t i = 0; i < queues; ++i) {
+    gnio::rxq_config rc;
+    rc.num_descs = ring;
+    auto id = p->create_rxq(rc);
+    if (!id) return fail_with(id.err(), "create_rxq");
+    auto v = p->rxq(*id);
+    if (!v) return fail_with(v.err(), "rxq");
+    b.q[i] = *v;
+  }
+  auto table = g->alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
+  if (!table && info.executor == gnio::executor_kind::host) table = g->alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::cpu_gpu);
+  if (!table) return fail_with(table.err(), "flow table");
+  auto tot = g->alloc(sizeof(flow_count::totals) * queues, gnio::mem_type::gpu);
+  if (!tot) return fail_with(tot.err(), "totals");
+  b.table = static_cast<flow_count::flow_entry*>(table->exec_ptr);
+  b.tot = static_cast<flow_count::totals*>(tot->exec_ptr);
+
+  if (auto e = p->start(); e) return fail_with(e, "start");
+  auto runner = gnio::kernel_runner::create(*g, {&*p});
+  if (!runner) return fail_with(runner.err(), "runner");
+  gnio::launch_dims dims;
+  dims.blocks = queues;
+  dims.threads = threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (auto e = flow_count::launch(*runner, dims, b); e) {
+    (void)p->stop();
+    return fail_with(e, "launch");
+  }
+
+  auto last = t0;
+  uint64_t last_delivered = 0;
+  bool stopped_early = false;
+  gnio::error run_err;
+  for (;;) {
+    auto w = runner->wait(std::chrono::milliseconds(50));
+    if (!w) break;
+    if (w.code() != gnio::status::time_out) {
+      run_err = w;
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (g_interrupted.load() || (duration_s > 0 && elapsed >= duration_s)) {
+      stopped_early = true;
+      if (auto e = runner->stop(std::chrono::seconds(5)); e) {
+        run_err = e;
+        break;
+      }
+      break;
+    }
+    if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
+      auto st = p->stats();
+      const double dt = std::chrono::duration<double>(now - last).count();
+      fmt::print(stderr, "flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
+                 (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed);
+      last = now;
+      last_delivered = st.rx_delivered;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (run_err) return fail_with(run_err, "kernel");  // fail closed: nothing is freed while it may run
+
+  if (auto e = p->stop(); e) return fail_with(e, "stop");
+  const auto st = p->stats();
+  const auto engine_err = p->engine_error();
+
+  std::vector<flow_count::flow_entry> flows(table_cap);
+  std::vector<flow_count::totals> totals(queues);
+  if (auto e = g->copy_to_host(flows.data(), *table, 0, table->bytes); e) return fail_with(e, "read flow table");
+  if (auto e = g->copy_to_host(totals.data(), *tot, 0, tot->bytes); e) return fail_with(e, "read totals");
+
+  flow_count::totals sum{};
+  for (const auto& t : totals) {
+    sum.packets += t.packets;
+    sum.bytes += t.bytes;
+    sum.malformed += t.malformed;
+    sum.table_full += t.table_full;
+  }
+  std::vector<const flow_count::flow_entry*> used;
+  for (const auto& f : flows)
+    if (f.state == flow_count::slot_used) used.push_back(&f);
+  std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->packets > b->packets; });
+
+  // Conversations: both directions of a 5-tuple together, as tshark's streams count them.
+  std::set<std::tuple<std::string, uint8_t>> tcp_conv, udp_conv;
+  for (const auto* f : used) {
+    std::string a(reinterpret_cast<const char*>(f->key.src), 16), bb(reinterpret_cast<const char*>(f->key.dst), 16);
+    a += std::to_string(f->key.src_port);
+    bb += std::to_string(f->key.dst_port);
+    auto conv = std::make_tuple(std::min(a, bb) + "|" + std::max(a, bb), f->key.family);
+    if (f->key.proto == 6 && f->key.family) tcp_conv.insert(conv);
+    if (f->key.proto == 17 && f->key.family) udp_conv.insert(conv);
+  }
+
+  uint64_t delivered = st.rx_delivered, unsteered = st.rx_unsteered;
+  const uint64_t pending = delivered >= sum.packets ? delivered - sum.packets : 0;
+  const int64_t lost = static_cast<int64_t>(st.rx_frames) -
+                       static_cast<int64_t>(sum.packets + st.rx_missed + unsteered + pending);
+
+  fmt::print("flow_count: {} packets, {} bytes, {} flows in {:.3f} s ({:.3f} Mpps)\n", sum.packets, sum.bytes, used.size(),
+             seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
+  fmt::print("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
+             st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
+  if (st.rx_errors) fmt::print("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
+  if (sum.malformed) fmt::print("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
+  if (sum.table_full) fmt::print("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
+  if (sum.packets == 0 && !stopped_early) fmt::print("flow_count: the port delivered no packets (empty capture?)\n");
+  if (!used.empty()) {
+    fmt::print("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination",
+               "port", "packets", "bytes");
+    for (uint32_t i = 0; i < std::min<size_t>(top, used.size()); ++i) {
+      const auto& f = *used[i];
+      fmt::print("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}\n", i + 1, proto_text(f.key.proto, f.key.family),
+                 addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes);
+    }
+  }
+
+  if (!json_path.empty()) {
+    nlohmann::json j;
+    j["command"] = [&] {
+      std::string c;
+      for (int i = 0; i < argc; ++i) c += (i ? " " : "") + std::string(argv[i]);
+      return c;
+    }();
+    j["executor"] = std::string(gnio::to_string(info.executor));
+    j["device"] = info.name;
+    j["port"] = port_dev;
+    j["queues"] = queues;
+    j["seconds"] = seconds;
+    j["packets"] = sum.packets;
+    j["bytes"] = sum.bytes;
+    j["flows"] = used.size();
+    j["tcp_conversations"] = tcp_conv.size();
+    j["udp_conversations"] = udp_conv.size();
+    j["missed"] = st.rx_missed;
+    j["received"] = st.rx_frames;
+    j["unsteered"] = unsteered;
+    j["pending"] = pending;
+    j["unaccounted"] = lost;
+    j["source_errors"] = st.rx_errors;
+    j["malformed"] = sum.malformed;
+    j["table_full"] = sum.table_full;
+    j["stopped_early"] = stopped_early;
+    j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
+    j["engine_error"] = engine_err ? engine_err.what() : "";
+    nlohmann::json qs = nlohmann::json::array();
+    for (uint32_t i = 0; i < st.rxq.size(); ++i) {
+      const auto& q = st.rxq[i];
+      qs.push_back({{"queue", i}, {"offered", q.offered}, {"delivered", q.delivered}, {"missed", q.missed},
+                    {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", totals[i].packets}});
+    }
+    j["per_queue"] = qs;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto* f : used) {
+      rows.push_back({{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
+                      {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
+                      {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
+                      {"bytes", f->bytes}});
+    }
+    j["flow_rows"] = rows;
+    std::ofstream out(json_path);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "flow_count: could not write {}\n", json_path);
+      return 1;
+    }
+  }
+
+  // Reverse order of the lifecycle.
+  (void)runner->destroy();
+  (void)g->free(*table);
+  (void)g->free(*tot);
+  for (uint32_t i = 0; i < queues; ++i) (void)p->destroy_rxq(i);
+  (void)p->close();
+  (void)g->destroy();
+  if (engine_err) {
+    fmt::print(stderr, "flow_count: the port's engine failed: {}\n", engine_err.what());
+    return 1;
+  }
+  return lost == 0 ? 0 : 1;
+}

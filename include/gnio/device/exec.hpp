@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a persistent kernel body sees of the executor running it: its block,
+// the exit flag, a clock, and scope-wide barriers that reduce to no-ops on the
+// host executor (one "block" there is one CPU thread).
+#pragma once
+
+#include <cstdint>
+
+#if !defined(__CUDA_ARCH__)
+#include <chrono>
+#include <thread>
+#endif
+
+#include "gnio/device/ring.hpp"
+
+namespace gnio::device {
+
+// Where a recv/send runs: one thread, a whole warp, or a whole block acting together.
+enum class scope { thread, warp, block };
+
+struct exec_ctx {
+  uint32_t block;          // this block's index (host executor: thread index)
+  uint32_t num_blocks;
+  const uint32_t* exit_flag;  // host sets nonzero to ask the kernel to return
+  uint32_t executor;       // 0 = host, 1 = cuda
+
+  // Pairs with the release store in kernel_runner::stop(); relaxed would also
+  // do since nothing is read after it, acquire keeps the rule simple.
+  GNIO_HOST_DEVICE bool should_exit() const noexcept {
+    return sys_atomic_ref<const uint32_t>(*exit_flag).load(cuda::std::memory_order_acquire) != 0u;
+  }
+};
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t now_ns() noexcept {
+#if defined(__CUDA_ARCH__)
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t thread_rank() noexcept {
+#if defined(__CUDA_ARCH__)
+  return threadIdx.x;
+#else
+  return 0;
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t block_threads() noexcept {
+#if defined(__CUDA_ARCH__)
+  return blockDim.x;
+#else
+  return 1;
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t lane_id() noexcept {
+#if defined(__CUDA_ARCH__)
+  return threadIdx.x & 31u;
+#else
+  return 0;
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t warp_threads() noexcept {
+#if defined(__CUDA_ARCH__)
+  return 32;
+#else
+  return 1;
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void sync_block() noexcept {
+#if defined(__CUDA_ARCH__)
+  __syncthreads();
+#endif
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void sync_warp() noexcept {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+#endif
+}
+
+// The exit decision made once for the whole scope, so that every thread of a
+// warp or block leaves the loop together (a split decision would deadlock the
+// next block-wide barrier).
+template <scope S>
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool should_exit(const exec_ctx& ctx) noexcept {
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == scope::thread) {
+    return ctx.should_exit();
+  } else if constexpr (S == scope::warp) {
+    int v = (threadIdx.x & 31u) == 0 ? ctx.should_exit() : 0;
+    return __shfl_sync(0xffffffffu, v, 0) != 0;
+  } else {
+    __shared__ int s_exit;
+    __syncthreads();  // everyone read the previous decision
+    if (threadIdx.x == 0) s_exit = ctx.should_exit();
+    __syncthreads();
+    return s_exit != 0;
+  }
+#else
+  return ctx.should_exit();
+#endif
+}
+
+// Backoff for an idle poll loop: a short sleep on the GPU keeps PCIe polling
+// traffic down; on the host it yields so producer threads on a small machine
+// still get to run.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls) noexcept {
+#if defined(__CUDA_ARCH__)
+  if (empty_polls > 16) __nanosleep(empty_polls > 1024 ? 2000 : 200);
+#else
+  if (empty_polls > 64) std::this_thread::yield();
+  if (empty_polls > 4096) std::this_thread::sleep_for(std::chrono::microseconds(50));
+#endif
+}
+
+}  // namespace gnio::device

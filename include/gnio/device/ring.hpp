@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ring contract shared by backends (producers, on the CPU) and persistent
+// kernels (consumers, on the GPU or the host executor). Plain, trivially
+// copyable structs: a kernel receives them by value.
+//
+// RX: the backend writes packet bytes into slot (idx & mask), then the
+// completion entry, then stores the entry's owner word with RELEASE; the
+// kernel loads the owner word, then an ACQUIRE fence, then reads the entry and
+// the bytes. The owner word carries a phase bit that flips every lap, so an
+// entry left over from the previous lap never looks new. The kernel publishes
+// its consumer index with RELEASE; the backend ACQUIRE-loads it before reusing
+// a slot, and drops-and-counts a packet (rx_missed) rather than overwrite a
+// slot the kernel has not released.
+//
+// TX: the kernel reserves descriptors (private producer index), writes them,
+// then stores the doorbell (producer index) with RELEASE; the backend
+// ACQUIRE-loads the doorbell, transmits, and stores the completion index with
+// RELEASE; the kernel ACQUIRE-loads it before reusing descriptors.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda/atomic>
+
+#include "gnio/device/config.hpp"
+
+namespace gnio::device {
+
+// All cross-agent atomics are system scope: producer and consumer may be a
+// CPU thread and a GPU thread.
+template <class T>
+using sys_atomic_ref = cuda::atomic_ref<T, cuda::thread_scope_system>;
+
+// Completion entry flags.
+enum rx_flags : uint16_t {
+  rx_flag_truncated = 1u << 0,  // the frame was longer than the slot or the capture's snaplen
+  rx_flag_vlan = 1u << 1,       // steering saw at least one VLAN tag
+};
+
+// Steering class recorded by the software flow steering (one of them).
+enum rx_class : uint16_t {
+  rx_class_other = 0,
+  rx_class_udp = 1,
+  rx_class_tcp = 2,
+  rx_class_tcp_ctrl = 3,  // SYN/FIN/RST
+  rx_class_icmp = 4,
+  rx_class_arp = 5,
+};
+
+struct alignas(32) rx_cqe {
+  uint32_t len;       // bytes stored in the slot
+  uint32_t wire_len;  // length on the wire (>= len when truncated)
+  uint64_t ts_ns;     // receive (or capture) timestamp, ns since the Unix epoch
+  uint32_t rss_hash;  // 5-tuple hash used for queue selection
+  uint16_t cls;       // rx_class
+  uint16_t flags;     // rx_flags
+  uint32_t port_id;   // which port delivered the frame
+  uint32_t owner;     // phase bit (bit 0); written last, with release
+};
+static_assert(sizeof(rx_cqe) == 32, "rx_cqe layout is part of the ABI");
+
+// Expected owner value for ring position idx: 1 on the first lap, 0 on the
+// second, ... A zero-filled ring therefore starts empty.
+GNIO_HOST_DEVICE constexpr uint32_t rx_phase(uint64_t idx, uint32_t log2_descs) noexcept {
+  return static_cast<uint32_t>(((idx >> log2_descs) & 1u) ^ 1u);
+}
+
+// The kernel's view of one RX queue. Addresses are valid on the executor that
+// runs the kernel (device pointers for CUDA, host pointers for the host executor).
+struct rxq {
+  uint8_t* pkts;           // num_descs * stride bytes of packet memory
+  const rx_cqe* cq;        // num_descs completion entries (host-visible memory)
+  uint64_t* cons;          // consumer index published to the backend (host-visible)
+  uint64_t* next;          // consumer's private read index (executor memory)
+  const uint32_t* eos;     // backend sets 1 after publishing its last completion
+  uint32_t num_descs;      // power of two
+  uint32_t log2_descs;
+  uint32_t stride;         // bytes between packet slots
+  uint32_t queue_id;
+
+  GNIO_HOST_DEVICE uint8_t* pkt_addr(uint64_t idx) const noexcept {
+    return pkts + (idx & (num_descs - 1u)) * static_cast<uint64_t>(stride);
+  }
+  GNIO_HOST_DEVICE const rx_cqe& cqe(uint64_t idx) const noexcept { return cq[idx & (num_descs - 1u)]; }
+};
+
+struct alignas(16) tx_desc {
+  uint64_t addr;   // executor address of the frame (a TX buffer or an RX slot)
+  uint32_t len;
+  uint32_t flags;  // reserved, 0
+};
+
+// The kernel's view of one TX queue.
+struct txq {
+  tx_desc* ring;           // num_descs descriptors (host-visible)
+  uint8_t* bufs;           // num_descs * stride bytes of TX packet memory
+  uint64_t* doorbell;      // producer index published to the backend (host-visible)
+  const uint64_t* done;    // completion index written by the backend (host-visible)
+  uint64_t* prod;          // kernel's private producer index (executor memory)
+  uint32_t num_descs;      // power of two
+  uint32_t log2_descs;
+  uint32_t stride;
+  uint32_t queue_id;
+
+  GNIO_HOST_DEVICE uint8_t* buf_addr(uint64_t idx) const noexcept {
+    return bufs + (idx & (num_descs - 1u)) * static_cast<uint64_t>(stride);
+  }
+};
+
+// Semaphore item status, as in DOCA GPUNetIO.
+enum class sem_status : uint32_t { free = 0, ready = 1, done = 2, hold = 3, error = 4, exit = 5 };
+
+struct alignas(16) sem_item {
+  uint32_t status;     // sem_status; written last by the kernel, with release
+  uint32_t num_pkts;   // packet info: how many packets this item covers
+  uint64_t first_pkt;  // packet info: ring index of the first one
+};
+
+// The kernel's view of a semaphore: a ring of items with custom bytes each,
+// all in host-visible memory.
+struct sem {
+  sem_item* items;
+  uint8_t* custom;        // num_items * custom_bytes
+  uint32_t num_items;
+  uint32_t custom_bytes;
+};
+
+}  // namespace gnio::device

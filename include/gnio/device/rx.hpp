@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// Receive from an RX queue at thread, warp or block scope.
+//
+//   uint64_t first; uint32_t num;
+//   status s = recv<scope::warp>(rxq, 64, 100'000, &first, &num);
+//   for (i = lane; i < num; i += 32) { uint8_t* p = rxq.pkt_addr(first + i); ... }
+//
+// Each call first releases the batch the previous call returned (publishes the
+// consumer index), so a packet's bytes stay valid until the next recv on that
+// queue. Exactly one thread, warp or block may consume a queue.
+#pragma once
+
+#include "gnio/device/exec.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio::device {
+
+namespace detail {
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t load_owner(const rxq& q, uint64_t idx) noexcept {
+  // Relaxed: the acquire fence in finish_poll() orders the reads that follow.
+  return sys_atomic_ref<const uint32_t>(q.cqe(idx).owner).load(cuda::std::memory_order_relaxed);
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool ready(const rxq& q, uint64_t idx) noexcept {
+  return load_owner(q, idx) == rx_phase(idx, q.log2_descs);
+}
+
+// Contiguous ready completions from `start`, at most `max`, as seen by one thread.
+// Loads are issued eight at a time so a GPU thread polling host memory keeps
+// several PCIe reads in flight.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t count_ready_thread(const rxq& q, uint64_t start, uint32_t max) noexcept {
+  uint32_t n = 0;
+  while (n < max) {
+    uint32_t chunk = max - n < 8u ? max - n : 8u;
+    uint32_t own[8];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t j = 0; j < 8; ++j)
+      if (j < chunk) own[j] = load_owner(q, start + n + j);
+    for (uint32_t j = 0; j < chunk; ++j) {
+      if (own[j] != rx_phase(start + n + j, q.log2_descs)) return n;
+      ++n;
+    }
+  }
+  return n;
+}
+
+#if defined(__CUDA_ARCH__)
+// Every lane polls one entry; the ballot's lowest clear bit ends the run.
+__device__ GNIO_FORCEINLINE uint32_t count_ready_warp(const rxq& q, uint64_t start, uint32_t max) noexcept {
+  uint32_t n = 0;
+  const uint32_t lane = threadIdx.x & 31u;
+  while (n < max) {
+    bool r = (lane < max - n) && ready(q, start + n + lane);
+    uint32_t mask = __ballot_sync(0xffffffffu, r);
+    uint32_t run = (mask == 0xffffffffu) ? 32u : static_cast<uint32_t>(__ffs(~mask) - 1);
+    n += run;
+    if (run < 32u) break;
+  }
+  return n < max ? n : max;
+}
+#endif
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool eos_set(const rxq& q) noexcept {
+  // Pairs with the release store of *eos in the backend's ring writer, made
+  // after its last completion: a set flag means no completion is still coming.
+  return sys_atomic_ref<const uint32_t>(*q.eos).load(cuda::std::memory_order_acquire) != 0u;
+}
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void publish_consumer(const rxq& q, uint64_t idx) noexcept {
+  // Pairs with the acquire load of *cons in ring_writer::free_slots(): every
+  // read of slots before idx happened before the backend may overwrite them.
+  sys_atomic_ref<uint64_t>(*q.cons).store(idx, cuda::std::memory_order_release);
+}
+
+// Poll loop run by the thread (or, on the GPU with Warp=true, the warp) that leads the recv.
+template <bool Warp>
+GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t start,
+                                              uint32_t* num) noexcept {
+  const uint64_t t0 = now_ns();
+  uint32_t empty_polls = 0;
+  for (;;) {
+    uint32_t n;
+#if defined(__CUDA_ARCH__)
+    if constexpr (Warp) n = count_ready_warp(q, start, max_pkts);
+    else n = count_ready_thread(q, start, max_pkts);
+#else
+    n = count_ready_thread(q, start, max_pkts);
+#endif
+    const bool expired = (now_ns() - t0) >= timeout_ns;
+    if (n >= max_pkts || (n > 0 && expired)) {
+      *num = n;
+      // Pairs with the release store of rx_cqe::owner in ring_writer::publish():
+      // entry fields and packet bytes written before it are visible after this.
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      return status::success;
+    }
+    if (n == 0 && eos_set(q)) {
+      // The backend finished; one more look closes the race with its last publish.
+#if defined(__CUDA_ARCH__)
+      if constexpr (Warp) n = count_ready_warp(q, start, max_pkts);
+      else n = count_ready_thread(q, start, max_pkts);
+#else
+      n = count_ready_thread(q, start, max_pkts);
+#endif
+      *num = n;
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      return n ? status::success : status::shutdown;
+    }
+    if (expired) {
+      *num = 0;
+      return status::again;
+    }
+    idle_backoff(++empty_polls);
+  }
+}
+
+}  // namespace detail
+
+// Receives up to max_pkts packets, waiting at most timeout_ns for the batch to
+// fill (0: return at once with what is ready). On success [*first, *first +
+// *num) are ring indices of received packets, *num >= 1. Returns again when
+// nothing arrived in time and shutdown when the backend ended the stream and
+// every packet was received. All threads of the scope must call it together
+// and get the same result.
+template <scope S>
+GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
+                             uint32_t* num) noexcept {
+  if (max_pkts == 0) max_pkts = 1;
+  if (max_pkts > q.num_descs) max_pkts = q.num_descs;
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == scope::thread) {
+    const uint64_t start = *q.next;
+    detail::publish_consumer(q, start);
+    status s = detail::poll<false>(q, max_pkts, timeout_ns, start, num);
+    *first = start;
+    *q.next = start + *num;
+    return s;
+  } else if constexpr (S == scope::warp) {
+    const uint32_t lane = threadIdx.x & 31u;
+    uint64_t start = 0;
+    if (lane == 0) {
+      start = *q.next;
+      detail::publish_consumer(q, start);
+    }
+    start = __shfl_sync(0xffffffffu, start, 0);
+    status s = detail::poll<true>(q, max_pkts, timeout_ns, start, num);
+    __syncwarp();
+    if (lane == 0) *q.next = start + *num;
+    *first = start;
+    return s;
+  } else {
+    __shared__ uint64_t s_start;
+    __shared__ uint32_t s_num;
+    __shared__ int32_t s_status;
+    if (threadIdx.x < 32) {
+      const uint32_t lane = threadIdx.x & 31u;
+      uint64_t start = 0;
+      if (lane == 0) {
+        start = *q.next;
+        detail::publish_consumer(q, start);
+      }
+      start = __shfl_sync(0xffffffffu, start, 0);
+      uint32_t n = 0;
+      status s = detail::poll<true>(q, max_pkts, timeout_ns, start, &n);
+      if (lane == 0) {
+        *q.next = start + n;
+        s_start = start;
+        s_num = n;
+        s_status = static_cast<int32_t>(s);
+      }
+    }
+    // Orders warp 0's acquire (inside poll) before the other warps' reads of the packets.
+    __syncthreads();
+    *first = s_start;
+    *num = s_num;
+    const status s = static_cast<status>(s_status);
+    // Nobody may reuse the shared slots before every thread has read them.
+    __syncthreads();
+    return s;
+  }
+#else
+  // Host executor: one thread is the whole warp and block.
+  const uint64_t start = *q.next;
+  detail::publish_consumer(q, start);
+  status s = detail::poll<false>(q, max_pkts, timeout_ns, start, num);
+  *first = start;
+  *q.next = start + *num;
+  return s;
+#endif
+}
+
+// Releases every packet received so far (publishes the consumer index), for a
+// kernel about to return. Call from one thread of the consuming scope.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void release_all(const rxq& q) noexcept { detail::publish_consumer(q, *q.next); }
+
+// Packet accessors for an index returned by recv.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint8_t* pkt_addr(const rxq& q, uint64_t idx) noexcept { return q.pkt_addr(idx); }
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_len(const rxq& q, uint64_t idx) noexcept { return q.cqe(idx).len; }
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_wire_len(const rxq& q, uint64_t idx) noexcept {
+  return q.cqe(idx).wire_len;
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t pkt_timestamp_ns(const rxq& q, uint64_t idx) noexcept {
+  return q.cqe(idx).ts_ns;
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_rss_hash(const rxq& q, uint64_t idx) noexcept {
+  return q.cqe(idx).rss_hash;
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t pkt_class(const rxq& q, uint64_t idx) noexcept { return q.cqe(idx).cls; }
+
+}  // namespace gnio::device

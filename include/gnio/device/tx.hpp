@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transmit through a TX queue: the NIC-like steps reserve -> prepare -> commit
+// -> doorbell, and send<Scope>() which wraps them. Exactly one thread, warp or
+// block may produce into a queue.
+#pragma once
+
+#include "gnio/device/exec.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio::device {
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t tx_done(const txq& q) noexcept {
+  // Pairs with the release store of *done in the backend's TX drain: the
+  // descriptors and buffers below it are free to reuse.
+  return sys_atomic_ref<const uint64_t>(*q.done).load(cuda::std::memory_order_acquire);
+}
+
+// Free descriptors right now (single producer view).
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space(const txq& q) noexcept {
+  return q.num_descs - static_cast<uint32_t>(*q.prod - tx_done(q));
+}
+
+// Reserves n descriptors, waiting up to timeout_ns for the backend to complete
+// older ones. Called by one thread (the scope's leader). On success *first is
+// the ring index of the first reserved descriptor; returns full on timeout.
+GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t timeout_ns, uint64_t* first) noexcept {
+  if (n == 0 || n > q.num_descs) return status::invalid_value;
+  const uint64_t t0 = now_ns();
+  uint32_t polls = 0;
+  while (tx_space(q) < n) {
+    if (now_ns() - t0 >= timeout_ns) return status::full;
+    idle_backoff(++polls);
+  }
+  *first = *q.prod;
+  return status::success;
+}
+
+// Fills descriptor idx. addr is an executor address: a TX buffer
+// (q.buf_addr(idx)) or an RX slot for an in-place reply.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare(const txq& q, uint64_t idx, const void* addr, uint32_t len) noexcept {
+  tx_desc& d = q.ring[idx & (q.num_descs - 1u)];
+  d.addr = reinterpret_cast<uint64_t>(addr);
+  d.len = len;
+  d.flags = 0;
+}
+
+// Makes n prepared descriptors part of the next doorbell. Leader only.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_commit(const txq& q, uint32_t n) noexcept { *q.prod += n; }
+
+// Tells the backend about every committed descriptor. Leader only, after the
+// scope's barrier so all descriptors and frame bytes are written.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_doorbell(const txq& q) noexcept {
+  // Pairs with the acquire load of *doorbell in the backend's TX drain: the
+  // descriptors and frame bytes written before this are visible to it.
+  sys_atomic_ref<uint64_t>(*q.doorbell).store(*q.prod, cuda::std::memory_order_release);
+}
+
+// Waits until every descriptor committed so far has completed.
+GNIO_HOST_DEVICE inline status tx_wait(const txq& q, uint64_t timeout_ns) noexcept {
+  const uint64_t t0 = now_ns();
+  uint32_t polls = 0;
+  while (tx_done(q) < *q.prod) {
+    if (now_ns() - t0 >= timeout_ns) return status::time_out;
+    idle_backoff(++polls);
+  }
+  return status::success;
+}
+
+// Sends one frame per participating thread (valid == true) at the given
+// scope: reserve for all of them, each writes its descriptor, one doorbell.
+// Every thread of the scope must call it. Returns full when the ring stayed
+// full for timeout_ns (nothing of this call is sent then).
+template <scope S>
+GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32_t len, uint64_t timeout_ns) noexcept {
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == scope::thread) {
+    if (!valid) return status::success;
+    uint64_t first;
+    status s = tx_reserve(q, 1, timeout_ns, &first);
+    if (s != status::success) return s;
+    tx_prepare(q, first, frame, len);
+    tx_commit(q, 1);
+    tx_doorbell(q);
+    return status::success;
+  } else if constexpr (S == scope::warp) {
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint32_t mask = __ballot_sync(0xffffffffu, valid);
+    if (mask == 0) return status::success;
+    const uint32_t n = __popc(mask);
+    uint64_t first = 0;
+    int32_t st = 0;
+    if (lane == 0) st = static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &first));
+    st = __shfl_sync(0xffffffffu, st, 0);
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (st != 0) return static_cast<status>(st);
+    if (valid) tx_prepare(q, first + __popc(mask & ((1u << lane) - 1u)), frame, len);
+    __syncwarp();  // descriptors of every lane before the leader's doorbell
+    if (lane == 0) {
+      tx_commit(q, n);
+      tx_doorbell(q);
+    }
+    __syncwarp();
+    return status::success;
+  } else {
+    __shared__ uint32_t s_count;
+    __shared__ uint64_t s_first;
+    __shared__ int32_t s_status;
+    if (threadIdx.x == 0) s_count = 0;
+    __syncthreads();
+    uint32_t rank = 0;
+    if (valid) rank = atomicAdd(&s_count, 1u);
+    __syncthreads();
+    const uint32_t n = s_count;
+    if (threadIdx.x == 0) {
+      s_status = n ? static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &s_first)) : 0;
+    }
+    __syncthreads();
+    const status s = static_cast<status>(s_status);
+    if (s == status::success && valid) tx_prepare(q, s_first + rank, frame, len);
+    __syncthreads();  // every descriptor before the doorbell
+    if (threadIdx.x == 0 && s == status::success && n) {
+      tx_commit(q, n);
+      tx_doorbell(q);
+    }
+    __syncthreads();
+    return s;
+  }
+#else
+  if (!valid) return status::success;
+  uint64_t first;
+  status s = tx_reserve(q, 1, timeout_ns, &first);
+  if (s != status::success) return s;
+  tx_prepare(q, first, frame, len);
+  tx_commit(q, 1);
+  tx_doorbell(q);
+  return status::success;
+#endif
+}
+
+}  // namespace gnio::device

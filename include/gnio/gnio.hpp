@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// Umbrella header for gnio's host API.
+#pragma once
+
+#include "gnio/caps.hpp"
+#include "gnio/device/pkt.hpp"
+#include "gnio/device/rx.hpp"
+#include "gnio/device/sem.hpp"
+#include "gnio/device/tx.hpp"
+#include "gnio/gpu.hpp"
+#include "gnio/kernel.hpp"
+#include "gnio/launch.hpp"
+#include "gnio/log.hpp"
+#include "gnio/memory.hpp"
+#include "gnio/port.hpp"
+#include "gnio/semaphore.hpp"
+#include "gnio/status.hpp"

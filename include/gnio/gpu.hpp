@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio::gpu: the per-GPU context (or the host pseudo-device) everything else hangs off.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gnio/memory.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio {
+
+enum class executor_kind : uint8_t { host, cuda };
+[[nodiscard]] std::string_view to_string(executor_kind k) noexcept;
+
+namespace detail {
+struct gpu_state;
+}
+
+struct gpu_info {
+  executor_kind executor = executor_kind::host;
+  int ordinal = -1;            // CUDA ordinal, -1 for the host
+  std::string name;            // "NVIDIA H200" or "host executor (N CPU threads)"
+  std::string bus_id;          // "0000:ca:00.0", empty for the host
+  int cc_major = 0, cc_minor = 0;
+  int num_sms = 0;
+  size_t total_mem_bytes = 0;
+  bool can_map_host_memory = false;
+  bool unified_addressing = false;
+};
+
+// True when this build can launch CUDA kernels (compiled with CUDA support).
+[[nodiscard]] bool built_with_cuda() noexcept;
+// CUDA GPUs visible now (empty without CUDA support or without a GPU), with
+// the reason in *why when there are none.
+[[nodiscard]] std::vector<gpu_info> list_gpus(std::string* why = nullptr);
+
+class gpu {
+ public:
+  gpu() = default;
+  // selector: "host"; "auto" (the first CUDA GPU, else the host); a CUDA
+  // ordinal ("0"); or a PCIe bus id ("0000:ca:00.0" or "ca:00.0").
+  [[nodiscard]] static result<gpu> open(std::string_view selector);
+
+  [[nodiscard]] const gpu_info& info() const;
+  [[nodiscard]] executor_kind executor() const { return info().executor; }
+
+  // Allocates memory of the given type; a type this device cannot provide
+  // returns not_supported with the reason.
+  [[nodiscard]] result<mem_block> alloc(size_t bytes, mem_type type);
+  [[nodiscard]] error free(mem_block& block);
+
+  // Copies between host memory and a block of any type (a DMA for GPU memory).
+  [[nodiscard]] error copy_to_host(void* host_dst, const mem_block& src, size_t offset, size_t bytes);
+  [[nodiscard]] error copy_to_block(mem_block& dst, size_t offset, const void* host_src, size_t bytes);
+
+  // Ends the context. bad_state while ports, semaphores or runners made from
+  // it still exist; they must be destroyed first.
+  [[nodiscard]] error destroy();
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  [[nodiscard]] const std::shared_ptr<detail::gpu_state>& state() const noexcept { return state_; }
+
+ private:
+  explicit gpu(std::shared_ptr<detail::gpu_state> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::gpu_state> state_;
+};
+
+}  // namespace gnio

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio::kernel_runner: launches a persistent kernel on the GPU (a CUDA stream
+// of its own) or on host threads, and stops it through an exit flag in
+// host-visible memory.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "gnio/device/exec.hpp"
+#include "gnio/gpu.hpp"
+#include "gnio/port.hpp"
+
+namespace gnio {
+
+namespace detail {
+struct runner_state;
+}
+
+struct launch_dims {
+  uint32_t blocks = 1;         // host executor: one CPU thread per block
+  uint32_t threads = 256;      // per block (ignored by the host executor)
+  uint32_t shared_bytes = 0;
+};
+
+class kernel_runner {
+ public:
+  kernel_runner() = default;
+  // The ports the kernel uses must be started before launch and may not be
+  // stopped while it runs.
+  [[nodiscard]] static result<kernel_runner> create(gpu& g, std::vector<port*> ports = {});
+
+  [[nodiscard]] executor_kind executor() const;
+  [[nodiscard]] bool running() const;
+
+  // Waits until the kernel returned by itself (e.g. every queue reached its
+  // end of stream). time_out when it is still running at the deadline.
+  [[nodiscard]] error wait(std::chrono::nanoseconds timeout);
+  // Sets the exit flag and waits until the kernel returned or the deadline
+  // passed. On time_out nothing the kernel may touch is freed (fail closed):
+  // the runner, its ports and their memory stay allocated until it ends.
+  [[nodiscard]] error stop(std::chrono::nanoseconds deadline);
+  [[nodiscard]] error destroy();
+
+  // --- used by gnio::launch(); not for applications ---
+  [[nodiscard]] error launch_host(uint32_t num_blocks, std::function<void(const device::exec_ctx&)> body);
+  // Checks state and returns the stream (a cudaStream_t) to launch on.
+  [[nodiscard]] result<void*> begin_cuda_launch(uint32_t num_blocks);
+  [[nodiscard]] device::exec_ctx ctx(uint32_t num_blocks) const;
+  [[nodiscard]] error end_cuda_launch(int cuda_error);
+
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+ private:
+  explicit kernel_runner(std::shared_ptr<detail::runner_state> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::runner_state> state_;
+};
+
+}  // namespace gnio

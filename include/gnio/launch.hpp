@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio::launch(runner, dims, body): runs a persistent kernel body on the
+// runner's executor. Body is a trivially copyable functor with
+//   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx&)
+// that loops until ctx.should_exit() or its queues end. The CUDA path exists
+// only where this header is compiled by nvcc (a .cu file); the host path
+// everywhere.
+#pragma once
+
+#include <type_traits>
+
+#include "gnio/kernel.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace gnio {
+
+namespace detail {
+#if defined(__CUDACC__)
+template <class Body>
+__global__ void persistent_kernel(Body body, device::exec_ctx ctx) {
+  ctx.block = blockIdx.x;
+  body(ctx);
+}
+#endif
+}  // namespace detail
+
+template <class Body>
+[[nodiscard]] error launch(kernel_runner& runner, const launch_dims& dims, const Body& body) {
+  static_assert(std::is_trivially_copyable_v<Body>, "a kernel body is copied to the device: keep it trivially copyable");
+  if (!runner.valid()) return error(status::bad_state, "launch: the runner was not created");
+  if (dims.blocks == 0) return error(status::invalid_value, "launch: blocks must be at least 1");
+  if (runner.executor() == executor_kind::host) {
+    return runner.launch_host(dims.blocks, [body](const device::exec_ctx& c) {
+      Body b = body;  // each host thread gets its own copy, as each GPU block would
+      b(c);
+    });
+  }
+#if defined(__CUDACC__)
+  if (dims.threads == 0 || dims.threads > 1024)
+    return error(status::invalid_value, "launch: threads per block must be 1..1024");
+  auto stream = runner.begin_cuda_launch(dims.blocks);
+  if (!stream) return stream.err();
+  detail::persistent_kernel<Body><<<dims.blocks, dims.threads, dims.shared_bytes, static_cast<cudaStream_t>(*stream)>>>(
+      body, runner.ctx(dims.blocks));
+  return runner.end_cuda_launch(static_cast<int>(cudaGetLastError()));
+#else
+  return error(status::not_supported,
+               "launch: this file was not compiled by nvcc, so it cannot start CUDA kernels; launch from a .cu file "
+               "or use the host executor");
+#endif
+}
+
+}  // namespace gnio

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio::port: a NIC (or a software stand-in) opened from a device string, its
+// RX/TX queues and the memory registered with it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gnio/caps.hpp"
+#include "gnio/device/ring.hpp"
+#include "gnio/gpu.hpp"
+#include "gnio/memory.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio {
+
+namespace detail {
+struct port_state;
+}
+
+struct rxq_config {
+  uint32_t num_descs = 1024;  // power of two; the ring's depth
+  uint32_t stride = 2048;     // bytes per packet slot; longer frames are cut (and flagged)
+  mem_type pkt_mem = mem_type::automatic;
+};
+
+struct txq_config {
+  uint32_t num_descs = 1024;  // power of two
+  uint32_t stride = 2048;     // bytes per TX buffer slot
+  mem_type pkt_mem = mem_type::automatic;
+};
+
+// Software flow steering: frames of a class go to a group of RX queues, spread
+// over the group by their 5-tuple hash (RSS). Classes without a rule go to the
+// default group (all RX queues unless set).
+struct steering_rule {
+  device::rx_class cls = device::rx_class_other;
+  std::vector<uint32_t> queues;
+};
+
+struct rxq_stats {
+  uint64_t offered = 0;    // frames steered to this queue
+  uint64_t delivered = 0;  // written to the ring and published
+  uint64_t missed = 0;     // dropped because the ring was full (never overwritten)
+  uint64_t bytes = 0;      // bytes delivered
+  uint64_t truncated = 0;  // frames cut to the slot size
+  uint64_t consumed = 0;   // released by the kernel (its published consumer index)
+};
+
+struct txq_stats {
+  uint64_t sent = 0;       // descriptors the backend completed
+  uint64_t bytes = 0;
+  uint64_t errors = 0;     // completed but the backend failed to send them
+  uint64_t bad_addr = 0;   // descriptor address outside registered memory (completed, not sent)
+};
+
+struct port_stats {
+  uint64_t rx_frames = 0;    // frames the backend produced
+  uint64_t rx_bytes = 0;
+  uint64_t rx_errors = 0;    // source-side errors (damaged capture, socket errors)
+  uint64_t rx_missed = 0;    // sum over queues
+  uint64_t rx_delivered = 0; // sum over queues
+  uint64_t rx_unsteered = 0; // frames with no queue to go to (no RX queue for their class)
+  uint64_t tx_frames = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_errors = 0;
+  bool rx_ended = false;     // the backend reported end of stream
+  std::vector<rxq_stats> rxq;
+  std::vector<txq_stats> txq;
+};
+
+class port {
+ public:
+  port() = default;
+  port(port&&) noexcept = default;
+  port& operator=(port&&) noexcept = default;
+  ~port();
+
+  // dev: "pcap:file=x.pcap,loop=2", "gen:size=64,flows=1024,count=1000000", "pair:" ...
+  [[nodiscard]] static result<port> open(gpu& g, std::string_view dev);
+
+  [[nodiscard]] const port_caps& caps() const;
+  [[nodiscard]] const std::string& name() const;
+
+  // Configuration, before start(); bad_state afterwards.
+  [[nodiscard]] result<uint32_t> create_rxq(const rxq_config& cfg = {});
+  [[nodiscard]] result<uint32_t> create_txq(const txq_config& cfg = {});
+  // Makes a buffer array reachable as a TX descriptor address.
+  [[nodiscard]] error register_memory(const mem_block& block);
+  [[nodiscard]] error set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues = {});
+
+  [[nodiscard]] error start();
+  // Stops the backend's engine. bad_state while kernels using the port run.
+  [[nodiscard]] error stop();
+  [[nodiscard]] error destroy_rxq(uint32_t id);
+  [[nodiscard]] error destroy_txq(uint32_t id);
+  // Ends the port: bad_state unless stopped with every queue destroyed.
+  [[nodiscard]] error close();
+
+  // Kernel views of the queues (valid from create until destroy).
+  [[nodiscard]] result<device::rxq> rxq(uint32_t id) const;
+  [[nodiscard]] result<device::txq> txq(uint32_t id) const;
+  [[nodiscard]] uint32_t num_rxq() const;
+  [[nodiscard]] uint32_t num_txq() const;
+
+  [[nodiscard]] port_stats stats() const;
+  // True once the backend ended its stream and every queue got its end mark.
+  [[nodiscard]] bool rx_ended() const;
+  // The first error the engine hit (e.g. a backend I/O failure), or success.
+  [[nodiscard]] error engine_error() const;
+
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  [[nodiscard]] const std::shared_ptr<detail::port_state>& state() const noexcept { return state_; }
+
+ private:
+  explicit port(std::shared_ptr<detail::port_state> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::port_state> state_;
+};
+
+}  // namespace gnio

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// The status taxonomy. Every fallible gnio call returns one of these; device
+// code returns them too (the enum is usable in kernels), it never throws.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "gnio/device/config.hpp"
+
+namespace gnio {
+
+// The set DOCA GPUNetIO users know from DOCA_ERROR_*, in the same order.
+enum class status : int32_t {
+  success = 0,
+  unknown,
+  not_permitted,
+  in_use,
+  not_supported,
+  again,
+  invalid_value,
+  no_memory,
+  initialization,
+  time_out,
+  shutdown,
+  connection_reset,
+  connection_aborted,
+  connection_inprogress,
+  not_connected,
+  no_lock,
+  not_found,
+  io_failed,
+  bad_state,
+  unsupported_version,
+  operating_system,
+  driver,
+  unexpected,
+  already_exist,
+  full,
+  empty,
+  in_progress,
+  too_big,
+  authentication,
+  bad_config,
+  skipped,
+  device_fatal_error,
+};
+
+inline constexpr int32_t num_statuses = static_cast<int32_t>(status::device_fatal_error) + 1;
+
+// Where a status usually comes from, so messages can say where to look.
+enum class layer : uint8_t {
+  none,     // success
+  env,      // the machine: permissions, devices, kernel features, files
+  version,  // mismatched driver/runtime/library versions
+  build,    // gnio was built without the feature
+  runtime,  // a transient condition at run time (ring full, timeout, peer gone)
+  program,  // the calling program: wrong argument or call order
+  driver,   // CUDA driver, NIC driver or the OS below them
+};
+
+struct status_info {
+  status code;
+  std::string_view name;     // e.g. "bad_state"
+  std::string_view meaning;  // one line
+  layer where;
+  std::string_view next;     // what to check next
+};
+
+// Every status with its name, meaning, layer and remedy hint.
+[[nodiscard]] std::span<const status_info> all_statuses() noexcept;
+[[nodiscard]] const status_info& describe(status s) noexcept;
+[[nodiscard]] std::string_view to_string(status s) noexcept;
+[[nodiscard]] std::string_view to_string(layer l) noexcept;
+// Accepts a name ("bad_state"), a DOCA-style name ("DOCA_ERROR_BAD_STATE") or a number.
+[[nodiscard]] bool parse_status(std::string_view text, status& out) noexcept;
+
+GNIO_HOST_DEVICE constexpr bool ok(status s) noexcept { return s == status::success; }
+
+// A status plus the message that names the failing layer and the next thing to
+// check. Library calls return this instead of throwing.
+class [[nodiscard]] error {
+ public:
+  error() noexcept = default;
+  error(status code) : code_(code) {}  // NOLINT: implicit from a bare status is intended
+  error(status code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  [[nodiscard]] status code() const noexcept { return code_; }
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+  [[nodiscard]] bool ok() const noexcept { return code_ == status::success; }
+  explicit operator bool() const noexcept { return code_ != status::success; }
+  // "bad_state: port is started; stop it before creating queues"
+  [[nodiscard]] std::string what() const;
+
+ private:
+  status code_ = status::success;
+  std::string message_;
+};
+
+// Value or error, for calls that make something.
+template <class T>
+class [[nodiscard]] result {
+ public:
+  result(T value) : value_(std::move(value)), has_(true) {}  // NOLINT
+  result(error e) : err_(std::move(e)) {}                    // NOLINT
+  result(status s, std::string msg) : err_(s, std::move(msg)) {}
+
+  [[nodiscard]] bool ok() const noexcept { return has_; }
+  explicit operator bool() const noexcept { return has_; }
+  [[nodiscard]] T& value() & { return value_; }
+  [[nodiscard]] T&& value() && { return std::move(value_); }
+  [[nodiscard]] T& operator*() & { return value_; }
+  [[nodiscard]] T* operator->() { return &value_; }
+  [[nodiscard]] const error& err() const noexcept { return err_; }
+  [[nodiscard]] status code() const noexcept { return has_ ? status::success : err_.code(); }
+
+ private:
+  T value_{};
+  error err_;
+  bool has_ = false;
+};
+
+}  // namespace gnio

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pcap backend: plays a pcap/pcapng file as the receive side of a port and
+// records transmitted frames into a pcap file, both through libpcap.
+//
+// Limitation, per-packet link types: a pcapng file may describe several
+// interfaces, each with its own link type, but a libpcap handle exposes only
+// the first interface's type. libpcap (1.10.x) goes further and refuses, as a
+// read error, any later interface whose link type or snap length differs from
+// the first one's, so such files (e.g. gopacket's pcapng-suite test004/test006)
+// end early here: the packets before that block are delivered, the error is
+// counted in rx_errors and logged.
+
+#include <pcap/pcap.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gnio/backend/backend.hpp"
+#include "log_internal.hpp"
+
+namespace gnio::backend {
+
+namespace {
+
+using detail::fail;
+
+constexpr uint32_t kMaxFrame = 65535;  // what get_caps advertises as max_pkt_bytes
+constexpr uint32_t kEthHdr = 14;
+constexpr uint16_t kEtherIPv4 = 0x0800;
+constexpr uint16_t kEtherIPv6 = 0x86DD;
+// Pacing may run ahead of a slow poller by at most this much, so a late poll
+// catches up without releasing an unbounded burst.
+constexpr double kBucketDepthS = 0.010;
+
+// The link types this backend can turn into Ethernet frames.
+bool supported_linktype(int dlt) {
+  switch (dlt) {
+    case DLT_EN10MB:
+    case DLT_NULL:
+    case DLT_LOOP:
+    case DLT_RAW:
+    case DLT_IPV4:
+    case DLT_IPV6:
+    case DLT_LINUX_SLL:
+    case DLT_LINUX_SLL2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string linktype_name(int dlt) {
+  const char* name = pcap_datalink_val_to_name(dlt);
+  const char* desc = pcap_datalink_val_to_description(dlt);
+  std::string s = name ? name : "unknown";
+  if (desc) s += fmt::format(" ({})", desc);
+  return s + fmt::format(", DLT {}", dlt);
+}
+
+uint16_t load_be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+uint32_t load_be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
+}
+
+uint32_t load_host32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+status errno_status(int e) {
+  switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+      return status::not_found;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return status::not_permitted;
+    case ENOMEM:
+      return status::no_memory;
+    default:
+      return status::io_failed;
+  }
+}
+
+// Compressed captures are common (wireshark's test captures, rotated logs) and
+// libpcap only says "unknown file format" for them, which sends users looking
+// in the wrong place.
+const char* compression_hint(const uint8_t* m, size_t n) {
+  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return "gzip-compressed: gunzip it first";
+  if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) return "zstd-compressed: unzstd it first";
+  if (n >= 4 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X') return "xz-compressed: unxz it first";
+  if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') return "bzip2-compressed: bunzip2 it first";
+  return nullptr;
+}
+
+// Opens a capture for reading with nanosecond timestamps and checks that its
+// link type can be delivered as Ethernet.
+error open_capture(const std::string& path, pcap_t** out) {
+  *out = nullptr;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    int e = errno;
+    return fail(errno_status(e), "pcap: cannot open capture '{}': {}", path, std::strerror(e));
+  }
+  struct stat st {};
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    return fail(status::bad_config, "pcap: file={} is a directory, not a capture", path);
+  }
+  uint8_t magic[4] = {};
+  size_t got = std::fread(magic, 1, sizeof magic, f);
+  if (const char* hint = compression_hint(magic, got)) {
+    std::fclose(f);
+    return fail(status::not_supported, "pcap: '{}' is {}", path, hint);
+  }
+  if (got == 0) {
+    std::fclose(f);
+    return fail(status::bad_config, "pcap: '{}' is empty (0 bytes), not a capture", path);
+  }
+  std::rewind(f);
+
+  char errbuf[PCAP_ERRBUF_SIZE] = "";
+  // pcap_fopen_offline owns f from here on, on failure too.
+  pcap_t* p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+  if (!p) {
+    std::string why = errbuf;
+    // libpcap has no error codes for this; its messages for a recognised
+    // format of an unknown version say "version" (or "archaic" for pre-2.0).
+    if (why.find("version") != std::string::npos || why.find("archaic") != std::string::npos)
+      return fail(status::unsupported_version, "pcap: '{}' has a capture format version libpcap {} cannot read (libpcap: {})",
+                  path, pcap_lib_version(), why);
+    if (why.find("unknown file format") != std::string::npos)
+      return fail(status::bad_config, "pcap: '{}' is not a pcap or pcapng capture (libpcap: {})", path, why);
+    return fail(status::bad_config, "pcap: cannot read the header of capture '{}' (libpcap: {})", path, why);
+  }
+  int dlt = pcap_datalink(p);
+  if (!supported_linktype(dlt)) {
+    pcap_close(p);
+    return fail(status::not_supported,
+                "pcap: '{}' has link type {}; this backend delivers Ethernet and can convert only from EN10MB, NULL, "
+                "LOOP, RAW, IPV4, IPV6, LINUX_SLL and LINUX_SLL2",
+                path, linktype_name(dlt));
+  }
+  *out = p;
+  return {};
+}
+
+// A frame ready for the sink, or the reason a record could not become one.
+struct converted {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+  uint32_t wire_len = 0;
+  const char* problem = nullptr;
+};
+
+struct port {
+  // options
+  std::string rx_path;
+  std::string tx_path;
+  uint64_t loops = 1;  // 0 = forever
+  double rate_pps = 0;
+  double rate_bps = 0;
+
+  // rx
+  pcap_t* rx = nullptr;
+  int dlt = DLT_EN10MB;
+  uint64_t passes_done = 0;
+  uint64_t pass_records = 0;    // records read in the current pass, for messages
+  uint64_t pass_delivered = 0;  // frames delivered in the current pass
+  bool rx_ended = false;
+  bool warned_read = false;
+  bool warned_convert = false;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kMaxFrame);
+
+  // pacing
+  bool pacing_primed = false;
+  double tokens = 0;
+  std::chrono::steady_clock::time_point last_refill;
+
+  // tx
+  pcap_t* tx_dead = nullptr;
+  pcap_dumper_t* dumper = nullptr;
+  bool tx_written_once = false;
+
+  // The engine thread updates these while another thread may read them.
+  std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, rx_errors{0};
+  std::atomic<uint64_t> tx_frames{0}, tx_bytes{0}, tx_errors{0};
+
+  [[nodiscard]] bool has_rx() const { return !rx_path.empty(); }
+  [[nodiscard]] bool has_tx() const { return !tx_path.empty(); }
+  [[nodiscard]] bool paced() const { return rate_pps > 0 || rate_bps > 0; }
+};
+
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+// Builds an Ethernet header in front of the payload in p->buf. The caller has
+// already checked that hdr_len <= caplen <= len.
+converted synthesize(port* p, const pcap_pkthdr* h, const uint8_t* data, uint32_t hdr_len, const uint8_t dst[6],
+                     const uint8_t src[6], uint16_t type_or_len) {
+  uint8_t* b = p->buf.data();
+  std::memcpy(b, dst, 6);
+  std::memcpy(b + 6, src, 6);
+  b[12] = static_cast<uint8_t>(type_or_len >> 8);
+  b[13] = static_cast<uint8_t>(type_or_len);
+  uint32_t payload = std::min(h->caplen - hdr_len, kMaxFrame - kEthHdr);
+  std::memcpy(b + kEthHdr, data + hdr_len, payload);
+  converted c;
+  c.data = b;
+  c.len = kEthHdr + payload;
+  uint64_t wire = uint64_t{std::max(h->len, h->caplen)} - hdr_len + kEthHdr;
+  c.wire_len = static_cast<uint32_t>(std::min<uint64_t>(wire, std::numeric_limits<uint32_t>::max()));
+  return c;
+}
+
+// EtherType from the IP version nibble, 0 when it is neither 4 nor 6.
+uint16_t ethertype_from_ip(const uint8_t* ip, uint32_t caplen) {
+  if (caplen == 0) return 0;
+  switch (ip[0] >> 4) {
+    case 4: return kEtherIPv4;
+    case 6: return kEtherIPv6;
+    default: return 0;
+  }
+}
+
+converted to_ethernet(port* p, const pcap_pkthdr* h, const uint8_t* data) {
+  static constexpr uint8_t zero_mac[6] = {};
+  static constexpr uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  converted c;
+  if (h->caplen == 0) {
+    c.problem = "empty record (0 bytes captured)";
+    return c;
+  }
+  switch (p->dlt) {
+    case DLT_EN10MB:
+      // Runts and records cut inside the Ethernet header go through as they
+      // are: malformed input is what downstream parsers must be tested with.
+      // Frames above max_pkt_bytes (a 256 KiB snaplen of offloaded
+      // super-frames) are cut like a short snaplen would; wire_len keeps the
+      // true size. A damaged header with caplen > len still carried caplen
+      // bytes, so wire_len never claims less than that.
+      c.data = data;
+      c.len = std::min(h->caplen, kMaxFrame);
+      c.wire_len = std::max(h->len, h->caplen);
+      return c;
+
+    case DLT_NULL:
+    case DLT_LOOP: {
+      if (h->caplen < 4) {
+        c.problem = "record shorter than its 4-byte address family";
+        return c;
+      }
+      uint32_t family;
+      if (p->dlt == DLT_LOOP) {
+        family = load_be32(data);
+      } else {
+        // DLT_NULL stores the family in the capturing host's byte order, which
+        // libpcap does not fix up for files from the other endianness; families
+        // are small, so a value with high bits set is a swapped one.
+        family = load_host32(data);
+        if (family & 0xFFFF0000u) family = __builtin_bswap32(family);
+      }
+      uint16_t type = 0;
+      if (family == 2) type = kEtherIPv4;
+      else if (family == 24 || family == 28 || family == 30) type = kEtherIPv6;  // AF_INET6 on Net/OpenBSD, FreeBSD, Darwin
+      else type = ethertype_from_ip(data + 4, h->caplen - 4);  // e.g. Linux's AF_INET6 (10)
+      if (type == 0) {
+        c.problem = "address family is neither IPv4 nor IPv6";
+        return c;
+      }
+      return synthesize(p, h, data, 4, zero_mac, zero_mac, type);
+    }
+
+    case DLT_RAW:
+    case DLT_IPV4:
+    case DLT_IPV6: {
+      uint16_t type = p->dlt == DLT_IPV4 ? kEtherIPv4 : p->dlt == DLT_IPV6 ? kEtherIPv6 : ethertype_from_ip(data, h->caplen);
+      if (type == 0) {
+        c.problem = "raw IP record whose version is neither 4 nor 6";
+        return c;
+      }
+      return synthesize(p, h, data, 0, zero_mac, zero_mac, type);
+    }
+
+    case DLT_LINUX_SLL:
+    case DLT_LINUX_SLL2: {
+      const bool v2 = p->dlt == DLT_LINUX_SLL2;
+      const uint32_t hdr = v2 ? 20 : 16;
+      if (h->caplen < hdr) {
+        c.problem = "record shorter than its Linux cooked header";
+        return c;
+      }
+      uint16_t protocol = v2 ? load_be16(data) : load_be16(data + 14);
+      uint16_t hatype = v2 ? load_be16(data + 8) : load_be16(data + 2);
+      uint8_t pkttype = v2 ? data[10] : static_cast<uint8_t>(load_be16(data));
+      uint16_t halen = v2 ? data[11] : load_be16(data + 4);
+      const uint8_t* addr = v2 ? data + 12 : data + 6;
+      if (hatype == 824) {  // ARPHRD_NETLINK: protocol is a netlink family, not an EtherType
+        c.problem = "netlink record in a Linux cooked capture";
+        return c;
+      }
+      uint16_t type_or_len = protocol;
+      if (protocol < 0x0600) {
+        // 0x0001 (Novell raw 802.3) and 0x0004 (802.2 LLC) carry the frame
+        // after where the Ethernet header was, which an 802.3 length field
+        // describes; anything else below 0x0600 (CAN, ...) is not Ethernet.
+        uint64_t payload = uint64_t{std::max(h->len, h->caplen)} - hdr;
+        if ((protocol != 0x0001 && protocol != 0x0004) || payload > 1500) {
+          c.problem = "Linux cooked record whose protocol is not an EtherType";
+          return c;
+        }
+        type_or_len = static_cast<uint16_t>(payload);
+      }
+      // The cooked header keeps the sender's address but not the destination;
+      // broadcast is the one destination its packet type tells us.
+      const uint8_t* src = halen == 6 ? addr : zero_mac;
+      const uint8_t* dst = pkttype == 1 ? bcast_mac : zero_mac;
+      return synthesize(p, h, data, hdr, dst, src, type_or_len);
+    }
+
+    default:
+      c.problem = "unsupported link type";
+      return c;
+  }
+}
+
+uint64_t ts_ns(const pcap_pkthdr* h) {
+  // With PCAP_TSTAMP_PRECISION_NANO libpcap puts nanoseconds in tv_usec.
+  if (h->ts.tv_sec < 0) return 0;
+  return static_cast<uint64_t>(h->ts.tv_sec) * 1000000000u + static_cast<uint64_t>(h->ts.tv_usec);
+}
+
+void close_rx(port* p) {
+  if (p->rx) pcap_close(p->rx);
+  p->rx = nullptr;
+}
+
+// Flushes and closes the tx file so other tools can read a complete capture.
+error close_tx(port* p) {
+  if (!p->dumper) return {};
+  error e;
+  if (pcap_dump_flush(p->dumper) != 0 || std::ferror(pcap_dump_file(p->dumper))) {
+    bump(p->tx_errors);
+    e = fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(errno));
+  }
+  pcap_dump_close(p->dumper);
+  p->dumper = nullptr;
+  return e;
+}
+
+error open_tx(port* p) {
+  if (p->dumper) return {};
+  char* why = nullptr;
+  if (!p->tx_written_once) {
+    // Opening with fopen ourselves keeps errno for the status; pcap_dump_open
+    // would only give text.
+    FILE* f = std::fopen(p->tx_path.c_str(), "wb");
+    if (!f) {
+      int e = errno;
+      return fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e));
+    }
+    p->dumper = pcap_dump_fopen(p->tx_dead, f);
+    if (!p->dumper) std::fclose(f);
+  } else {
+    // A restart after stop() appends, so frames sent before the stop stay.
+    p->dumper = pcap_dump_open_append(p->tx_dead, p->tx_path.c_str());
+  }
+  if (!p->dumper) {
+    why = pcap_geterr(p->tx_dead);
+    return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path, why ? why : "?");
+  }
+  p->tx_written_once = true;
+  return {};
+}
+
+void destroy(port* p) {
+  if (!p) return;
+  close_rx(p);
+  (void)close_tx(p);
+  if (p->tx_dead) pcap_close(p->tx_dead);
+  delete p;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+error pcap_open(const devargs& args, void** priv) {
+  *priv = nullptr;
+  if (error e = check_keys(args, {"file", "rx", "tx", "loop", "rate"})) return e;
+  auto* p = new port;
+  auto bail = [&](error e) {
+    destroy(p);
+    return e;
+  };
+  std::string file, rx_alias;
+  if (error e = get_string(args, "file", &file)) return bail(e);
+  if (error e = get_string(args, "rx", &rx_alias)) return bail(e);
+  if (!file.empty() && !rx_alias.empty() && file != rx_alias)
+    return bail(fail(status::bad_config, "pcap: rx= is another name for file=; give one of them, not both ('{}')", args.text));
+  p->rx_path = file.empty() ? rx_alias : file;
+  if (error e = get_string(args, "tx", &p->tx_path)) return bail(e);
+  if (error e = get_u64(args, "loop", 0, std::numeric_limits<uint64_t>::max(), &p->loops)) return bail(e);
+  if (error e = get_rate(args, "rate", &p->rate_pps, &p->rate_bps)) return bail(e);
+
+  if (!p->has_rx() && !p->has_tx())
+    return bail(fail(status::bad_config,
+                     "pcap: '{}' names no file; give file=PATH (or rx=PATH) to read a capture and/or tx=PATH to write "
+                     "transmitted frames",
+                     args.text));
+  // Silently ignoring these would make a typo'd device string look like it works.
+  if (!p->has_rx() && (args.find("loop") || args.find("rate")))
+    return bail(fail(status::bad_config, "pcap: loop= and rate= apply to reading a capture; '{}' has no file=", args.text));
+
+  if (p->has_rx()) {
+    if (error e = open_capture(p->rx_path, &p->rx)) return bail(e);
+    p->dlt = pcap_datalink(p->rx);
+  }
+  if (p->has_tx()) {
+    if (p->has_rx() && same_file(p->rx_path, p->tx_path))
+      return bail(fail(status::bad_config, "pcap: tx={} is the capture being read; writing it would destroy it", p->tx_path));
+    p->tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kMaxFrame, PCAP_TSTAMP_PRECISION_NANO);
+    if (!p->tx_dead) return bail(fail(status::no_memory, "pcap: pcap_open_dead failed"));
+    // Created now so a bad tx path fails at open, not at the first send.
+    if (error e = open_tx(p)) return bail(e);
+  }
+  *priv = p;
+  return {};
+}
+
+void pcap_get_caps(void* priv, port_caps* caps) {
+  auto* p = static_cast<port*>(priv);
+  *caps = port_caps{};
+  caps->rx = p->has_rx();
+  caps->tx = p->has_tx();
+  caps->max_rx_queues = 64;
+  caps->max_tx_queues = 64;
+  caps->max_pkt_bytes = kMaxFrame;
+  caps->min_ring_descs = 2;
+  caps->max_ring_descs = 1u << 20;
+  caps->rx_timestamps = true;
+  caps->finite = p->has_rx() && p->loops != 0;
+}
+
+error pcap_start(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  p->pacing_primed = false;
+  if (p->has_tx()) return open_tx(p);
+  return {};
+}
+
+error pcap_stop(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  return close_tx(p);
+}
+
+void pcap_close_port(void* priv) { destroy(static_cast<port*>(priv)); }
+
+// Ends one pass over the file and, when more are due, starts the next.
+status end_pass(port* p) {
+  ++p->passes_done;
+  bool last = p->loops != 0 && p->passes_done >= p->loops;
+  // A pass that produced nothing would produce nothing again; looping on it
+  // forever (loop=0) would spin without ever ending.
+  if (last || p->pass_delivered == 0) {
+    close_rx(p);
+    p->rx_ended = true;
+    return status::shutdown;
+  }
+  close_rx(p);
+  p->pass_records = 0;
+  p->pass_delivered = 0;
+  if (error e = open_capture(p->rx_path, &p->rx)) {
+    detail::log(log_level::error, "pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1, e.message());
+    p->rx_ended = true;
+    return e.code();
+  }
+  if (pcap_datalink(p->rx) != p->dlt) {
+    detail::log(log_level::error, "pcap: '{}' changed link type between passes ({} -> {})", p->rx_path,
+                linktype_name(p->dlt), linktype_name(pcap_datalink(p->rx)));
+    close_rx(p);
+    p->rx_ended = true;
+    return status::bad_state;
+  }
+  return status::success;
+}
+
+// Token bucket with debt: a frame may go whenever the balance is not negative,
+// and its cost is charged after, so frames of any size pace correctly.
+bool may_send(port* p) {
+  if (!p->paced()) return true;
+  auto now = std::chrono::steady_clock::now();
+  if (!p->pacing_primed) {
+    // Primed at the first poll rather than at start so a slow first poll does
+    // not turn into a burst.
+    p->pacing_primed = true;
+    p->tokens = 0;
+    p->last_refill = now;
+  }
+  double rate = p->rate_pps > 0 ? p->rate_pps : p->rate_bps;
+  double elapsed = std::chrono::duration<double>(now - p->last_refill).count();
+  p->last_refill = now;
+  p->tokens = std::min(p->tokens + elapsed * rate, rate * kBucketDepthS);
+  return p->tokens >= 0;
+}
+
+void charge(port* p, uint32_t wire_len) {
+  if (p->rate_pps > 0) p->tokens -= 1;
+  else if (p->rate_bps > 0) p->tokens -= 8.0 * wire_len;
+}
+
+status pcap_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  auto* p = static_cast<port*>(priv);
+  uint32_t n = 0;
+  *produced = 0;
+  while (n < budget) {
+    if (p->rx_ended || !p->rx) return n > 0 ? status::success : status::shutdown;
+    if (!may_send(p)) break;
+    pcap_pkthdr* h = nullptr;
+    const u_char* data = nullptr;
+    int rc = pcap_next_ex(p->rx, &h, &data);
+    if (rc == 1) {
+      converted c = to_ethernet(p, h, data);
+      ++p->pass_records;
+      if (c.problem) {
+        bump(p->rx_errors);
+        auto level = p->warned_convert ? log_level::debug : log_level::warn;
+        p->warned_convert = true;
+        detail::log(level, "pcap: '{}' packet {}: {}; skipped", p->rx_path, p->pass_records, c.problem);
+        continue;
+      }
+      sink.deliver(c.data, c.len, c.wire_len, ts_ns(h));
+      charge(p, c.wire_len);
+      bump(p->rx_frames);
+      bump(p->rx_bytes, c.len);
+      ++p->pass_delivered;
+      ++n;
+      *produced = n;
+      continue;
+    }
+    if (rc == -1) {
+      // Damaged or truncated record: what came before it is good, the rest of
+      // the file cannot be located reliably, so this pass ends here.
+      bump(p->rx_errors);
+      auto level = p->warned_read ? log_level::debug : log_level::warn;
+      p->warned_read = true;
+      detail::log(level, "pcap: '{}': read error at packet {} (libpcap: {}); ending this pass over the file", p->rx_path,
+                  p->pass_records + 1, pcap_geterr(p->rx));
+    }
+    // rc == -2 is the end of the file; 0 (timeout) only happens on live captures.
+    status s = end_pass(p);
+    if (s == status::shutdown) return n > 0 ? status::success : status::shutdown;
+    if (s != status::success) return n > 0 ? status::success : s;
+  }
+  if (n == 0 && budget > 0) return status::again;
+  return status::success;
+}
+
+error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
+  auto* p = static_cast<port*>(priv);
+  *sent = 0;
+  if (!p->has_tx()) return fail(status::not_supported, "pcap: this port has no tx= file");
+  if (!p->dumper) return fail(status::bad_state, "pcap: tx file '{}' is closed; start the port first", p->tx_path);
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  FILE* f = pcap_dump_file(p->dumper);
+  for (uint32_t i = 0; i < n; ++i) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = now.tv_sec;
+    h.ts.tv_usec = now.tv_nsec;  // nanoseconds: the dumper was opened with nano precision
+    h.caplen = frames[i].len;
+    h.len = frames[i].len;
+    pcap_dump(reinterpret_cast<u_char*>(p->dumper), &h, frames[i].data);
+    if (std::ferror(f)) {
+      bump(p->tx_errors, n - i);
+      return fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(errno));
+    }
+    bump(p->tx_frames);
+    bump(p->tx_bytes, frames[i].len);
+    *sent = i + 1;
+  }
+  return {};
+}
+
+void pcap_get_counters(void* priv, counters* c) {
+  auto* p = static_cast<port*>(priv);
+  c->rx_frames = p->rx_frames.load(std::memory_order_relaxed);
+  c->rx_bytes = p->rx_bytes.load(std::memory_order_relaxed);
+  c->rx_errors = p->rx_errors.load(std::memory_order_relaxed);
+  c->tx_frames = p->tx_frames.load(std::memory_order_relaxed);
+  c->tx_bytes = p->tx_bytes.load(std::memory_order_relaxed);
+  c->tx_errors = p->tx_errors.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+extern const ops pcap_ops;
+const ops pcap_ops = {
+    .size = sizeof(ops),
+    .name = "pcap",
+    .summary = "replays a pcap/pcapng file as received traffic and records transmitted frames to a pcap file (libpcap)",
+    .options =
+        "file=PATH  capture to read: pcap or pcapng, not compressed; Ethernet, BSD loopback, raw IP and Linux cooked\n"
+        "           link types, all delivered as Ethernet frames\n"
+        "rx=PATH    same as file=\n"
+        "tx=PATH    write every transmitted frame to this pcap file (Ethernet, nanosecond timestamps)\n"
+        "loop=N     play the file N times (default 1; 0 = forever)\n"
+        "rate=R     pace reading, in packets or bits per second: 1000pps, 2Mpps, 100Mbps (default: unpaced)\n",
+    .open = pcap_open,
+    .get_caps = pcap_get_caps,
+    .start = pcap_start,
+    .rx_burst = pcap_rx_burst,
+    .tx_burst = pcap_tx_burst,
+    .stop = pcap_stop,
+    .close = pcap_close_port,
+    .get_counters = pcap_get_counters,
+};
+
+}  // namespace gnio::backend

@@ -1,0 +1,714 @@
+// SPDX-License-Identifier: Apache-2.0
+// Ports, their queues, the lifecycle checks, and the engine thread that plays
+// the NIC: it asks the backend for frames, steers them into RX rings, and
+// transmits what kernels ring the TX doorbell for.
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include "gnio/device/pkt.hpp"
+#include "internal.hpp"
+
+namespace gnio {
+
+using detail::fail;
+using detail::port_phase;
+
+namespace detail {
+
+namespace {
+
+uint64_t realtime_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Frame class for steering, from the parsed headers.
+device::rx_class classify(const device::parsed_pkt& p) {
+  if (p.l3 == device::l3_kind::arp) return device::rx_class_arp;
+  switch (p.l4) {
+    case device::l4_kind::udp: return device::rx_class_udp;
+    case device::l4_kind::tcp:
+      if (p.tcp.flags & (device::tcp_syn | device::tcp_fin | device::tcp_rst)) return device::rx_class_tcp_ctrl;
+      return device::rx_class_tcp;
+    case device::l4_kind::icmp:
+    case device::l4_kind::icmpv6: return device::rx_class_icmp;
+    default: return device::rx_class_other;
+  }
+}
+
+}  // namespace
+
+uint32_t rxq_state::free_slots() noexcept {
+  uint32_t used = static_cast<uint32_t>(prod - cons_cache);
+  if (used >= cfg.num_descs) {
+    // Pairs with the release store of *cons in device::detail::publish_consumer():
+    // the kernel finished reading every slot below the index read here.
+    cons_cache = __atomic_load_n(cons_host, __ATOMIC_ACQUIRE);
+    used = static_cast<uint32_t>(prod - cons_cache);
+  }
+  return cfg.num_descs - used;
+}
+
+bool port_state::deliver(const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns) {
+  rxq_state* q;
+  uint32_t hash = 0;
+  uint16_t cls = device::rx_class_other;
+  uint16_t flags = 0;
+  if (live_rx.size() == 1 && rules.empty()) {
+    q = live_rx.front();  // one queue, no rules: nothing to decide, skip parsing
+  } else {
+    device::parsed_pkt p;
+    (void)device::parse(frame, len, p);
+    cls = classify(p);
+    hash = device::flow_hash(device::make_flow_key(p));
+    if (p.vlan_count) flags |= device::rx_flag_vlan;
+    const auto& group = class_groups[cls];
+    if (group.empty()) {
+      rx_unsteered.add();
+      return false;
+    }
+    q = live_rx[group[hash % group.size()]];
+  }
+  q->offered.add();
+  if (q->free_slots() == 0) {
+    q->missed.add();  // never overwrite a slot the kernel still owns
+    return false;
+  }
+  const uint64_t idx = q->prod;
+  const uint32_t slot = static_cast<uint32_t>(idx & q->mask);
+  uint32_t n = len;
+  if (n > q->cfg.stride) {
+    n = q->cfg.stride;
+    flags |= device::rx_flag_truncated;
+    q->truncated.add();
+  }
+  if (wire_len > len) flags |= device::rx_flag_truncated;
+  std::memcpy(q->pkts_host + static_cast<size_t>(slot) * q->cfg.stride, frame, n);
+  device::rx_cqe& c = q->cq_host[slot];
+  c.len = n;
+  c.wire_len = wire_len < n ? n : wire_len;
+  c.ts_ns = ts_ns ? ts_ns : realtime_ns();
+  c.rss_hash = hash;
+  c.cls = cls;
+  c.flags = flags;
+  c.port_id = 0;
+  q->prod = idx + 1;
+  q->bytes.add(n);
+  return true;
+}
+
+// Publishes every completion written since the last flush. With packet memory
+// on the GPU, the staged bytes are copied there first.
+void port_state::flush_rx() {
+  for (rxq_state* q : live_rx) {
+    if (q->published == q->prod) continue;
+    if (q->stage.host_ptr) {
+      // Copy the slot range [published, prod), in at most two pieces around the wrap.
+      uint64_t from = q->published;
+      while (from < q->prod) {
+        uint32_t s = static_cast<uint32_t>(from & q->mask);
+        uint64_t n = std::min<uint64_t>(q->prod - from, q->cfg.num_descs - s);
+        size_t off = static_cast<size_t>(s) * q->cfg.stride;
+        if (auto e = gpu->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
+                                             static_cast<size_t>(n) * q->cfg.stride);
+            e) {
+          set_engine_error(std::move(e));
+          return;
+        }
+        from += n;
+      }
+    }
+    for (uint64_t i = q->published; i < q->prod; ++i) {
+      // Pairs with the acquire fence in device::detail::poll(): the entry's
+      // fields and the packet bytes are written before the owner flips.
+      __atomic_store_n(&q->cq_host[i & q->mask].owner, device::rx_phase(i, q->log2), __ATOMIC_RELEASE);
+    }
+    q->delivered.add(q->prod - q->published);
+    q->published = q->prod;
+  }
+}
+
+void port_state::mark_eos() {
+  for (rxq_state* q : live_rx) {
+    // Pairs with the acquire load in device::detail::eos_set(): every
+    // completion published above is visible before the end mark.
+    __atomic_store_n(q->eos_host, 1u, __ATOMIC_RELEASE);
+  }
+  rx_ended.store(true, std::memory_order_release);
+}
+
+void port_state::set_engine_error(error e) {
+  std::lock_guard lk(err_mu);
+  if (!engine_err) {
+    log(log_level::error, "port {}: {}", name, e.what());
+    engine_err = std::move(e);
+  }
+}
+
+bool port_state::drain_tx() {
+  bool busy = false;
+  constexpr uint32_t burst = 64;
+  backend::tx_frame frames[burst];
+  for (txq_state* q : live_tx) {
+    // Pairs with the release store in device::tx_doorbell(): descriptors and
+    // frame bytes below the doorbell are visible.
+    const uint64_t db = __atomic_load_n(q->doorbell_host, __ATOMIC_ACQUIRE);
+    while (q->done_local < db) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(db - q->done_local, burst));
+      uint32_t nf = 0;
+      size_t stage_off = 0;
+      uint64_t bytes = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        const device::tx_desc& d = q->ring_host[(q->done_local + i) & (q->cfg.num_descs - 1)];
+        const uint8_t* host = nullptr;
+        for (const region& r : regions) {
+          if (d.addr >= r.exec && d.addr + d.len <= r.exec + r.bytes) {
+            if (r.host) {
+              host = r.host + (d.addr - r.exec);
+            } else if (stage_off + d.len <= tx_stage.bytes) {
+              auto* dst = static_cast<uint8_t*>(tx_stage.host_ptr) + stage_off;
+              if (auto e = gpu->dev->copy_from_exec(dst, reinterpret_cast<const void*>(d.addr), d.len); !e) host = dst;
+              stage_off += d.len;
+            }
+            break;
+          }
+        }
+        if (!host || d.len == 0) {
+          q->bad_addr.add();
+          continue;
+        }
+        frames[nf++] = {host, d.len};
+        bytes += d.len;
+      }
+      uint32_t sent = 0;
+      if (nf) {
+        if (auto e = ops->tx_burst(priv, frames, nf, &sent); e) {
+          q->errors.add(nf - sent);
+          static std::atomic<int> logged{0};
+          if (logged.fetch_add(1) < 5) log(log_level::warn, "port {}: transmit failed: {}", name, e.what());
+        }
+      }
+      q->sent.add(sent);
+      q->bytes.add(bytes);
+      q->done_local += n;
+      // Pairs with the acquire load in device::tx_done(): the kernel may reuse
+      // these descriptors and buffers.
+      __atomic_store_n(q->done_host, q->done_local, __ATOMIC_RELEASE);
+      busy = true;
+    }
+  }
+  return busy;
+}
+
+void port_state::engine_main() {
+  if (auto e = gpu->dev->bind_thread(); e) {
+    set_engine_error(std::move(e));
+    mark_eos();
+    return;
+  }
+  backend::rx_sink sink{this, [](void* ctx, const uint8_t* f, uint32_t len, uint32_t wire_len, uint64_t ts) {
+                          return static_cast<port_state*>(ctx)->deliver(f, len, wire_len, ts);
+                        }};
+  const bool rx = caps.rx && !live_rx.empty() && ops->rx_burst;
+  if (!rx) mark_eos();
+  uint32_t idle = 0;
+  while (!stop_req.load(std::memory_order_acquire)) {
+    bool busy = false;
+    if (rx && !rx_ended.load(std::memory_order_relaxed)) {
+      uint32_t budget = 256;
+      if (overflow_wait) {
+        // Lossless replay: never ask for more frames than every queue can take.
+        for (rxq_state* q : live_rx) budget = std::min(budget, q->free_slots());
+      }
+      if (budget > 0) {
+        uint32_t produced = 0;
+        status s = ops->rx_burst(priv, sink, budget, &produced);
+        flush_rx();
+        busy = produced > 0;
+        if (s == status::shutdown) {
+          mark_eos();
+        } else if (s != status::success && s != status::again) {
+          set_engine_error(error(s, fmt::format("{}: receive failed", name)));
+          mark_eos();
+        }
+      }
+    }
+    if (!live_tx.empty()) busy |= drain_tx();
+    if (busy) {
+      idle = 0;
+    } else if (++idle > 64) {
+      std::this_thread::sleep_for(std::chrono::microseconds(idle > 1024 ? 200 : 20));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  flush_rx();
+  if (!live_tx.empty()) drain_tx();
+}
+
+void port_state::teardown() noexcept {
+  if (kernels_running.load() > 0) {
+    // Fail closed: a kernel may still read these rings.
+    log(log_level::error, "port {}: kernels still running at teardown; leaking its memory instead of freeing it", name);
+    return;
+  }
+  if (engine.joinable()) {
+    stop_req.store(true, std::memory_order_release);
+    engine.join();
+  }
+  if (phase == port_phase::started && ops->stop) (void)ops->stop(priv);
+  auto release = [&](mem_block& b) {
+    if (!b.empty() || b.host_ptr) gpu->dev->release(b);
+    b = {};
+  };
+  for (auto it = txqs.rbegin(); it != txqs.rend(); ++it) {
+    for (auto* b : {&(*it)->prod, &(*it)->done, &(*it)->doorbell, &(*it)->bufs, &(*it)->ring}) release(*b);
+  }
+  for (auto it = rxqs.rbegin(); it != rxqs.rend(); ++it) {
+    for (auto* b : {&(*it)->stage, &(*it)->eos, &(*it)->next, &(*it)->cons, &(*it)->cq, &(*it)->pkts}) release(*b);
+  }
+  release(tx_stage);
+  txqs.clear();
+  rxqs.clear();
+  if (priv && ops->close) ops->close(priv);
+  priv = nullptr;
+  if (phase != port_phase::closed) gpu->children.fetch_sub(1);
+  phase = port_phase::closed;
+}
+
+port_state::~port_state() {
+  if (phase != port_phase::closed) teardown();
+}
+
+}  // namespace detail
+
+port::~port() = default;
+
+result<port> port::open(gpu& g, std::string_view dev) {
+  if (!g.valid()) return fail(status::bad_state, "port::open: the gpu was destroyed or never opened");
+  auto args = backend::parse_devargs(dev);
+  if (!args) return args.err();
+  const backend::ops* ops = backend::find(args->name);
+  if (!ops) {
+    std::string names;
+    for (const auto* o : backend::registered()) names += (names.empty() ? "" : ", ") + std::string(o->name);
+    return fail(status::bad_config, "port: unknown backend '{}' in '{}' (available: {})", args->name, dev, names);
+  }
+  auto st = std::make_shared<detail::port_state>();
+  st->gpu = g.state();
+  st->ops = ops;
+  st->name = std::string(dev);
+  // Core options, handled here for every backend.
+  std::string overflow;
+  if (const auto* v = args->find("overflow")) {
+    overflow = *v;
+    if (overflow != "drop" && overflow != "wait")
+      return fail(status::invalid_value, "{}: overflow={} must be drop or wait", args->name, overflow);
+    std::erase_if(args->kv, [](const auto& kv) { return kv.first == "overflow"; });
+  }
+  void* priv = nullptr;
+  if (auto e = ops->open(*args, &priv); e) return e;
+  st->priv = priv;
+  if (ops->get_caps) ops->get_caps(priv, &st->caps);
+  // A finite source (a file, a counted generator) is replayed without loss by
+  // default; a live one drops and counts when a ring is full, as a NIC does.
+  st->overflow_wait = overflow.empty() ? st->caps.finite : overflow == "wait";
+  st->gpu->children.fetch_add(1);
+  return port(std::move(st));
+}
+
+const port_caps& port::caps() const {
+  static const port_caps none{};
+  return state_ ? state_->caps : none;
+}
+
+const std::string& port::name() const {
+  static const std::string none;
+  return state_ ? state_->name : none;
+}
+
+namespace {
+
+error check_ring(const char* what, uint32_t num_descs, uint32_t stride, const port_caps& caps) {
+  if (num_descs == 0 || !std::has_single_bit(num_descs))
+    return fail(status::invalid_value, "{}: num_descs={} must be a power of two", what, num_descs);
+  if (num_descs < std::max(2u, caps.min_ring_descs) || (caps.max_ring_descs && num_descs > caps.max_ring_descs))
+    return fail(status::invalid_value, "{}: num_descs={} is outside this port's range [{}, {}]", what, num_descs,
+                std::max(2u, caps.min_ring_descs), caps.max_ring_descs);
+  if (stride < 64 || stride > (1u << 20) || stride % 64 != 0)
+    return fail(status::invalid_value, "{}: stride={} must be a multiple of 64 in [64, 1 MiB]", what, stride);
+  if (static_cast<uint64_t>(num_descs) * stride > (uint64_t{1} << 34))
+    return fail(status::too_big, "{}: {} slots of {} bytes exceed 16 GiB", what, num_descs, stride);
+  return {};
+}
+
+mem_type resolve(mem_type t) { return t == mem_type::automatic ? mem_type::cpu_gpu : t; }
+
+}  // namespace
+
+result<uint32_t> port::create_rxq(const rxq_config& cfg) {
+  if (!state_) return fail(status::bad_state, "create_rxq: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "create_rxq: port {} is {}; create queues before start()", s.name,
+                s.phase == port_phase::started ? "started" : "stopped");
+  if (!s.caps.rx) return fail(status::not_supported, "create_rxq: port {} cannot receive", s.name);
+  uint32_t live = 0;
+  for (auto& q : s.rxqs) live += q->alive;
+  if (live >= s.caps.max_rx_queues)
+    return fail(status::invalid_value, "create_rxq: port {} allows at most {} RX queues", s.name, s.caps.max_rx_queues);
+  if (auto e = check_ring("create_rxq", cfg.num_descs, cfg.stride, s.caps); e) return e;
+
+  auto q = std::make_unique<detail::rxq_state>();
+  q->id = static_cast<uint32_t>(s.rxqs.size());
+  q->cfg = cfg;
+  q->mask = cfg.num_descs - 1;
+  q->log2 = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
+  auto& dev = *s.gpu->dev;
+  const bool host_exec = s.gpu->info.executor == executor_kind::host;
+  auto cleanup = [&] {
+    for (auto* b : {&q->stage, &q->eos, &q->next, &q->cons, &q->cq, &q->pkts})
+      if (b->exec_ptr || b->host_ptr) dev.release(*b);
+  };
+  auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
+    auto r = s.gpu->alloc(bytes, t);
+    if (!r) return r.err();
+    dst = *r;
+    return {};
+  };
+  error e;
+  const mem_type pm = resolve(cfg.pkt_mem);
+  if ((e = take(q->pkts, static_cast<size_t>(cfg.num_descs) * cfg.stride, pm)) ||
+      (e = take(q->cq, sizeof(device::rx_cqe) * cfg.num_descs, mem_type::cpu_gpu)) ||
+      (e = take(q->cons, 64, mem_type::cpu_gpu)) ||
+      (e = take(q->next, 64, host_exec ? mem_type::cpu_gpu : mem_type::gpu)) ||
+      (e = take(q->eos, 64, mem_type::cpu_gpu))) {
+    cleanup();
+    return e;
+  }
+  if (!q->pkts.host_ptr) {
+    auto st = dev.alloc_staging(q->pkts.bytes);
+    if (!st) {
+      cleanup();
+      return st.err();
+    }
+    q->stage = *st;
+  }
+  q->pkts_host = static_cast<uint8_t*>(q->pkts.host_ptr ? q->pkts.host_ptr : q->stage.host_ptr);
+  q->cq_host = static_cast<device::rx_cqe*>(q->cq.host_ptr);
+  q->cons_host = static_cast<uint64_t*>(q->cons.host_ptr);
+  q->eos_host = static_cast<uint32_t*>(q->eos.host_ptr);
+  q->view.pkts = static_cast<uint8_t*>(q->pkts.exec_ptr);
+  q->view.cq = static_cast<const device::rx_cqe*>(q->cq.exec_ptr);
+  q->view.cons = static_cast<uint64_t*>(q->cons.exec_ptr);
+  q->view.next = static_cast<uint64_t*>(q->next.exec_ptr);
+  q->view.eos = static_cast<const uint32_t*>(q->eos.exec_ptr);
+  q->view.num_descs = cfg.num_descs;
+  q->view.log2_descs = q->log2;
+  q->view.stride = cfg.stride;
+  q->view.queue_id = q->id;
+  const uint32_t id = q->id;
+  s.rxqs.push_back(std::move(q));
+  return id;
+}
+
+result<uint32_t> port::create_txq(const txq_config& cfg) {
+  if (!state_) return fail(status::bad_state, "create_txq: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "create_txq: port {} is {}; create queues before start()", s.name,
+                s.phase == port_phase::started ? "started" : "stopped");
+  if (!s.caps.tx) return fail(status::not_supported, "create_txq: port {} cannot transmit", s.name);
+  uint32_t live = 0;
+  for (auto& q : s.txqs) live += q->alive;
+  if (live >= s.caps.max_tx_queues)
+    return fail(status::invalid_value, "create_txq: port {} allows at most {} TX queues", s.name, s.caps.max_tx_queues);
+  if (auto e = check_ring("create_txq", cfg.num_descs, cfg.stride, s.caps); e) return e;
+  if (cfg.stride > s.caps.max_pkt_bytes && cfg.stride > 2048)
+    detail::log(log_level::info, "create_txq: stride {} exceeds the port's largest frame {}", cfg.stride, s.caps.max_pkt_bytes);
+
+  auto q = std::make_unique<detail::txq_state>();
+  q->id = static_cast<uint32_t>(s.txqs.size());
+  q->cfg = cfg;
+  auto& dev = *s.gpu->dev;
+  const bool host_exec = s.gpu->info.executor == executor_kind::host;
+  auto cleanup = [&] {
+    for (auto* b : {&q->prod, &q->done, &q->doorbell, &q->bufs, &q->ring})
+      if (b->exec_ptr || b->host_ptr) dev.release(*b);
+  };
+  auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
+    auto r = s.gpu->alloc(bytes, t);
+    if (!r) return r.err();
+    dst = *r;
+    return {};
+  };
+  error e;
+  if ((e = take(q->ring, sizeof(device::tx_desc) * cfg.num_descs, mem_type::cpu_gpu)) ||
+      (e = take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, resolve(cfg.pkt_mem))) ||
+      (e = take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = take(q->done, 64, mem_type::cpu_gpu)) ||
+      (e = take(q->prod, 64, host_exec ? mem_type::cpu_gpu : mem_type::gpu))) {
+    cleanup();
+    return e;
+  }
+  q->ring_host = static_cast<device::tx_desc*>(q->ring.host_ptr);
+  q->doorbell_host = static_cast<uint64_t*>(q->doorbell.host_ptr);
+  q->done_host = static_cast<uint64_t*>(q->done.host_ptr);
+  q->view.ring = static_cast<device::tx_desc*>(q->ring.exec_ptr);
+  q->view.bufs = static_cast<uint8_t*>(q->bufs.exec_ptr);
+  q->view.doorbell = static_cast<uint64_t*>(q->doorbell.exec_ptr);
+  q->view.done = static_cast<const uint64_t*>(q->done.exec_ptr);
+  q->view.prod = static_cast<uint64_t*>(q->prod.exec_ptr);
+  q->view.num_descs = cfg.num_descs;
+  q->view.log2_descs = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
+  q->view.stride = cfg.stride;
+  q->view.queue_id = q->id;
+  const uint32_t id = q->id;
+  s.txqs.push_back(std::move(q));
+  return id;
+}
+
+error port::register_memory(const mem_block& block) {
+  if (!state_) return fail(status::bad_state, "register_memory: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "register_memory: port {} was started; register buffer arrays before start()", s.name);
+  if (block.empty() || block.bytes == 0) return fail(status::invalid_value, "register_memory: empty block");
+  for (const auto& b : s.user_regions)
+    if (b.exec_ptr == block.exec_ptr) return fail(status::already_exist, "register_memory: block already registered");
+  s.user_regions.push_back(block);
+  return {};
+}
+
+error port::set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues) {
+  if (!state_) return fail(status::bad_state, "set_steering: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "set_steering: port {} was started; set steering before start()", s.name);
+  auto check = [&](const std::vector<uint32_t>& qs) -> error {
+    for (uint32_t id : qs)
+      if (id >= s.rxqs.size() || !s.rxqs[id]->alive)
+        return fail(status::invalid_value, "set_steering: RX queue {} does not exist", id);
+    return {};
+  };
+  for (const auto& r : rules) {
+    if (r.cls > device::rx_class_arp) return fail(status::invalid_value, "set_steering: unknown class {}", static_cast<int>(r.cls));
+    if (auto e = check(r.queues); e) return e;
+  }
+  if (auto e = check(default_queues); e) return e;
+  s.rules = std::move(rules);
+  s.default_queues = std::move(default_queues);
+  return {};
+}
+
+error port::start() {
+  if (!state_) return fail(status::bad_state, "start: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "start: port {} is {}", s.name,
+                s.phase == port_phase::started ? "already started" : "stopped; open a new port to run again");
+  std::vector<detail::rxq_state*> rx;
+  std::vector<detail::txq_state*> tx;
+  for (auto& q : s.rxqs)
+    if (q->alive) rx.push_back(q.get());
+  for (auto& q : s.txqs)
+    if (q->alive) tx.push_back(q.get());
+  if (rx.empty() && tx.empty()) return fail(status::bad_state, "start: port {} has no queues; create at least one first", s.name);
+
+  // Index maps: queue id -> position in live_rx.
+  auto pos = [&](uint32_t id) {
+    for (size_t i = 0; i < rx.size(); ++i)
+      if (rx[i]->id == id) return static_cast<uint32_t>(i);
+    return 0u;
+  };
+  std::vector<uint32_t> defaults;
+  if (s.default_queues.empty()) {
+    for (size_t i = 0; i < rx.size(); ++i) defaults.push_back(static_cast<uint32_t>(i));
+  } else {
+    for (uint32_t id : s.default_queues) defaults.push_back(pos(id));
+  }
+  for (auto& g : s.class_groups) g = defaults;
+  for (const auto& r : s.rules) {
+    auto& g = s.class_groups[r.cls];
+    g.clear();
+    for (uint32_t id : r.queues) g.push_back(pos(id));
+  }
+
+  std::vector<detail::region> regions;
+  auto add = [&](const mem_block& b) {
+    regions.push_back({reinterpret_cast<uintptr_t>(b.exec_ptr), static_cast<uint8_t*>(b.host_ptr), b.bytes});
+  };
+  size_t stage = 0;
+  for (auto* q : tx) {
+    add(q->bufs);
+    if (!q->bufs.host_ptr) stage = std::max<size_t>(stage, q->bufs.bytes);
+  }
+  for (auto* q : rx) add(q->pkts);
+  for (const auto& b : s.user_regions) {
+    add(b);
+    if (!b.host_ptr) stage = std::max<size_t>(stage, 64 * 65536);
+  }
+  if (!tx.empty()) {
+    // Largest burst the engine copies out of GPU memory at once.
+    auto st = s.gpu->dev->alloc_staging(std::max<size_t>(std::min<size_t>(stage, 64 * 65536), 4096));
+    if (!st) return st.err();
+    s.tx_stage = *st;
+  }
+  if (s.ops->start) {
+    if (auto e = s.ops->start(s.priv); e) {
+      if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
+      s.tx_stage = {};
+      return e;
+    }
+  }
+  s.regions = std::move(regions);
+  s.live_rx = std::move(rx);
+  s.live_tx = std::move(tx);
+  s.stop_req = false;
+  s.rx_ended = false;
+  s.phase = port_phase::started;
+  s.engine = std::thread([&s] { s.engine_main(); });
+  return {};
+}
+
+error port::stop() {
+  if (!state_) return fail(status::bad_state, "stop: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::started) return fail(status::bad_state, "stop: port {} is not started", s.name);
+  if (int k = s.kernels_running.load(); k > 0)
+    return fail(status::bad_state, "stop: {} kernel runner(s) still use port {}; stop them first", k, s.name);
+  s.stop_req.store(true, std::memory_order_release);
+  if (s.engine.joinable()) s.engine.join();
+  error e;
+  if (s.ops->stop) e = s.ops->stop(s.priv);
+  if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
+  s.tx_stage = {};
+  s.phase = port_phase::stopped;
+  return e;
+}
+
+error port::destroy_rxq(uint32_t id) {
+  if (!state_) return fail(status::bad_state, "destroy_rxq: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase == port_phase::started) return fail(status::bad_state, "destroy_rxq: stop port {} first", s.name);
+  if (id >= s.rxqs.size()) return fail(status::not_found, "destroy_rxq: no RX queue {}", id);
+  auto& q = *s.rxqs[id];
+  if (!q.alive) return fail(status::bad_state, "destroy_rxq: RX queue {} was already destroyed", id);
+  for (auto* b : {&q.stage, &q.eos, &q.next, &q.cons, &q.cq, &q.pkts}) {
+    if (b->exec_ptr || b->host_ptr) s.gpu->dev->release(*b);
+    *b = {};
+  }
+  q.pkts_host = nullptr;
+  q.cq_host = nullptr;
+  q.cons_host = nullptr;
+  q.eos_host = nullptr;
+  q.alive = false;
+  return {};
+}
+
+error port::destroy_txq(uint32_t id) {
+  if (!state_) return fail(status::bad_state, "destroy_txq: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase == port_phase::started) return fail(status::bad_state, "destroy_txq: stop port {} first", s.name);
+  if (id >= s.txqs.size()) return fail(status::not_found, "destroy_txq: no TX queue {}", id);
+  auto& q = *s.txqs[id];
+  if (!q.alive) return fail(status::bad_state, "destroy_txq: TX queue {} was already destroyed", id);
+  for (auto* b : {&q.prod, &q.done, &q.doorbell, &q.bufs, &q.ring}) {
+    if (b->exec_ptr || b->host_ptr) s.gpu->dev->release(*b);
+    *b = {};
+  }
+  q.alive = false;
+  return {};
+}
+
+error port::close() {
+  if (!state_) return fail(status::bad_state, "close: the port is already closed");
+  {
+    auto& s = *state_;
+    std::lock_guard lk(s.mu);
+    if (s.phase == port_phase::started) return fail(status::bad_state, "close: stop port {} first", s.name);
+    size_t alive = 0;
+    for (auto& q : s.rxqs) alive += q->alive;
+    for (auto& q : s.txqs) alive += q->alive;
+    if (alive) return fail(status::bad_state, "close: port {} still has {} queue(s); destroy them first", s.name, alive);
+  }
+  if (state_.use_count() > 1)
+    return fail(status::bad_state, "close: port {} is still used by a kernel runner; destroy it first", state_->name);
+  state_->teardown();
+  state_.reset();
+  return {};
+}
+
+result<device::rxq> port::rxq(uint32_t id) const {
+  if (!state_) return fail(status::bad_state, "rxq: the port is closed");
+  std::lock_guard lk(state_->mu);
+  if (id >= state_->rxqs.size() || !state_->rxqs[id]->alive) return fail(status::not_found, "rxq: no RX queue {}", id);
+  return state_->rxqs[id]->view;
+}
+
+result<device::txq> port::txq(uint32_t id) const {
+  if (!state_) return fail(status::bad_state, "txq: the port is closed");
+  std::lock_guard lk(state_->mu);
+  if (id >= state_->txqs.size() || !state_->txqs[id]->alive) return fail(status::not_found, "txq: no TX queue {}", id);
+  return state_->txqs[id]->view;
+}
+
+uint32_t port::num_rxq() const { return state_ ? static_cast<uint32_t>(state_->rxqs.size()) : 0; }
+uint32_t port::num_txq() const { return state_ ? static_cast<uint32_t>(state_->txqs.size()) : 0; }
+
+port_stats port::stats() const {
+  port_stats out;
+  if (!state_) return out;
+  auto& s = *state_;
+  backend::counters c;
+  if (s.ops->get_counters && s.priv) s.ops->get_counters(s.priv, &c);
+  out.rx_frames = c.rx_frames;
+  out.rx_bytes = c.rx_bytes;
+  out.rx_errors = c.rx_errors;
+  out.tx_frames = c.tx_frames;
+  out.tx_bytes = c.tx_bytes;
+  out.tx_errors = c.tx_errors;
+  out.rx_unsteered = s.rx_unsteered.get();
+  out.rx_ended = s.rx_ended.load(std::memory_order_acquire);
+  for (auto& q : s.rxqs) {
+    rxq_stats r;
+    r.offered = q->offered.get();
+    r.delivered = q->delivered.get();
+    r.missed = q->missed.get();
+    r.bytes = q->bytes.get();
+    r.truncated = q->truncated.get();
+    if (q->cons_host) r.consumed = __atomic_load_n(q->cons_host, __ATOMIC_ACQUIRE);
+    out.rx_missed += r.missed;
+    out.rx_delivered += r.delivered;
+    out.rxq.push_back(r);
+  }
+  for (auto& q : s.txqs) {
+    txq_stats t;
+    t.sent = q->sent.get();
+    t.bytes = q->bytes.get();
+    t.errors = q->errors.get();
+    t.bad_addr = q->bad_addr.get();
+    out.txq.push_back(t);
+  }
+  return out;
+}
+
+bool port::rx_ended() const { return state_ && state_->rx_ended.load(std::memory_order_acquire); }
+
+error port::engine_error() const {
+  if (!state_) return {};
+  std::lock_guard lk(state_->err_mu);
+  return state_->engine_err;
+}
+
+}  // namespace gnio

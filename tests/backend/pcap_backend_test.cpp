@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives the pcap backend's ops table directly against the capture corpus and
+// against captures written here, and checks what comes out against libpcap's
+// own reading of the same files and against tshark's counts in MANIFEST.tsv.
+
+#include <gtest/gtest.h>
+#include <pcap/pcap.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gnio/backend/backend.hpp"
+#include "gnio/log.hpp"
+
+#ifndef GNIO_SOURCE_DIR
+#error "compile with -DGNIO_SOURCE_DIR=\"<repo root>\""
+#endif
+
+namespace gnio::backend {
+extern const ops pcap_ops;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using gnio::error;
+using gnio::status;
+using gnio::backend::pcap_ops;
+
+std::string corpus_dir() {
+  if (const char* env = std::getenv("GNIO_CORPUS_DIR"); env && *env) return env;
+  return std::string(GNIO_SOURCE_DIR) + "/../shared/corpus";
+}
+
+std::string corpus(const std::string& rel) { return corpus_dir() + "/" + rel; }
+
+#define REQUIRE_CORPUS()                                                                                      \
+  do {                                                                                                        \
+    if (!fs::is_directory(corpus_dir()))                                                                      \
+      GTEST_SKIP() << "capture corpus not found at " << corpus_dir() << " (set GNIO_CORPUS_DIR)";            \
+  } while (0)
+
+// tshark's packet count for a corpus file, from MANIFEST.tsv; -1 when absent.
+long manifest_packets(const std::string& rel) {
+  std::ifstream in(corpus("MANIFEST.tsv"));
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string f;
+    while (std::getline(ss, f, '\t')) out.push_back(f);
+    return out;
+  };
+  auto header = split(line);
+  size_t col = 0;
+  while (col < header.size() && header[col] != "packets") ++col;
+  if (col == header.size()) return -1;
+  while (std::getline(in, line)) {
+    auto f = split(line);
+    if (!f.empty() && f[0] == rel && col < f.size()) return std::stol(f[col]);
+  }
+  return -1;
+}
+
+struct frame {
+  std::vector<uint8_t> bytes;
+  uint32_t wire_len;
+  uint64_t ts_ns;
+};
+
+struct vector_sink {
+  std::vector<frame> frames;
+  gnio::backend::rx_sink sink() {
+    return {this, [](void* ctx, const uint8_t* data, uint32_t len, uint32_t wire_len, uint64_t ts) {
+              static_cast<vector_sink*>(ctx)->frames.push_back({std::vector<uint8_t>(data, data + len), wire_len, ts});
+              return true;
+            }};
+  }
+};
+
+// Owns an opened port and closes it, started or not.
+struct port {
+  void* priv = nullptr;
+  ~port() {
+    if (priv) pcap_ops.close(priv);
+  }
+  gnio::backend::counters counters() const {
+    gnio::backend::counters c;
+    pcap_ops.get_counters(priv, &c);
+    return c;
+  }
+  gnio::port_caps caps() const {
+    gnio::port_caps c;
+    pcap_ops.get_caps(priv, &c);
+    return c;
+  }
+};
+
+error open_port(const std::string& dev, port* p) {
+  auto args = gnio::backend::parse_devargs(dev);
+  if (!args) return args.err();
+  return pcap_ops.open(*args, &p->priv);
+}
+
+// Polls rx_burst until end of stream or an error; returns the last status.
+status drain(port& p, vector_sink& s, uint32_t budget = 32, size_t stop_after = SIZE_MAX) {
+  auto sink = s.sink();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    uint32_t produced = 12345;
+    status st = pcap_ops.rx_burst(p.priv, sink, budget, &produced);
+    if (st == status::success || st == status::again) {
+      EXPECT_LE(produced, budget);
+      if (st == status::again) {
+        EXPECT_EQ(produced, 0u);
+      }
+      if (s.frames.size() >= stop_after) return st;
+      if (st == status::again) std::this_thread::yield();
+      continue;
+    }
+    EXPECT_EQ(produced, 0u) << "frames reported with status " << gnio::to_string(st);
+    return st;
+  }
+  ADD_FAILURE() << "rx_burst did not reach end of stream within 20 s";
+  return status::time_out;
+}
+
+// libpcap's own reading of a file, as the reference for bytes and timestamps.
+struct record {
+  std::vector<uint8_t> data;
+  uint32_t len;
+  uint64_t ts_ns;
+};
+
+std::vector<record> read_with_libpcap(const std::string& path, int* dlt = nullptr) {
+  std::vector<record> out;
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+  if (!p) {
+    ADD_FAILURE() << "libpcap cannot open " << path << ": " << err;
+    return out;
+  }
+  if (dlt) *dlt = pcap_datalink(p);
+  pcap_pkthdr* h;
+  const u_char* d;
+  while (pcap_next_ex(p, &h, &d) == 1)
+    out.push_back({std::vector<uint8_t>(d, d + h->caplen), h->len,
+                   uint64_t(h->ts.tv_sec) * 1000000000u + uint64_t(h->ts.tv_usec)});
+  pcap_close(p);
+  return out;
+}
+
+struct crafted {
+  std::vector<uint8_t> data;
+  uint32_t len;  // original length; data.size() is the captured length
+  int64_t sec = 1700000000;
+  uint32_t nsec = 0;
+};
+
+void write_capture(const std::string& path, int dlt, const std::vector<crafted>& recs) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(dlt, 262144, PCAP_TSTAMP_PRECISION_NANO);
+  ASSERT_NE(dead, nullptr);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  ASSERT_NE(d, nullptr) << pcap_geterr(dead);
+  for (const auto& r : recs) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = r.sec;
+    h.ts.tv_usec = r.nsec;
+    h.caplen = static_cast<uint32_t>(r.data.size());
+    h.len = r.len;
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, r.data.data());
+  }
+  pcap_dump_close(d);
+  pcap_close(dead);
+}
+
+uint16_t ethertype(const frame& f) { return static_cast<uint16_t>(f.bytes[12] << 8 | f.bytes[13]); }
+
+bool zero_macs(const frame& f) {
+  for (int i = 0; i < 12; ++i)
+    if (f.bytes[i] != 0) return false;
+  return true;
+}
+
+// Collects log messages for the lifetime of the object.
+struct log_capture {
+  std::vector<std::string> lines;
+  gnio::log_level old_level = gnio::get_log_level();
+  log_capture() {
+    gnio::set_log_level(gnio::log_level::warn);
+    gnio::set_log_hook([this](gnio::log_level l, std::string_view m) {
+      if (l == gnio::log_level::warn) lines.emplace_back(m);
+    });
+  }
+  ~log_capture() {
+    gnio::set_log_hook({});
+    gnio::set_log_level(old_level);
+  }
+};
+
+class PcapBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "gnio_pcap_test_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string tmp(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+// Reads a whole corpus file and checks the count against tshark's and each
+// frame against libpcap's record.
+void expect_matches_manifest(const std::string& rel) {
+  SCOPED_TRACE(rel);
+  long want = manifest_packets(rel);
+  ASSERT_GE(want, 0) << rel << " missing from MANIFEST.tsv";
+  port p;
+  error e = open_port("pcap:file=" + corpus(rel), &p);
+  ASSERT_TRUE(e.ok()) << e.what();
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  EXPECT_EQ(long(s.frames.size()), want);
+  auto c = p.counters();
+  EXPECT_EQ(c.rx_frames, uint64_t(want));
+  EXPECT_EQ(c.rx_errors, 0u);
+  uint64_t bytes = 0;
+  for (const auto& f : s.frames) {
+    EXPECT_GE(f.bytes.size(), 14u);
+    EXPECT_LE(f.bytes.size(), f.wire_len);
+    bytes += f.bytes.size();
+  }
+  EXPECT_EQ(c.rx_bytes, bytes);
+
+  int dlt = -1;
+  auto ref = read_with_libpcap(corpus(rel), &dlt);
+  ASSERT_EQ(ref.size(), s.frames.size());
+  size_t hdr = dlt == DLT_EN10MB ? 0 : dlt == DLT_NULL ? 4 : 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const frame& f = s.frames[i];
+    EXPECT_EQ(f.ts_ns, ref[i].ts_ns) << "frame " << i;
+    if (dlt == DLT_EN10MB) {
+      EXPECT_EQ(f.bytes, ref[i].data) << "frame " << i;
+      EXPECT_EQ(f.wire_len, ref[i].len) << "frame " << i;
+    } else {
+      std::vector<uint8_t> payload(f.bytes.begin() + 14, f.bytes.end());
+      std::vector<uint8_t> want_payload(ref[i].data.begin() + long(hdr), ref[i].data.end());
+      EXPECT_EQ(payload, want_payload) << "frame " << i;
+      EXPECT_EQ(f.wire_len, ref[i].len - hdr + 14) << "frame " << i;
+    }
+  }
+  EXPECT_TRUE(pcap_ops.stop(p.priv).ok());
+}
+
+TEST(PcapCorpus, CountsMatchManifest) {
+  REQUIRE_CORPUS();
+  for (const char* rel : {"python3-dpkt/dns_icmp.pcap", "python3-dpkt/http.pcap", "gopacket/pcap/test_loopback.pcap",
+                          "gopacket/pcapng-suite/le/test001.pcapng", "gopacket/pcapng-suite/be/test001.pcapng",
+                          "gopacket/pcapng-suite/le/test300.pcapng", "tcpdump/QinQpacket.pcap", "pcapfix/test.pcap",
+                          "wireshark/dhcp-nanosecond.pcap", "wireshark/dhcp.pcapng", "wireshark/http-ooo.pcap",
+                          "wireshark/tcp-badsegments.pcap", "wireshark/empty.pcap", "python3-dpkt/truncated_dns.pcap"})
+    expect_matches_manifest(rel);
+}
+
+TEST(PcapCorpus, ManifestCountsAreTheExpectedOnes) {
+  REQUIRE_CORPUS();
+  EXPECT_EQ(manifest_packets("python3-dpkt/dns_icmp.pcap"), 32);
+  EXPECT_EQ(manifest_packets("python3-dpkt/http.pcap"), 43);
+  EXPECT_EQ(manifest_packets("gopacket/pcap/test_loopback.pcap"), 24);
+  EXPECT_EQ(manifest_packets("tcpdump/QinQpacket.pcap"), 249);
+}
+
+TEST(PcapCorpus, NullLinkTypeBecomesEthernetWithIPv6EtherType) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("gopacket/pcap/test_loopback.pcap"), &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 24u);
+  for (const auto& f : s.frames) {
+    EXPECT_EQ(ethertype(f), 0x86DD);
+    EXPECT_TRUE(zero_macs(f));
+    EXPECT_EQ(f.bytes[14] >> 4, 6);
+  }
+}
+
+TEST(PcapCorpus, RawIPv4BecomesEthernet) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("wireshark/http-ooo.pcap"), &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 16u);
+  for (const auto& f : s.frames) {
+    EXPECT_EQ(ethertype(f), 0x0800);
+    EXPECT_TRUE(zero_macs(f));
+    EXPECT_EQ(f.bytes[14], 0x45);
+  }
+}
+
+TEST(PcapCorpus, QinQFramesKeepTheirTags) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("tcpdump/QinQpacket.pcap"), &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s, 7), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 249u);
+  size_t tagged = 0;
+  for (const auto& f : s.frames) tagged += ethertype(f) == 0x88A8 || ethertype(f) == 0x8100 || ethertype(f) == 0x9100;
+  EXPECT_GT(tagged, 0u);
+}
+
+TEST(PcapCorpus, LoopPlaysTheFileNTimes) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("python3-dpkt/http.pcap") + ",loop=3", &p).ok());
+  EXPECT_TRUE(p.caps().finite);
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s, 10), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 3 * 43u);
+  for (size_t i = 0; i < 43; ++i) {
+    EXPECT_EQ(s.frames[i].bytes, s.frames[43 + i].bytes);
+    EXPECT_EQ(s.frames[i].bytes, s.frames[86 + i].bytes);
+  }
+  EXPECT_EQ(p.counters().rx_frames, 129u);
+  // The end stays the end.
+  uint32_t produced = 7;
+  EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 32, &produced), status::shutdown);
+  EXPECT_EQ(produced, 0u);
+}
+
+TEST(PcapCorpus, LoopZeroRepeatsForever) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:rx=" + corpus("python3-dpkt/dns_icmp.pcap") + ",loop=0", &p).ok());
+  EXPECT_FALSE(p.caps().finite);
+  vector_sink s;
+  EXPECT_EQ(drain(p, s, 32, 10 * 32), status::success);
+  EXPECT_GE(s.frames.size(), 10 * 32u);
+  EXPECT_EQ(s.frames[0].bytes, s.frames[32 * 9].bytes);
+}
+
+TEST(PcapCorpus, BudgetIsRespected) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("python3-dpkt/http.pcap"), &p).ok());
+  vector_sink s;
+  uint32_t produced = 0;
+  EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 5, &produced), status::success);
+  EXPECT_EQ(produced, 5u);
+  EXPECT_EQ(s.frames.size(), 5u);
+  EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 0, &produced), status::success);
+  EXPECT_EQ(produced, 0u);
+}
+
+TEST(PcapCorpus, RateLimitsPacketsPerSecond) {
+  REQUIRE_CORPUS();
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("python3-dpkt/http.pcap") + ",rate=1000pps", &p).ok());
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  vector_sink s;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(s.frames.size(), 43u);
+  EXPECT_GE(ms, 40.0);
+}
+
+TEST(PcapCorpus, RateLimitsBitsPerSecond) {
+  REQUIRE_CORPUS();
+  auto ref = read_with_libpcap(corpus("python3-dpkt/http.pcap"));
+  uint64_t bits = 0;
+  for (size_t i = 0; i + 1 < ref.size(); ++i) bits += 8ull * ref[i].len;  // the last frame goes on credit
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("python3-dpkt/http.pcap") + ",rate=2Mbps", &p).ok());
+  vector_sink s;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  auto s_elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(s.frames.size(), 43u);
+  EXPECT_GE(s_elapsed, 0.9 * double(bits) / 2e6);
+}
+
+TEST(PcapCorpus, MissingFileIsNotFound) {
+  port p;
+  std::string path = "/nonexistent/gnio/no_such.pcap";
+  error e = open_port("pcap:file=" + path, &p);
+  EXPECT_EQ(e.code(), status::not_found);
+  EXPECT_NE(e.message().find(path), std::string::npos) << e.message();
+  EXPECT_EQ(p.priv, nullptr);
+}
+
+TEST(PcapCorpus, FileWithoutHeaderIsRejected) {
+  REQUIRE_CORPUS();
+  port p;
+  error e = open_port("pcap:file=" + corpus("pcapfix/test_without_pcap_header.pcap"), &p);
+  EXPECT_EQ(e.code(), status::bad_config);
+  EXPECT_NE(e.message().find("not a pcap or pcapng capture"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("unknown file format"), std::string::npos) << e.message();
+}
+
+TEST(PcapCorpus, UnsupportedVersionsAreRejected) {
+  REQUIRE_CORPUS();
+  for (const char* rel : {"libpcap/pcap-invalid-version-1.pcap", "libpcap/pcap-invalid-version-2.pcap",
+                          "libpcap/pcapng-invalid-vers-1.pcapng", "libpcap/pcapng-invalid-vers-2.pcapng"}) {
+    port p;
+    error e = open_port(std::string("pcap:file=") + corpus(rel), &p);
+    EXPECT_EQ(e.code(), status::unsupported_version) << rel << ": " << e.what();
+    EXPECT_NE(e.message().find("libpcap: "), std::string::npos) << e.message();
+  }
+}
+
+TEST(PcapCorpus, DamagedHeaderIsRejected) {
+  REQUIRE_CORPUS();
+  port p;
+  error e = open_port("pcap:file=" + corpus("libpcap/shb-option-too-long.pcapng"), &p);
+  EXPECT_EQ(e.code(), status::bad_config) << e.what();
+  EXPECT_NE(e.message().find("libpcap: "), std::string::npos) << e.message();
+}
+
+TEST(PcapCorpus, GzipIsNotSupported) {
+  REQUIRE_CORPUS();
+  for (const char* rel : {"wireshark/dns+icmp.pcapng.gz", "python3-libtrace/icmp-sample.pcap.gz"}) {
+    port p;
+    error e = open_port(std::string("pcap:file=") + corpus(rel), &p);
+    EXPECT_EQ(e.code(), status::not_supported) << rel;
+    EXPECT_NE(e.message().find("gzip-compressed: gunzip it first"), std::string::npos) << e.message();
+  }
+}
+
+TEST(PcapCorpus, UnconvertibleLinkTypeIsNotSupported) {
+  REQUIRE_CORPUS();
+  port p;
+  error e = open_port("pcap:file=" + corpus("wireshark/arp.pcap"), &p);
+  EXPECT_EQ(e.code(), status::not_supported);
+  EXPECT_NE(e.message().find("FRELAY"), std::string::npos) << e.message();
+}
+
+TEST(PcapCorpus, DamagedRecordEndsThePassAndIsCounted) {
+  REQUIRE_CORPUS();
+  log_capture logs;
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("pcapfix/test_damaged.pcap"), &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  EXPECT_EQ(s.frames.size(), 1u);
+  EXPECT_EQ(p.counters().rx_frames, 1u);
+  EXPECT_EQ(p.counters().rx_errors, 1u);
+  ASSERT_EQ(logs.lines.size(), 1u);
+  EXPECT_NE(logs.lines[0].find("packet 2"), std::string::npos) << logs.lines[0];
+  EXPECT_NE(logs.lines[0].find("truncated dump file"), std::string::npos) << logs.lines[0];
+}
+
+TEST(PcapCorpus, TruncatedRecordsKeepWhatWasRead) {
+  REQUIRE_CORPUS();
+  log_capture logs;
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + corpus("python3-dpkt/truncated_dns_2.pcap") + ",loop=2", &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 2u);  // one good record per pass
+  EXPECT_LT(s.frames[0].bytes.size(), s.frames[0].wire_len);
+  EXPECT_EQ(p.counters().rx_errors, 2u);
+  EXPECT_EQ(logs.lines.size(), 1u);  // warned once, not per pass
+}
+
+// libpcap 1.10 refuses pcapng files whose interfaces differ in snaplen or link
+// type (tshark reads all 4 packets of test004); whatever libpcap manages, no
+// packet may vanish without being counted.
+TEST(PcapCorpus, MultiInterfacePcapngNeverLosesPacketsSilently) {
+  REQUIRE_CORPUS();
+  log_capture logs;
+  for (const char* rel : {"gopacket/pcapng-suite/le/test004.pcapng", "gopacket/pcapng-suite/le/test006.pcapng",
+                          "gopacket/pcapng-suite/be/test004.pcapng"}) {
+    port p;
+    error e = open_port(std::string("pcap:file=") + corpus(rel), &p);
+    ASSERT_TRUE(e.ok()) << e.what();
+    vector_sink s;
+    EXPECT_EQ(drain(p, s), status::shutdown);
+    long want = manifest_packets(rel);
+    EXPECT_LE(long(s.frames.size()), want) << rel;
+    if (long(s.frames.size()) < want) {
+      EXPECT_GE(p.counters().rx_errors, 1u) << rel;
+    }
+  }
+}
+
+// Every capture in the corpus either fails to open with a message or plays to
+// the end; packets libpcap cannot give us must show up in rx_errors.
+TEST(PcapCorpus, EveryCorpusFileOpensCleanlyOrFailsWithAMessage) {
+  REQUIRE_CORPUS();
+  log_capture quiet;
+  std::ifstream in(corpus("MANIFEST.tsv"));
+  std::string line;
+  std::getline(in, line);
+  size_t opened = 0, refused = 0;
+  while (std::getline(in, line)) {
+    std::string rel = line.substr(0, line.find('\t'));
+    SCOPED_TRACE(rel);
+    port p;
+    error e = open_port("pcap:file=" + corpus(rel), &p);
+    if (!e.ok()) {
+      ++refused;
+      EXPECT_NE(e.message().find(corpus(rel)), std::string::npos) << e.message();
+      EXPECT_EQ(p.priv, nullptr);
+      continue;
+    }
+    ++opened;
+    vector_sink s;
+    EXPECT_EQ(drain(p, s, 64), status::shutdown);
+    long want = manifest_packets(rel);
+    // tshark also lists pcapng Custom Blocks as frames; test018 has 4 of them
+    // besides its 4 packets.
+    if (rel.ends_with("/test018.pcapng")) want -= 4;
+    EXPECT_LE(long(s.frames.size()), want);
+    if (long(s.frames.size()) < want) {
+      EXPECT_GE(p.counters().rx_errors, 1u);
+    }
+    for (const auto& f : s.frames) EXPECT_LE(f.bytes.size(), f.wire_len);
+  }
+  EXPECT_GT(opened, 200u);
+  EXPECT_GT(refused, 10u);
+}
+
+TEST_F(PcapBackend, EmptyCaptureEndsAtOnce) {
+  std::string path = tmp("empty.pcap");
+  write_capture(path, DLT_EN10MB, {});
+  for (const char* loop : {"", ",loop=0"}) {
+    port p;
+    error e = open_port("pcap:file=" + path + loop, &p);
+    ASSERT_TRUE(e.ok()) << e.what();
+    ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+    vector_sink s;
+    uint32_t produced = 9;
+    EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 32, &produced), status::shutdown) << loop;
+    EXPECT_EQ(produced, 0u);
+    EXPECT_TRUE(s.frames.empty());
+    EXPECT_EQ(p.counters().rx_errors, 0u);
+  }
+}
+
+TEST_F(PcapBackend, ZeroByteFileIsRejected) {
+  std::string path = tmp("zero.pcap");
+  std::ofstream(path).close();
+  port p;
+  error e = open_port("pcap:file=" + path, &p);
+  EXPECT_EQ(e.code(), status::bad_config);
+  EXPECT_NE(e.message().find("empty"), std::string::npos) << e.message();
+}
+
+TEST_F(PcapBackend, DirectoryIsRejected) {
+  port p;
+  error e = open_port("pcap:file=" + dir_, &p);
+  EXPECT_EQ(e.code(), status::bad_config);
+  EXPECT_NE(e.message().find("directory"), std::string::npos) << e.message();
+}
+
+TEST_F(PcapBackend, UnreadableFileIsNotPermitted) {
+  std::string path = tmp("secret.pcap");
+  write_capture(path, DLT_EN10MB, {});
+  ASSERT_EQ(chmod(path.c_str(), 0), 0);
+  if (access(path.c_str(), R_OK) == 0) GTEST_SKIP() << "running with privileges that ignore file modes";
+  port p;
+  error e = open_port("pcap:file=" + path, &p);
+  EXPECT_EQ(e.code(), status::not_permitted);
+  EXPECT_NE(e.message().find(path), std::string::npos) << e.message();
+}
+
+TEST_F(PcapBackend, NanosecondTimestampsArePreserved) {
+  std::string path = tmp("ns.pcap");
+  std::vector<uint8_t> eth(60, 0xab);
+  write_capture(path, DLT_EN10MB, {{eth, 60, 1700000000, 123456789}, {eth, 60, 1700000001, 1}});
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + path, &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 2u);
+  EXPECT_EQ(s.frames[0].ts_ns, 1700000000123456789ull);
+  EXPECT_EQ(s.frames[1].ts_ns, 1700000001000000001ull);
+}
+
+TEST_F(PcapBackend, OddEthernetRecordsAreDeliveredOrCounted) {
+  std::string path = tmp("odd.pcap");
+  write_capture(path, DLT_EN10MB,
+                {{{1, 2, 3, 4, 5}, 1500},                  // cut inside the Ethernet header
+                 {{}, 60},                                 // nothing captured
+                 {std::vector<uint8_t>(47, 9), 0},         // damaged header: caplen > len
+                 {std::vector<uint8_t>(70000, 7), 70000}}); // above max_pkt_bytes
+  log_capture logs;
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + path, &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 3u);
+  EXPECT_EQ(s.frames[0].bytes, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(s.frames[0].wire_len, 1500u);
+  EXPECT_EQ(s.frames[1].bytes.size(), 47u);
+  EXPECT_EQ(s.frames[1].wire_len, 47u);
+  EXPECT_EQ(s.frames[2].bytes, std::vector<uint8_t>(65535, 7));
+  EXPECT_EQ(s.frames[2].wire_len, 70000u);
+  EXPECT_EQ(p.counters().rx_errors, 1u);
+  ASSERT_EQ(logs.lines.size(), 1u);
+  EXPECT_NE(logs.lines[0].find("packet 2"), std::string::npos) << logs.lines[0];
+}
+
+TEST_F(PcapBackend, CookedCapturesBecomeEthernet) {
+  std::vector<uint8_t> ip4 = {0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+  const uint8_t mac[6] = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+
+  // SLL: pkttype, hatype, halen, addr[8], protocol
+  std::vector<uint8_t> sll = {0, 1, 0, 1, 0, 6, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0, 0x08, 0x00};
+  sll.insert(sll.end(), ip4.begin(), ip4.end());
+  std::string p1 = tmp("sll.pcap");
+  write_capture(p1, DLT_LINUX_SLL, {{sll, uint32_t(sll.size()) + 100}});
+
+  // SLL2: protocol, reserved, ifindex, hatype, pkttype, halen, addr[8]
+  std::vector<uint8_t> sll2 = {0x86, 0xDD, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0};
+  std::vector<uint8_t> ip6(40, 0);
+  ip6[0] = 0x60;
+  sll2.insert(sll2.end(), ip6.begin(), ip6.end());
+  std::string p2 = tmp("sll2.pcap");
+  write_capture(p2, DLT_LINUX_SLL2, {{sll2, uint32_t(sll2.size())}});
+
+  for (auto [path, type, payload, hdr] : {std::tuple{p1, 0x0800, ip4, 16u}, std::tuple{p2, 0x86DD, ip6, 20u}}) {
+    SCOPED_TRACE(path);
+    port p;
+    error e = open_port("pcap:file=" + path, &p);
+    ASSERT_TRUE(e.ok()) << e.what();
+    vector_sink s;
+    EXPECT_EQ(drain(p, s), status::shutdown);
+    ASSERT_EQ(s.frames.size(), 1u);
+    const frame& f = s.frames[0];
+    EXPECT_EQ(ethertype(f), type);
+    EXPECT_TRUE(std::equal(mac, mac + 6, f.bytes.begin() + 6));  // source from the cooked header
+    if (type == 0x0800) {
+      EXPECT_EQ(f.bytes[0], 0xff);  // pkttype 1: broadcast
+    }
+    EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin() + 14, f.bytes.end()), payload);
+    uint32_t orig = type == 0x0800 ? uint32_t(sll.size()) + 100 : uint32_t(sll2.size());
+    EXPECT_EQ(f.wire_len, orig - hdr + 14);
+  }
+}
+
+TEST_F(PcapBackend, LoopbackFamiliesInEitherByteOrder) {
+  std::vector<uint8_t> ip4 = {0x45, 0, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1};
+  std::vector<uint8_t> ip6(40, 0);
+  ip6[0] = 0x60;
+  auto with_family = [](std::vector<uint8_t> fam, const std::vector<uint8_t>& ip) {
+    fam.insert(fam.end(), ip.begin(), ip.end());
+    return crafted{fam, uint32_t(fam.size())};
+  };
+  // DLT_NULL from a little-endian host (2), a big-endian one (28; its payload
+  // has no version nibble, so only the swapped family can decide) and Linux's
+  // AF_INET6 (10), which only the version nibble identifies.
+  std::vector<uint8_t> no_version(40, 0);
+  std::string pn = tmp("null.pcap");
+  write_capture(pn, DLT_NULL,
+                {with_family({2, 0, 0, 0}, ip4), with_family({0, 0, 0, 28}, no_version), with_family({10, 0, 0, 0}, ip6)});
+  // DLT_LOOP is always network order; 7 (OSI) cannot become Ethernet.
+  std::string pl = tmp("loop.pcap");
+  write_capture(pl, DLT_LOOP,
+                {with_family({0, 0, 0, 2}, ip4), with_family({0, 0, 0, 7}, {0x81, 1, 2, 3}), with_family({0, 0, 0, 24}, ip6)});
+
+  port a;
+  ASSERT_TRUE(open_port("pcap:file=" + pn, &a).ok());
+  vector_sink sa;
+  EXPECT_EQ(drain(a, sa), status::shutdown);
+  ASSERT_EQ(sa.frames.size(), 3u);
+  EXPECT_EQ(ethertype(sa.frames[0]), 0x0800);
+  EXPECT_EQ(ethertype(sa.frames[1]), 0x86DD);
+  EXPECT_EQ(ethertype(sa.frames[2]), 0x86DD);
+  EXPECT_EQ(sa.frames[0].bytes.size(), 14 + ip4.size());
+  EXPECT_EQ(sa.frames[0].wire_len, 14 + ip4.size());
+
+  log_capture logs;
+  port b;
+  ASSERT_TRUE(open_port("pcap:file=" + pl, &b).ok());
+  vector_sink sb;
+  EXPECT_EQ(drain(b, sb), status::shutdown);
+  ASSERT_EQ(sb.frames.size(), 2u);
+  EXPECT_EQ(ethertype(sb.frames[0]), 0x0800);
+  EXPECT_EQ(ethertype(sb.frames[1]), 0x86DD);
+  EXPECT_EQ(b.counters().rx_errors, 1u);
+  ASSERT_EQ(logs.lines.size(), 1u);
+  EXPECT_NE(logs.lines[0].find("packet 2"), std::string::npos) << logs.lines[0];
+}
+
+TEST_F(PcapBackend, TxRoundTrip) {
+  std::string path = tmp("tx.pcap");
+  port p;
+  error e = open_port("pcap:tx=" + path, &p);
+  ASSERT_TRUE(e.ok()) << e.what();
+  auto caps = p.caps();
+  EXPECT_FALSE(caps.rx);
+  EXPECT_TRUE(caps.tx);
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+
+  std::vector<std::vector<uint8_t>> sent;
+  for (uint32_t len : {60u, 1514u, 9000u}) {
+    std::vector<uint8_t> f(len);
+    for (uint32_t i = 0; i < len; ++i) f[i] = uint8_t(i * 7 + len);
+    sent.push_back(std::move(f));
+  }
+  std::vector<gnio::backend::tx_frame> frames;
+  for (const auto& f : sent) frames.push_back({f.data(), uint32_t(f.size())});
+  uint64_t t0 = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count());
+  uint32_t n = 0;
+  e = pcap_ops.tx_burst(p.priv, frames.data(), uint32_t(frames.size()), &n);
+  ASSERT_TRUE(e.ok()) << e.what();
+  EXPECT_EQ(n, 3u);
+  uint64_t t1 = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count());
+  auto c = p.counters();
+  EXPECT_EQ(c.tx_frames, 3u);
+  EXPECT_EQ(c.tx_bytes, 60u + 1514u + 9000u);
+  EXPECT_EQ(c.tx_errors, 0u);
+  ASSERT_TRUE(pcap_ops.stop(p.priv).ok());
+
+  // Readable after stop, before close.
+  int dlt = -1;
+  auto back = read_with_libpcap(path, &dlt);
+  EXPECT_EQ(dlt, DLT_EN10MB);
+  ASSERT_EQ(back.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back[i].data, sent[i]) << "frame " << i;
+    EXPECT_EQ(back[i].len, sent[i].size());
+    EXPECT_GE(back[i].ts_ns, t0 - 1000);
+    EXPECT_LE(back[i].ts_ns, t1 + 1000);
+  }
+
+  // A restart appends rather than truncating.
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  ASSERT_TRUE(pcap_ops.tx_burst(p.priv, frames.data(), 1, &n).ok());
+  pcap_ops.close(p.priv);
+  p.priv = nullptr;
+  back = read_with_libpcap(path);
+  ASSERT_EQ(back.size(), 4u);
+  EXPECT_EQ(back[3].data, sent[0]);
+}
+
+TEST_F(PcapBackend, TxFlushedByCloseWithoutStop) {
+  std::string path = tmp("tx2.pcap");
+  {
+    port p;
+    ASSERT_TRUE(open_port("pcap:tx=" + path, &p).ok());
+    ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+    std::vector<uint8_t> f(64, 0x5a);
+    gnio::backend::tx_frame fr{f.data(), 64};
+    uint32_t n = 0;
+    ASSERT_TRUE(pcap_ops.tx_burst(p.priv, &fr, 1, &n).ok());
+  }
+  auto back = read_with_libpcap(path);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].data, std::vector<uint8_t>(64, 0x5a));
+}
+
+TEST_F(PcapBackend, TxWithoutTxFileIsNotSupported) {
+  std::string path = tmp("in.pcap");
+  write_capture(path, DLT_EN10MB, {{std::vector<uint8_t>(60, 1), 60}});
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + path, &p).ok());
+  EXPECT_FALSE(p.caps().tx);
+  std::vector<uint8_t> f(60);
+  gnio::backend::tx_frame fr{f.data(), 60};
+  uint32_t n = 99;
+  error e = pcap_ops.tx_burst(p.priv, &fr, 1, &n);
+  EXPECT_EQ(e.code(), status::not_supported);
+  EXPECT_EQ(e.message(), "pcap: this port has no tx= file");
+  EXPECT_EQ(n, 0u);
+}
+
+TEST_F(PcapBackend, TxIntoMissingDirectoryFailsAtOpen) {
+  port p;
+  error e = open_port("pcap:tx=" + tmp("no/such/dir/out.pcap"), &p);
+  EXPECT_EQ(e.code(), status::not_found);
+}
+
+TEST_F(PcapBackend, TxOverTheInputIsRefused) {
+  std::string path = tmp("in.pcap");
+  write_capture(path, DLT_EN10MB, {{std::vector<uint8_t>(60, 1), 60}});
+  auto before = fs::file_size(path);
+  port p;
+  error e = open_port("pcap:file=" + path + ",tx=" + path, &p);
+  EXPECT_EQ(e.code(), status::bad_config);
+  EXPECT_EQ(fs::file_size(path), before);
+}
+
+TEST_F(PcapBackend, CapsDescribeThePort) {
+  std::string in = tmp("in.pcap");
+  write_capture(in, DLT_EN10MB, {{std::vector<uint8_t>(60, 1), 60}});
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + in + ",tx=" + tmp("out.pcap"), &p).ok());
+  auto c = p.caps();
+  EXPECT_TRUE(c.rx);
+  EXPECT_TRUE(c.tx);
+  EXPECT_EQ(c.max_rx_queues, 64u);
+  EXPECT_EQ(c.max_tx_queues, 64u);
+  EXPECT_EQ(c.max_pkt_bytes, 65535u);
+  EXPECT_EQ(c.min_ring_descs, 2u);
+  EXPECT_EQ(c.max_ring_descs, 1u << 20);
+  EXPECT_TRUE(c.rx_timestamps);
+  EXPECT_TRUE(c.finite);
+  EXPECT_FALSE(c.hw_steering);
+}
+
+TEST_F(PcapBackend, LifecycleCallsInAnyOrderAreSafe) {
+  std::string in = tmp("in.pcap");
+  write_capture(in, DLT_EN10MB, {{std::vector<uint8_t>(60, 1), 60}});
+  std::string dev = "pcap:file=" + in + ",tx=" + tmp("out.pcap");
+  {
+    port p;  // close without start
+    ASSERT_TRUE(open_port(dev, &p).ok());
+  }
+  {
+    port p;  // stop without start, twice
+    ASSERT_TRUE(open_port(dev, &p).ok());
+    EXPECT_TRUE(pcap_ops.stop(p.priv).ok());
+    EXPECT_TRUE(pcap_ops.stop(p.priv).ok());
+  }
+  {
+    port p;  // start, stop, start, stop
+    ASSERT_TRUE(open_port(dev, &p).ok());
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(pcap_ops.start(p.priv).ok());
+      EXPECT_TRUE(pcap_ops.stop(p.priv).ok());
+    }
+  }
+  {
+    port p;  // tx-only port: rx has nothing to give
+    ASSERT_TRUE(open_port("pcap:tx=" + tmp("out2.pcap"), &p).ok());
+    vector_sink s;
+    uint32_t produced = 3;
+    EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 8, &produced), status::shutdown);
+    EXPECT_EQ(produced, 0u);
+  }
+}
+
+TEST(PcapOptions, UnknownOptionIsBadConfig) {
+  port p;
+  error e = open_port("pcap:file=x.pcap,speed=fast", &p);
+  EXPECT_EQ(e.code(), status::bad_config);
+  EXPECT_NE(e.message().find("speed"), std::string::npos) << e.message();
+}
+
+TEST(PcapOptions, NoFileNoTxIsBadConfig) {
+  for (const char* dev : {"pcap", "pcap:", "pcap:loop=2"}) {
+    port p;
+    error e = open_port(dev, &p);
+    EXPECT_EQ(e.code(), status::bad_config) << dev;
+    EXPECT_NE(e.message().find("file="), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("tx="), std::string::npos) << e.message();
+  }
+}
+
+TEST(PcapOptions, MalformedValuesAreRejected) {
+  for (const char* dev : {"pcap:file=/x.pcap,loop=abc", "pcap:file=/x.pcap,rate=fast", "pcap:file=/x.pcap,rate=10Mfoo",
+                          "pcap:file=", "pcap:file=/a.pcap,rx=/b.pcap", "pcap:tx=/tmp/x.pcap,rate=1000pps"}) {
+    port p;
+    error e = open_port(dev, &p);
+    EXPECT_FALSE(e.ok()) << dev;
+    EXPECT_TRUE(e.code() == status::invalid_value || e.code() == status::bad_config) << dev << ": " << e.what();
+    EXPECT_EQ(p.priv, nullptr);
+  }
+}
+
+TEST(PcapOptions, TableIsComplete) {
+  EXPECT_EQ(pcap_ops.size, sizeof(gnio::backend::ops));
+  EXPECT_STREQ(pcap_ops.name, "pcap");
+  ASSERT_NE(pcap_ops.options, nullptr);
+  for (const char* key : {"file=", "rx=", "tx=", "loop=", "rate="})
+    EXPECT_NE(std::string(pcap_ops.options).find(key), std::string::npos) << key;
+  EXPECT_NE(pcap_ops.summary, nullptr);
+  EXPECT_NE(pcap_ops.open, nullptr);
+  EXPECT_NE(pcap_ops.get_caps, nullptr);
+  EXPECT_NE(pcap_ops.start, nullptr);
+  EXPECT_NE(pcap_ops.rx_burst, nullptr);
+  EXPECT_NE(pcap_ops.tx_burst, nullptr);
+  EXPECT_NE(pcap_ops.stop, nullptr);
+  EXPECT_NE(pcap_ops.close, nullptr);
+  EXPECT_NE(pcap_ops.get_counters, nullptr);
+}
+
+}  // namespace
