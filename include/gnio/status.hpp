@@ -111,9 +111,13 @@ class [[nodiscard]] result {
   [[nodiscard]] bool ok() const noexcept { return has_; }
   explicit operator bool() const noexcept { return has_; }
   [[nodiscard]] T& value() & { return value_; }
+  [[nodiscard]] const T& value() const& { return value_; }
   [[nodiscard]] T&& value() && { return std::move(value_); }
   [[nodiscard]] T& operator*() & { return value_; }
+  [[nodiscard]] const T& operator*() const& { return value_; }
+  [[nodiscard]] T&& operator*() && { return std::move(value_); }
   [[nodiscard]] T* operator->() { return &value_; }
+  [[nodiscard]] const T* operator->() const { return &value_; }
   [[nodiscard]] const error& err() const noexcept { return err_; }
   [[nodiscard]] status code() const noexcept { return has_ ? status::success : err_.code(); }
 

@@ -39,8 +39,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t count_ready_thread(const rxq& q, uint
 #endif
     for (uint32_t j = 0; j < 8; ++j)
       if (j < chunk) own[j] = load_owner(q, start + n + j);
+    const uint64_t base = start + n;
     for (uint32_t j = 0; j < chunk; ++j) {
-      if (own[j] != rx_phase(start + n + j, q.log2_descs)) return n;
+      if (own[j] != rx_phase(base + j, q.log2_descs)) return n;
       ++n;
     }
   }

@@ -11,7 +11,9 @@
 //
 // Frames are a pure function of the options: flow order, sizes and TCP
 // sequence numbers come from the seed, never from time, so the same device
-// string gives the same frame sequence whatever the pacing.
+// string gives the same frame sequence whatever the pacing. Headers are fixed
+// per flow (IP ID, TCP and ICMP sequence numbers do not advance), which is what
+// lets frames be prebuilt; each flow has one protocol, so a 5-tuple is a flow.
 //
 // rx_burst is meant for one engine thread; the counters may be read from any.
 
@@ -141,7 +143,8 @@ struct gen_port {
   double tokens = 0, tokens_per_ns = 0, bucket_depth = 0;
   int64_t last_refill_ns = 0;
 
-  // Single writer each (rx: the engine thread; tx may come from several).
+  // rx has one writer (the engine thread), so a relaxed store suffices; tx
+  // uses fetch_add in case several threads transmit.
   std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, tx_frames{0}, tx_bytes{0};
 };
 
@@ -638,23 +641,22 @@ void gen_get_counters(void* priv, counters* c) {
 const ops gen_ops = {
     .size = sizeof(ops),
     .name = "gen",
-    .summary = "synthetic Ethernet/IPv4 UDP, TCP and ICMP traffic with valid checksums; TX frames are counted and dropped",
+    .summary = "synthetic Ethernet/IPv4 UDP, TCP and ICMP traffic with valid checksums; transmitted frames are "
+               "counted and dropped",
     .options =
-        "size=N|MIN-MAX|imix  frame bytes without FCS, 60..9000 (default 64); MIN-MAX picks uniformly per frame, "
-        "imix is 64/576/1500 in the ratio 7:4:1\n"
-        "flows=N  distinct 5-tuples, 1..1048576 (default 1024); src IP and src port vary per flow\n"
-        "mix=SPEC  protocol of each flow: udp, tcp (ACK|PSH data), icmp (echo request), all (equal thirds), or "
-        "weighted parts joined by '/' like udp70/tcp20/icmp10 (default udp)\n"
-        "count=N  deliver N frames, then end of stream\n"
-        "duration=T  run for T after start (500ms, 10s, 1m), then end of stream\n"
-        "rate=R  pace to R: 2Mpps, 500kpps or 10Gbps; bps counts wire bits, i.e. 24 bytes of FCS, preamble and "
-        "gap per frame (default: as fast as possible)\n"
-        "seed=N  seed for flow order, frame sizes and TCP sequence numbers (default 1)\n"
-        "vlan=ID  add an 802.1Q tag with VLAN ID 1..4094\n"
-        "src=A.B.C.D  base source address; flow i uses base + i mod 65536 (default 198.18.0.0)\n"
-        "dst=A.B.C.D  destination address (default 198.19.0.1)\n"
-        "(tx)  frames sent to a gen port are counted in tx_frames/tx_bytes and discarded\n"
-        "With neither count nor duration the stream never ends.",
+        "size=N|MIN-MAX|imix  frame bytes without FCS, 60..9000 (default 64); MIN-MAX picks a size uniformly per\n"
+        "                     frame; imix is 64/576/1500 in the ratio 7:4:1\n"
+        "flows=N              distinct 5-tuples, 1..1048576 (default 1024); source IP and source port vary per flow\n"
+        "mix=SPEC             protocol of each flow: udp, tcp (ACK|PSH data), icmp (echo request), all (equal\n"
+        "                     thirds), or weighted parts joined by '/', e.g. udp70/tcp20/icmp10 (default udp)\n"
+        "count=N              deliver N frames, then end of stream (without count or duration: endless)\n"
+        "duration=T           run for T after start (500ms, 10s, 1m), then end of stream\n"
+        "rate=R               pace to R packets or bits per second: 500kpps, 2Mpps, 10Gbps; bits are counted as on\n"
+        "                     the wire, 24 bytes of FCS, preamble and gap per frame included (default: unpaced)\n"
+        "seed=N               seed for flow order, frame sizes and TCP sequence numbers (default 1)\n"
+        "vlan=ID              add an 802.1Q tag with VLAN ID 1..4094\n"
+        "src=A.B.C.D          base source address; flow i uses base + i mod 65536 (default 198.18.0.0)\n"
+        "dst=A.B.C.D          destination address (default 198.19.0.1)\n",
     .open = gen_open,
     .get_caps = gen_get_caps,
     .start = gen_start,

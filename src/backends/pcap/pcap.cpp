@@ -361,7 +361,6 @@ error close_tx(port* p) {
 
 error open_tx(port* p) {
   if (p->dumper) return {};
-  char* why = nullptr;
   if (!p->tx_written_once) {
     // Opening with fopen ourselves keeps errno for the status; pcap_dump_open
     // would only give text.
@@ -370,16 +369,15 @@ error open_tx(port* p) {
       int e = errno;
       return fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e));
     }
+    // On failure libpcap has already closed f (it can only fail writing the
+    // header; DLT_EN10MB always maps to a linktype).
     p->dumper = pcap_dump_fopen(p->tx_dead, f);
-    if (!p->dumper) std::fclose(f);
   } else {
     // A restart after stop() appends, so frames sent before the stop stay.
     p->dumper = pcap_dump_open_append(p->tx_dead, p->tx_path.c_str());
   }
-  if (!p->dumper) {
-    why = pcap_geterr(p->tx_dead);
-    return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path, why ? why : "?");
-  }
+  if (!p->dumper)
+    return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path, pcap_geterr(p->tx_dead));
   p->tx_written_once = true;
   return {};
 }

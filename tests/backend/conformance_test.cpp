@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: Apache-2.0
+// One ring conformance suite, run against every backend (pcap, gen, pair) on
+// the executor chosen by GNIO_TEST_EXEC (host, or cuda on a GPU machine), and
+// the lifecycle rules of DESIGN §6.
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <gnio/backend/backend.hpp>
+#include <gnio/gnio.hpp>
+
+#include "conformance_kernels.hpp"
+
+using namespace std::chrono_literals;
+using frames = std::vector<std::vector<uint8_t>>;
+
+namespace {
+
+std::string data(const char* name) { return std::string(GNIO_TEST_DATA_DIR) + "/" + name; }
+
+bool use_cuda() {
+  const char* e = std::getenv("GNIO_TEST_EXEC");
+  return e && std::string(e) == "cuda";
+}
+
+gnio::gpu open_gpu() {
+  auto g = gnio::gpu::open(use_cuda() ? "0" : "host");
+  EXPECT_TRUE(g.ok()) << g.err().what();
+  return std::move(g).value();
+}
+
+frames read_pcap(const std::string& path) {
+  char err[PCAP_ERRBUF_SIZE];
+  frames out;
+  pcap_t* p = pcap_open_offline(path.c_str(), err);
+  EXPECT_NE(p, nullptr) << err;
+  if (!p) return out;
+  EXPECT_EQ(pcap_datalink(p), DLT_EN10MB);
+  pcap_pkthdr* h;
+  const u_char* d;
+  while (pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
+  pcap_close(p);
+  return out;
+}
+
+// Frames the gen backend produces for these options, read straight from it.
+frames gen_frames(const std::string& dev, size_t n) {
+  frames out;
+  auto a = gnio::backend::parse_devargs(dev);
+  EXPECT_TRUE(a.ok());
+  const auto* ops = gnio::backend::find("gen");
+  void* priv = nullptr;
+  auto e = ops->open(*a, &priv);
+  EXPECT_FALSE(e) << e.what();
+  if (e) return out;
+  if (ops->start) EXPECT_FALSE(ops->start(priv));
+  gnio::backend::rx_sink sink{&out, [](void* ctx, const uint8_t* f, uint32_t len, uint32_t, uint64_t) {
+                                static_cast<frames*>(ctx)->emplace_back(f, f + len);
+                                return true;
+                              }};
+  while (out.size() < n) {
+    uint32_t got = 0;
+    auto s = ops->rx_burst(priv, sink, static_cast<uint32_t>(std::min<size_t>(256, n - out.size())), &got);
+    if (s == gnio::status::shutdown) break;
+  }
+  if (ops->stop) (void)ops->stop(priv);
+  ops->close(priv);
+  out.resize(std::min(out.size(), n));
+  return out;
+}
+
+// Sends frames from the host through a TX queue of a host-executor port.
+void host_send(const gnio::device::txq& t, const std::vector<uint8_t>& f) {
+  using namespace gnio::device;
+  uint64_t idx = 0;
+  ASSERT_EQ(tx_reserve(t, 1, 5'000'000'000ull, &idx), gnio::status::success);
+  std::memcpy(t.buf_addr(idx), f.data(), f.size());
+  tx_prepare(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()));
+  tx_commit(t, 1);
+  tx_doorbell(t);
+}
+
+// Receives n frames on the host from an RX queue of a host-executor port.
+frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds timeout) {
+  frames out;
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (out.size() < n && std::chrono::steady_clock::now() < end) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    if (gnio::device::recv<gnio::device::scope::thread>(q, 64, 1'000'000, &first, &num) != gnio::status::success) continue;
+    for (uint32_t i = 0; i < num; ++i) {
+      const uint8_t* p = gnio::device::pkt_addr(q, first + i);
+      out.emplace_back(p, p + gnio::device::pkt_len(q, first + i));
+    }
+  }
+  return out;
+}
+
+enum class kind { pcap, gen, pair };
+std::string to_string(kind k) { return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : "pair"; }
+
+int g_pair_seq = 0;
+
+// A traffic source: the device string the port under test opens, the exact
+// frames it will receive, and for pair the peer port that sends them.
+struct source {
+  kind k;
+  std::string dev;
+  frames expected;
+  // pair only
+  std::optional<gnio::gpu> host;
+  std::optional<gnio::port> peer;
+  gnio::device::txq peer_tx{};
+  gnio::device::rxq peer_rx{};
+
+  void open_peer(const std::string& name) {
+    host = std::move(gnio::gpu::open("host")).value();
+    auto p = gnio::port::open(*host, "pair:name=" + name);
+    ASSERT_TRUE(p.ok()) << p.err().what();
+    peer = std::move(p).value();
+    gnio::txq_config tc;
+    tc.num_descs = 256;
+    auto t = peer->create_txq(tc);
+    ASSERT_TRUE(t.ok());
+    auto r = peer->create_rxq();
+    ASSERT_TRUE(r.ok());
+    ASSERT_FALSE(peer->start());
+    peer_tx = *peer->txq(*t);
+    peer_rx = *peer->rxq(*r);
+  }
+  void feed() {
+    for (const auto& f : expected) host_send(peer_tx, f);
+  }
+  ~source() {
+    if (peer) (void)peer->stop();
+  }
+};
+
+// n frames (at least; pcap rounds up to whole passes of the file).
+std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra = "") {
+  auto s = std::make_unique<source>();
+  s->k = k;
+  if (k == kind::pcap) {
+    if (n == 1) {
+      s->dev = "pcap:file=" + data("truncated_dns.pcap");
+      s->expected = read_pcap(data("truncated_dns.pcap"));
+    } else {
+      const frames one = read_pcap(data("dns_icmp.pcap"));
+      const size_t loops = (n + one.size() - 1) / one.size();
+      s->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=" + std::to_string(loops);
+      for (size_t i = 0; i < loops; ++i) s->expected.insert(s->expected.end(), one.begin(), one.end());
+    }
+  } else if (k == kind::gen) {
+    const std::string opts = "size=64-1500,flows=16,seed=7";
+    s->dev = "gen:count=" + std::to_string(n) + "," + opts;
+    s->expected = gen_frames("gen:" + opts, n);
+  } else {
+    const std::string name = "conf" + std::to_string(g_pair_seq++);
+    s->dev = "pair:name=" + name;
+    s->expected = gen_frames("gen:size=60-1514,flows=32,seed=11", n);
+  }
+  if (!extra.empty()) s->dev += "," + extra;
+  return s;
+}
+
+// The port under test with one RX queue and a record kernel.
+struct dut {
+  gnio::gpu& g;
+  gnio::port p;
+  uint32_t rxq = 0;
+  std::optional<uint32_t> txq;
+  gnio::mem_block rec, processed, failed;
+  uint64_t cap = 0;
+  std::optional<gnio::kernel_runner> runner;
+
+  dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring, uint64_t capacity, bool with_tx = false)
+      : g(gpu), cap(capacity) {
+    auto pr = gnio::port::open(g, dev);
+    EXPECT_TRUE(pr.ok()) << pr.err().what();
+    if (!pr) return;
+    p = std::move(pr).value();
+    gnio::rxq_config rc;
+    rc.num_descs = ring;
+    auto q = p.create_rxq(rc);
+    EXPECT_TRUE(q.ok()) << q.err().what();
+    rxq = *q;
+    if (with_tx) {
+      auto t = p.create_txq();
+      EXPECT_TRUE(t.ok()) << t.err().what();
+      txq = *t;
+    }
+    rec = *g.alloc(sizeof(conf::record) * std::max<uint64_t>(cap, 1), gnio::mem_type::gpu);
+    processed = *g.alloc(64, gnio::mem_type::gpu);
+    failed = *g.alloc(64, gnio::mem_type::gpu);
+  }
+
+  gnio::error start() { return p.start(); }
+
+  gnio::error launch_record() {
+    auto r = gnio::kernel_runner::create(g, {&p});
+    if (!r) return r.err();
+    runner = std::move(r).value();
+    conf::record_body b{*p.rxq(rxq), static_cast<conf::record*>(rec.exec_ptr), cap,
+                        static_cast<uint64_t*>(processed.exec_ptr), 64};
+    return conf::launch(*runner, {1, 128, 0}, b);
+  }
+
+  gnio::error launch_echo() {
+    auto r = gnio::kernel_runner::create(g, {&p});
+    if (!r) return r.err();
+    runner = std::move(r).value();
+    conf::echo_body b{*p.rxq(rxq), *p.txq(*txq), static_cast<uint64_t*>(processed.exec_ptr),
+                      static_cast<uint64_t*>(failed.exec_ptr), 64};
+    return conf::launch(*runner, {1, 64, 0}, b);
+  }
+
+  uint64_t read_u64(const gnio::mem_block& b) {
+    uint64_t v = 0;
+    EXPECT_FALSE(g.copy_to_host(&v, b, 0, sizeof v));
+    return v;
+  }
+  std::vector<conf::record> records(size_t n) {
+    std::vector<conf::record> r(std::min<uint64_t>(n, cap));
+    if (!r.empty()) EXPECT_FALSE(g.copy_to_host(r.data(), rec, 0, r.size() * sizeof(conf::record)));
+    return r;
+  }
+
+  // Waits until the kernel consumed everything the port delivered and the
+  // port saw `total` frames (delivered + missed).
+  bool wait_drained(uint64_t total, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      auto st = p.stats();
+      const auto& q = st.rxq[rxq];
+      if (q.delivered + q.missed >= total && q.consumed == q.delivered) return true;
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+
+  void finish() {
+    if (runner && runner->running()) EXPECT_FALSE(runner->stop(5s));
+    EXPECT_FALSE(p.stop());
+    if (runner) EXPECT_FALSE(runner->destroy());
+    EXPECT_FALSE(g.free(rec));
+    EXPECT_FALSE(g.free(processed));
+    EXPECT_FALSE(g.free(failed));
+    EXPECT_FALSE(p.destroy_rxq(rxq));
+    if (txq) EXPECT_FALSE(p.destroy_txq(*txq));
+    EXPECT_FALSE(p.close());
+  }
+};
+
+void expect_records(const std::vector<conf::record>& got, const frames& want, size_t n) {
+  ASSERT_GE(got.size(), n);
+  ASSERT_GE(want.size(), n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (got[i].len != want[i].size() || got[i].fnv != conf::fnv64(want[i].data(), static_cast<uint32_t>(want[i].size()))) {
+      if (++bad <= 3) {
+        long match = -1;
+        for (size_t j = 0; j < want.size(); ++j)
+          if (got[i].fnv == conf::fnv64(want[j].data(), static_cast<uint32_t>(want[j].size()))) match = static_cast<long>(j);
+        ADD_FAILURE() << "packet " << i << ": got len " << got[i].len << ", want " << want[i].size()
+                      << " (the bytes received are those of source frame " << match << ")";
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "packets differing from the source, out of " << n;
+}
+
+class ring_conformance : public testing::TestWithParam<kind> {
+ protected:
+  gnio::gpu g = open_gpu();
+  void TearDown() override { EXPECT_FALSE(g.destroy()); }
+
+  // Runs a record kernel over n frames of the source through a ring of `ring` slots.
+  void run_records(size_t n, uint32_t ring, const std::string& extra = "") {
+    auto src = make_source(GetParam(), n, extra);
+    const size_t total = src->expected.size();
+    dut d(g, src->dev, ring, total);
+    if (src->k == kind::pair) {
+      std::string name = src->dev.substr(src->dev.find("name=") + 5);
+      name = name.substr(0, name.find(','));
+      src->open_peer(name);
+    }
+    ASSERT_FALSE(d.start());
+    ASSERT_FALSE(d.launch_record());
+    if (src->k == kind::pair) {
+      src->feed();
+      ASSERT_TRUE(d.wait_drained(total, 30s)) << "pair: frames did not all arrive";
+      ASSERT_FALSE(d.runner->stop(5s));
+    } else {
+      auto w = d.runner->wait(60s);
+      ASSERT_FALSE(w) << w.what();
+    }
+    auto st = d.p.stats();
+    EXPECT_EQ(d.read_u64(d.processed), total);
+    EXPECT_EQ(st.rxq[d.rxq].delivered, total);
+    EXPECT_EQ(st.rx_missed, 0u);
+    EXPECT_EQ(st.rx_frames, total);
+    expect_records(d.records(total), src->expected, total);
+    d.finish();
+  }
+};
+
+TEST_P(ring_conformance, single_packet_gives_exactly_one_completion) {
+  auto src = make_source(GetParam(), 1);
+  ASSERT_EQ(src->expected.size(), 1u);
+  run_records(1, 64);
+}
+
+TEST_P(ring_conformance, burst_of_1000_loses_nothing) { run_records(1000, 1024, "overflow=wait"); }
+
+TEST_P(ring_conformance, ring_wraps_many_times_in_order) {
+  // 8 slots and >= 1000 packets: the ring wraps at least 125 times.
+  run_records(1000, 8, "overflow=wait");
+}
+
+TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
+  constexpr uint32_t ring = 64;
+  auto src = make_source(GetParam(), 1000, "overflow=drop");
+  const uint64_t total = src->expected.size();
+  dut d(g, src->dev, ring, total);
+  if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5, src->dev.find(',') - src->dev.find("name=") - 5));
+  ASSERT_FALSE(d.start());
+  // Fill the ring with no consumer running: everything past 64 must be dropped and counted.
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  if (src->k == kind::pair) src->feed();
+  for (;;) {
+    auto st = d.p.stats();
+    if (st.rxq[d.rxq].delivered + st.rxq[d.rxq].missed >= total) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), end) << "the source did not finish";
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_FALSE(d.launch_record());
+  ASSERT_TRUE(d.wait_drained(total, 30s));
+  ASSERT_FALSE(d.runner->stop(5s));
+  auto st = d.p.stats();
+  const uint64_t processed = d.read_u64(d.processed);
+  EXPECT_EQ(processed, ring);
+  EXPECT_EQ(st.rx_missed, total - ring);
+  EXPECT_EQ(st.rx_frames, total);
+  EXPECT_EQ(st.rx_frames, processed + st.rx_missed) << "received must equal processed + missed";
+  // The first 64 frames survived intact: nothing was overwritten.
+  expect_records(d.records(ring), src->expected, ring);
+  d.finish();
+}
+
+TEST_P(ring_conformance, tx_round_trip) {
+  constexpr size_t n = 200;
+  auto src = make_source(GetParam(), n);
+  const size_t total = src->expected.size();
+  const std::string out = "/tmp/gnio-conf-tx-" + std::to_string(getpid()) + ".pcap";
+  if (src->k == kind::pcap) src->dev += ",tx=" + out;
+  dut d(g, src->dev, 256, 0, true);
+  if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  ASSERT_FALSE(d.start());
+  ASSERT_FALSE(d.launch_echo());
+  frames back;
+  if (src->k == kind::pair) {
+    src->feed();
+    back = host_recv(src->peer_rx, total, 30s);
+    ASSERT_FALSE(d.runner->stop(5s));
+  } else {
+    ASSERT_FALSE(d.runner->wait(60s));
+  }
+  EXPECT_EQ(d.read_u64(d.processed), total);
+  EXPECT_EQ(d.read_u64(d.failed), 0u);
+  auto st = d.p.stats();
+  EXPECT_EQ(st.txq[*d.txq].sent, total);
+  EXPECT_EQ(st.txq[*d.txq].bad_addr, 0u);
+  EXPECT_EQ(st.tx_frames, total);
+  d.finish();
+  if (src->k == kind::pcap) back = read_pcap(out);
+  if (src->k != kind::gen) {
+    ASSERT_EQ(back.size(), total);
+    for (size_t i = 0; i < total; ++i) ASSERT_EQ(back[i], src->expected[i]) << "frame " << i << " differs";
+  }
+  std::filesystem::remove(out);
+}
+
+TEST_P(ring_conformance, stop_while_traffic_flows) {
+  std::unique_ptr<source> src;
+  if (GetParam() == kind::gen) {
+    src = make_source(kind::gen, 1);
+    src->dev = "gen:size=64,flows=256";  // endless
+  } else if (GetParam() == kind::pcap) {
+    src = make_source(kind::pcap, 2);
+    src->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=0";  // endless
+  } else {
+    src = make_source(kind::pair, 64);
+  }
+  dut d(g, src->dev, 256, 0);
+  if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  ASSERT_FALSE(d.start());
+  ASSERT_FALSE(d.launch_record());
+  std::atomic<bool> feeding{true};
+  std::thread feeder;
+  if (src->k == kind::pair)
+    feeder = std::thread([&] {
+      while (feeding.load())
+        for (const auto& f : src->expected) host_send(src->peer_tx, f);
+    });
+  std::this_thread::sleep_for(300ms);
+  auto e = d.runner->stop(5s);
+  EXPECT_FALSE(e) << e.what();
+  feeding = false;
+  if (feeder.joinable()) feeder.join();
+  ASSERT_FALSE(d.p.stop());
+  auto st = d.p.stats();
+  const auto& q = st.rxq[d.rxq];
+  const uint64_t processed = d.read_u64(d.processed);
+  EXPECT_GT(processed, 0u);
+  EXPECT_LE(processed, q.delivered);
+  EXPECT_EQ(q.offered, q.delivered + q.missed);
+  EXPECT_EQ(st.rx_frames, q.offered + st.rx_unsteered);
+  const uint64_t pending = q.delivered - processed;
+  EXPECT_EQ(st.rx_frames, processed + st.rx_missed + st.rx_unsteered + pending)
+      << "received = processed + missed + unsteered + pending must hold exactly";
+  EXPECT_EQ(q.consumed, processed) << "the kernel released exactly what it processed";
+  if (d.runner) EXPECT_FALSE(d.runner->destroy());
+  d.runner.reset();
+  EXPECT_FALSE(g.free(d.rec));
+  EXPECT_FALSE(g.free(d.processed));
+  EXPECT_FALSE(g.free(d.failed));
+  EXPECT_FALSE(d.p.destroy_rxq(d.rxq));
+  EXPECT_FALSE(d.p.close());
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair),
+                         [](const auto& info) { return to_string(info.param); });
+
+// --- Semaphores ----------------------------------------------------------------
+
+TEST(semaphore, items_cycle_ready_free_in_order) {
+  auto g = open_gpu();
+  auto sem = gnio::semaphore::create(g, 16, 64);
+  ASSERT_TRUE(sem.ok()) << sem.err().what();
+  auto stuck = *g.alloc(64, gnio::mem_type::gpu);
+  auto runner = gnio::kernel_runner::create(g);
+  ASSERT_TRUE(runner.ok());
+  constexpr uint32_t n = 1000;
+  ASSERT_FALSE(conf::launch(*runner, {1, 32, 0}, conf::sem_body{sem->view(), n, static_cast<uint64_t*>(stuck.exec_ptr)}));
+  const auto h = sem->host_view();
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  for (uint32_t i = 0; i <= n; ++i) {
+    gnio::device::sem_status s;
+    while ((s = gnio::device::sem_get_status(h, i)) == gnio::device::sem_status::free)
+      ASSERT_LT(std::chrono::steady_clock::now(), end) << "item " << i << " never became ready";
+    if (i == n) {
+      EXPECT_EQ(s, gnio::device::sem_status::exit);
+      break;
+    }
+    ASSERT_EQ(s, gnio::device::sem_status::ready);
+    EXPECT_EQ(*gnio::device::sem_custom_as<uint64_t>(h, i), uint64_t{i} * 7 + 1);
+    EXPECT_EQ(h.items[i % h.num_items].first_pkt, i);
+    gnio::device::sem_set_status(h, i, gnio::device::sem_status::free);
+  }
+  ASSERT_FALSE(runner->wait(10s));
+  uint64_t st = 1;
+  ASSERT_FALSE(g.copy_to_host(&st, stuck, 0, sizeof st));
+  EXPECT_EQ(st, 0u);
+  EXPECT_FALSE(runner->destroy());
+  EXPECT_FALSE(sem->destroy());
+  EXPECT_FALSE(g.free(stuck));
+  EXPECT_FALSE(g.destroy());
+}
+
+// --- Lifecycle -----------------------------------------------------------------
+
+#define EXPECT_BAD_STATE(expr)                                         \
+  do {                                                                 \
+    gnio::error e_ = (expr);                                           \
+    EXPECT_EQ(e_.code(), gnio::status::bad_state) << #expr << ": " << e_.what(); \
+  } while (0)
+
+TEST(lifecycle, out_of_order_calls_return_bad_state_and_change_nothing) {
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:size=64,count=5000")).value();
+  gnio::kernel_runner early = std::move(gnio::kernel_runner::create(g, {&p})).value();
+
+  // Before start.
+  EXPECT_BAD_STATE(p.start());  // no queues yet
+  EXPECT_BAD_STATE(p.stop());
+  EXPECT_BAD_STATE(early.stop(1s));  // nothing running
+  auto q = p.create_rxq();
+  ASSERT_TRUE(q.ok());
+  auto rec = *g.alloc(sizeof(conf::record) * 8, gnio::mem_type::gpu);
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  conf::record_body body{*p.rxq(*q), static_cast<conf::record*>(rec.exec_ptr), 8, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  EXPECT_BAD_STATE(conf::launch(early, {1, 64, 0}, body));  // port not started
+  EXPECT_FALSE(early.running());
+  EXPECT_BAD_STATE(g.destroy());  // the port and runner still exist
+
+  ASSERT_FALSE(p.start());
+  // After start.
+  EXPECT_BAD_STATE(p.start());
+  EXPECT_BAD_STATE(p.create_rxq().err());
+  EXPECT_BAD_STATE(p.create_txq().err());
+  EXPECT_BAD_STATE(p.register_memory(rec));
+  EXPECT_BAD_STATE(p.set_steering({}));
+  EXPECT_BAD_STATE(p.destroy_rxq(*q));
+  EXPECT_BAD_STATE(p.close());
+  EXPECT_EQ(p.num_rxq(), 1u);  // nothing changed
+
+  ASSERT_FALSE(conf::launch(early, {1, 64, 0}, body));
+  EXPECT_BAD_STATE(conf::launch(early, {1, 64, 0}, body));  // already running
+  ASSERT_FALSE(early.wait(30s));  // count=5000 ends the stream, the kernel returns
+  uint64_t n = 0;
+  ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
+  EXPECT_EQ(n, 5000u) << "the port kept working after the refused calls";
+
+  ASSERT_FALSE(p.stop());
+  EXPECT_BAD_STATE(p.stop());
+  EXPECT_BAD_STATE(p.start());  // a stopped port is not restarted
+  EXPECT_BAD_STATE(p.close());  // queue still exists
+  EXPECT_FALSE(early.destroy());
+  EXPECT_FALSE(p.destroy_rxq(*q));
+  EXPECT_BAD_STATE(p.destroy_rxq(*q));
+  EXPECT_FALSE(g.free(rec));
+  EXPECT_FALSE(g.free(processed));
+  EXPECT_FALSE(p.close());
+  EXPECT_BAD_STATE(p.close());
+  EXPECT_FALSE(g.destroy());
+  EXPECT_BAD_STATE(g.destroy());
+}
+
+TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:size=64")).value();  // endless source
+  auto q = *p.create_rxq();
+  auto rec = *g.alloc(64, gnio::mem_type::gpu);
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  ASSERT_FALSE(p.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
+  conf::record_body body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 0, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  ASSERT_FALSE(conf::launch(r, {1, 64, 0}, body));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(r.running());
+  EXPECT_BAD_STATE(p.stop());  // kernels still use the port
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(r.stop(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_FALSE(r.running());
+  EXPECT_FALSE(p.stop());
+  EXPECT_FALSE(r.destroy());
+  EXPECT_FALSE(g.free(rec));
+  EXPECT_FALSE(g.free(processed));
+  EXPECT_FALSE(p.destroy_rxq(q));
+  EXPECT_FALSE(p.close());
+  EXPECT_FALSE(g.destroy());
+}
+
+TEST(lifecycle, kernel_ignoring_the_flag_times_out_and_keeps_memory) {
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:size=64,count=10")).value();
+  auto q = *p.create_rxq();
+  ASSERT_FALSE(p.start());
+  auto hb = *g.alloc(64, gnio::mem_type::cpu_gpu);
+  auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
+  ASSERT_FALSE(conf::launch(r, {1, 32, 0}, conf::stubborn_body{static_cast<uint64_t*>(hb.exec_ptr), 1'500'000'000ull}));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto e = r.stop(200ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(e.code(), gnio::status::time_out) << e.what();
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 1200ms) << "stop must return by its deadline";
+  // Fail closed: the port cannot be stopped or the runner destroyed while the kernel runs.
+  EXPECT_BAD_STATE(p.stop());
+  EXPECT_BAD_STATE(r.destroy());
+  EXPECT_BAD_STATE(p.close());
+  const uint64_t before = __atomic_load_n(static_cast<uint64_t*>(hb.host_ptr), __ATOMIC_RELAXED);
+  std::this_thread::sleep_for(100ms);
+  const uint64_t after = __atomic_load_n(static_cast<uint64_t*>(hb.host_ptr), __ATOMIC_RELAXED);
+  EXPECT_GT(after, before) << "the kernel kept running and writing its (still allocated) memory";
+  EXPECT_FALSE(r.wait(10s));
+  EXPECT_FALSE(p.stop());
+  EXPECT_FALSE(r.destroy());
+  EXPECT_FALSE(g.free(hb));
+  EXPECT_FALSE(p.destroy_rxq(q));
+  EXPECT_FALSE(p.close());
+  EXPECT_FALSE(g.destroy());
+}
+
+TEST(lifecycle, bad_queue_sizes_are_refused) {
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:count=1")).value();
+  for (uint32_t n : {0u, 1u, 3u, 1000u, 1u << 31}) {
+    gnio::rxq_config c;
+    c.num_descs = n;
+    auto r = p.create_rxq(c);
+    EXPECT_FALSE(r.ok()) << n;
+    EXPECT_TRUE(r.code() == gnio::status::invalid_value || r.code() == gnio::status::too_big) << gnio::to_string(r.code());
+  }
+  gnio::rxq_config c;
+  c.stride = 100;
+  EXPECT_EQ(p.create_rxq(c).code(), gnio::status::invalid_value);
+  c.stride = 1u << 20;
+  c.num_descs = 1u << 20;
+  EXPECT_EQ(p.create_rxq(c).code(), gnio::status::too_big);
+  EXPECT_EQ(p.num_rxq(), 0u);
+  EXPECT_FALSE(p.close());
+  EXPECT_FALSE(g.destroy());
+}
+
+TEST(lifecycle, gpu_memory_types) {
+  auto g = open_gpu();
+  for (auto t : {gnio::mem_type::gpu, gnio::mem_type::cpu_gpu}) {
+    auto b = g.alloc(4096, t);
+    ASSERT_TRUE(b.ok()) << b.err().what();
+    std::vector<uint8_t> in(4096), out(4096);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 13);
+    ASSERT_FALSE(g.copy_to_block(*b, 0, in.data(), in.size()));
+    ASSERT_FALSE(g.copy_to_host(out.data(), *b, 0, out.size()));
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(g.copy_to_host(out.data(), *b, 1, 4096).code(), gnio::status::invalid_value);
+    EXPECT_FALSE(g.free(*b));
+    EXPECT_EQ(g.free(*b).code(), gnio::status::invalid_value);
+  }
+  auto gc = g.alloc(4096, gnio::mem_type::gpu_cpu);
+  if (use_cuda()) {
+    EXPECT_EQ(gc.code(), gnio::status::not_supported);
+    EXPECT_NE(gc.err().message().find("GDRCopy"), std::string::npos) << "the reason is given";
+  } else {
+    EXPECT_TRUE(gc.ok());
+    if (gc) EXPECT_FALSE(g.free(*gc));
+  }
+  EXPECT_FALSE(g.destroy());
+}
+
+TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
+  // Packet slots in GPU memory: the engine stages frames and copies them in.
+  auto g = open_gpu();
+  auto src = make_source(kind::gen, 500);
+  auto p = std::move(gnio::port::open(g, src->dev)).value();
+  gnio::rxq_config rc;
+  rc.num_descs = 64;
+  rc.pkt_mem = gnio::mem_type::gpu;
+  auto q = *p.create_rxq(rc);
+  auto rec = *g.alloc(sizeof(conf::record) * 500, gnio::mem_type::gpu);
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  ASSERT_FALSE(p.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
+  ASSERT_FALSE(conf::launch(r, {1, 64, 0}, conf::record_body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 500,
+                                                            static_cast<uint64_t*>(processed.exec_ptr), 32}));
+  ASSERT_FALSE(r.wait(30s));
+  std::vector<conf::record> got(500);
+  ASSERT_FALSE(g.copy_to_host(got.data(), rec, 0, got.size() * sizeof(conf::record)));
+  expect_records(got, src->expected, 500);
+  EXPECT_FALSE(p.stop());
+  EXPECT_FALSE(r.destroy());
+  EXPECT_FALSE(g.free(rec));
+  EXPECT_FALSE(g.free(processed));
+  EXPECT_FALSE(p.destroy_rxq(q));
+  EXPECT_FALSE(p.close());
+  EXPECT_FALSE(g.destroy());
+}
+
+}  // namespace
