@@ -102,15 +102,23 @@ GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32
     __syncwarp();
     return status::success;
   } else {
-    __shared__ uint32_t s_count;
+    // Ranks follow thread order, so frames leave in the order of the threads
+    // that hold them (a forwarder must not reorder a flow).
+    __shared__ uint32_t s_warp_count[32];
     __shared__ uint64_t s_first;
     __shared__ int32_t s_status;
-    if (threadIdx.x == 0) s_count = 0;
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t in_warp = blockDim.x - warp * 32u;
+    const uint32_t members = in_warp >= 32u ? 0xffffffffu : ((1u << in_warp) - 1u);
+    const uint32_t vmask = __ballot_sync(members, valid);
+    if (lane == 0) s_warp_count[warp] = __popc(vmask);
     __syncthreads();
-    uint32_t rank = 0;
-    if (valid) rank = atomicAdd(&s_count, 1u);
-    __syncthreads();
-    const uint32_t n = s_count;
+    uint32_t rank = __popc(vmask & ((1u << lane) - 1u)), n = 0;
+    const uint32_t num_warps = (blockDim.x + 31u) >> 5;
+    for (uint32_t w = 0; w < num_warps; ++w) {
+      if (w < warp) rank += s_warp_count[w];
+      n += s_warp_count[w];
+    }
     if (threadIdx.x == 0) {
       s_status = n ? static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &s_first)) : 0;
     }

@@ -139,7 +139,7 @@ error open_capture(const std::string& path, pcap_t** out) {
     // libpcap has no error codes for this; its messages for a recognised
     // format of an unknown version say "version" (or "archaic" for pre-2.0).
     if (why.find("version") != std::string::npos || why.find("archaic") != std::string::npos)
-      return fail(status::unsupported_version, "pcap: '{}' has a capture format version libpcap {} cannot read (libpcap: {})",
+      return fail(status::unsupported_version, "pcap: '{}' has a capture format version {} cannot read (libpcap: {})",
                   path, pcap_lib_version(), why);
     if (why.find("unknown file format") != std::string::npos)
       return fail(status::bad_config, "pcap: '{}' is not a pcap or pcapng capture (libpcap: {})", path, why);

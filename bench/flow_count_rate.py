@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Receive rate of flow_count on the gen backend, CUDA executor next to the host
+executor, in one run. Prints the commands, the machine and the inputs, and
+writes every run plus the cuda/host ratios as JSON.
+
+  bench/flow_count_rate.py --bin build/examples/flow_count/flow_count --json out.json
+"""
+import argparse, json, os, platform, subprocess, sys, tempfile, time
+
+
+def machine():
+    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        m["gpus"] = subprocess.run(["nvidia-smi", "--query-gpu=name,pci.bus_id,driver_version", "--format=csv,noheader"],
+                                   capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        m["gpus"] = []
+    return m
+
+
+def run(binary, execu, size, queues, count, extra):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
+        path = t.name
+    port = f"gen:size={size},flows=4096,count={count}"
+    cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json", path] + extra
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    wall = time.time() - t0
+    row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "count": count, "rc": p.returncode,
+           "wall_s": round(wall, 3)}
+    if p.returncode == 0:
+        with open(path) as f:
+            j = json.load(f)
+        row.update({k: j[k] for k in ("packets", "missed", "seconds", "mpps", "device")})
+        row["gbps"] = round(j["bytes"] * 8 / j["seconds"] / 1e9, 3) if j["seconds"] else 0
+    else:
+        row["stderr"] = p.stderr[-2000:]
+    os.unlink(path)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help="flow_count binary")
+    ap.add_argument("--json", required=True, help="output file")
+    ap.add_argument("--sizes", default="64,1500")
+    ap.add_argument("--queues", default="1,2,4")
+    ap.add_argument("--count", type=int, default=10_000_000, help="packets per run at 64 B (fewer for larger frames)")
+    ap.add_argument("--executors", default="cuda,host")
+    args = ap.parse_args()
+
+    m = machine()
+    print(f"bench: flow_count receive rate, gen backend, machine {json.dumps(m)}")
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        count = args.count if size <= 128 else max(args.count // 5, 100_000)
+        for q in [int(x) for x in args.queues.split(",")]:
+            for ex in args.executors.split(","):
+                r = run(args.bin, ex, size, q, count, [])
+                rows.append(r)
+                status = f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']}" if r["rc"] == 0 else f"rc={r['rc']}"
+                print(f"bench: {r['command']}\n       -> {status}", flush=True)
+    ratios = []
+    for r in rows:
+        if r["executor"] != "cuda" or r["rc"] != 0:
+            continue
+        h = next((x for x in rows if x["executor"] == "host" and x["size"] == r["size"] and x["queues"] == r["queues"]
+                  and x["rc"] == 0), None)
+        if h and h["mpps"]:
+            ratios.append({"size": r["size"], "queues": r["queues"], "cuda_mpps": r["mpps"], "host_mpps": h["mpps"],
+                           "cuda_over_host": round(r["mpps"] / h["mpps"], 3)})
+    print("\nsize  queues  cuda Mpps  host Mpps  cuda/host")
+    for x in ratios:
+        print(f"{x['size']:>4}  {x['queues']:>6}  {x['cuda_mpps']:>9.2f}  {x['host_mpps']:>9.2f}  {x['cuda_over_host']:>9.2f}")
+    with open(args.json, "w") as f:
+        json.dump({"benchmark": "flow_count_rate", "machine": m, "argv": sys.argv, "runs": rows, "ratios": ratios}, f, indent=2)
+    print(f"bench: wrote {args.json}")
+    return 0 if all(r["rc"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

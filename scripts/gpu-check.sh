@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds gnio with CUDA, then runs the GPU tests and benchmarks in one go.
+#
+#   scripts/gpu-check.sh            build (needs nvcc and the -dev packages) and run (needs a GPU)
+#   scripts/gpu-check.sh build      only build into build-gpu/ and stage the shared libraries the
+#                                   binaries need into build-gpu/lib, so build-gpu/ can be copied
+#                                   to a GPU machine that lacks them
+#   scripts/gpu-check.sh run        only run, from an existing build-gpu/
+#
+# Results (logs and JSON) go to $OUT when set, else to gpu-results/. The run
+# prints one summary line per step and exits non-zero if any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-all}
+build=build-gpu
+
+do_build() {
+  cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
+  ninja -C "$build" flow_count gnio_tool conformance_test flow_count_test || return 1
+  mkdir -p "$build/lib"
+  # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
+  for bin in "$build/examples/flow_count/flow_count" "$build/tests/conformance_test"; do
+    ldd "$bin" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+      xargs -r -I{} cp -L {} "$build/lib/"
+  done
+  echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
+}
+
+do_run() {
+  local out=${OUT:-gpu-results}
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH="$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export GNIO_TEST_DATA_DIR="$PWD/tests/data"
+  export GNIO_FLOW_COUNT_BIN="$PWD/$build/examples/flow_count/flow_count"
+  local fails=0 summary=()
+  step() {  # step NAME COMMAND...: run, log to $out/NAME.log, record pass/fail/skip
+    local name=$1; shift
+    local t0=$SECONDS rc
+    "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    local verdict=pass
+    if [ $rc -eq 77 ]; then verdict=skip; elif [ $rc -ne 0 ]; then verdict="FAIL(rc=$rc)"; fails=$((fails + 1)); fi
+    summary+=("$(printf '%-28s %-12s %4ss  %s' "$name" "$verdict" $((SECONDS - t0)) "$(grep -E 'PASSED|FAILED|tests ran|SKIPPED' "$out/$name.log" | tail -1)")")
+    echo "${summary[-1]}"
+  }
+  { nvidia-smi -L; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total --format=csv; } >"$out/gpu.txt" 2>&1
+  cat "$out/gpu.txt"
+  step conformance_cuda env GNIO_TEST_EXEC=cuda "$build/tests/conformance_test"
+  step conformance_host env GNIO_TEST_EXEC=host "$build/tests/conformance_test"
+  step flow_count_cuda env GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test"
+  step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json"
+  echo
+  echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
+  printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+  [ $fails -eq 0 ]
+}
+
+case $mode in
+  build) do_build ;;
+  run) do_run ;;
+  all) do_build && do_run ;;
+  *) echo "usage: $0 [build|run]" >&2; exit 2 ;;
+esac
