@@ -5,22 +5,14 @@
 // queue) and on the host executor (one thread per queue).
 #pragma once
 
-#include <gnio/device/pkt.hpp>
+#include <gnio/device/flow_table.hpp>
 #include <gnio/device/rx.hpp>
 
 namespace flow_count {
 
 inline constexpr uint32_t max_queues = 64;
 
-enum : uint32_t { slot_empty = 0, slot_busy = 1, slot_used = 2 };
-
-struct flow_entry {
-  uint32_t state;  // slot_*; written with release once the key is in place
-  uint32_t pad;
-  gnio::device::flow_key key;
-  uint64_t packets;
-  uint64_t bytes;
-};
+using gnio::device::flow_entry;
 
 struct totals {
   uint64_t packets;
@@ -30,45 +22,7 @@ struct totals {
 };
 
 template <class T>
-using dev_atomic = cuda::atomic_ref<T, cuda::thread_scope_device>;
-
-GNIO_HOST_DEVICE inline uint64_t key_hash(const gnio::device::flow_key& k) {
-  // FNV-1a over the key bytes: cheap, and the table only needs spreading.
-  const auto* b = reinterpret_cast<const uint8_t*>(&k);
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t i = 0; i < sizeof(k); ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-GNIO_HOST_DEVICE inline bool count_flow(flow_entry* table, uint32_t capacity, const gnio::device::flow_key& k,
-                                        uint32_t bytes) {
-  const uint32_t mask = capacity - 1;
-  uint32_t idx = static_cast<uint32_t>(key_hash(k)) & mask;
-  for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
-    flow_entry& e = table[idx];
-    dev_atomic<uint32_t> st(e.state);
-    uint32_t s = st.load(cuda::std::memory_order_acquire);
-    if (s == slot_empty) {
-      uint32_t expected = slot_empty;
-      if (st.compare_exchange_strong(expected, slot_busy, cuda::std::memory_order_acq_rel)) {
-        e.key = k;
-        // Pairs with the acquire loads of state below: the key is complete
-        // before anyone compares against it.
-        st.store(slot_used, cuda::std::memory_order_release);
-        s = slot_used;
-      } else {
-        s = expected;
-      }
-    }
-    while (s == slot_busy) s = st.load(cuda::std::memory_order_acquire);  // another thread is writing the key
-    if (e.key == k) {
-      dev_atomic<uint64_t>(e.packets).fetch_add(1, cuda::std::memory_order_relaxed);
-      dev_atomic<uint64_t>(e.bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
-      return true;
-    }
-  }
-  return false;
-}
+using dev_atomic = gnio::device::dev_atomic_ref<T>;
 
 struct body {
   gnio::device::rxq q[max_queues];
@@ -98,7 +52,7 @@ struct body {
         parsed_pkt pp;
         if (!parse(p, len, pp) && pp.malformed) ++malformed;
         flow_key k = make_flow_key(pp);
-        if (!count_flow(table, capacity, k, wire)) ++full;
+        if (flow_table_add(table, capacity, k, wire) < 0) ++full;
         ++packets;
         nbytes += wire;
       }

@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   }
   std::vector<const flow_count::flow_entry*> used;
   for (const auto& f : flows)
-    if (f.state == flow_count::slot_used) used.push_back(&f);
+    if (f.state == gnio::device::flow_slot_used) used.push_back(&f);
   std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->packets > b->packets; });
 
   // Conversations: both directions of a 5-tuple together, as tshark's streams count them.

@@ -25,12 +25,16 @@ struct rxq_config {
   uint32_t num_descs = 1024;  // power of two; the ring's depth
   uint32_t stride = 2048;     // bytes per packet slot; longer frames are cut (and flagged)
   mem_type pkt_mem = mem_type::automatic;
+  // Consumed by a CPU thread rather than a kernel (e.g. TCP control on the
+  // CPU): everything is placed in host-visible memory; use rxq_host().
+  bool host_consumer = false;
 };
 
 struct txq_config {
   uint32_t num_descs = 1024;  // power of two
   uint32_t stride = 2048;     // bytes per TX buffer slot
   mem_type pkt_mem = mem_type::automatic;
+  bool host_producer = false;  // filled by a CPU thread; use txq_host()
 };
 
 // Software flow steering: frames of a class go to a group of RX queues, spread
@@ -103,6 +107,10 @@ class port {
   // Kernel views of the queues (valid from create until destroy).
   [[nodiscard]] result<device::rxq> rxq(uint32_t id) const;
   [[nodiscard]] result<device::txq> txq(uint32_t id) const;
+  // Host-address views of queues created with host_consumer / host_producer,
+  // for CPU threads using the same device API functions.
+  [[nodiscard]] result<device::rxq> rxq_host(uint32_t id) const;
+  [[nodiscard]] result<device::txq> txq_host(uint32_t id) const;
   [[nodiscard]] uint32_t num_rxq() const;
   [[nodiscard]] uint32_t num_txq() const;
 

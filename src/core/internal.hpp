@@ -82,6 +82,7 @@ struct rxq_state {
   uint64_t cons_cache = 0;  // last consumer index read
   counter offered, delivered, missed, bytes, truncated;
   device::rxq view{};
+  device::rxq host_view{};  // valid when host_consumer
 
   [[nodiscard]] uint32_t free_slots() noexcept;
 };
@@ -97,6 +98,7 @@ struct txq_state {
   uint64_t done_local = 0;
   counter sent, bytes, errors, bad_addr;
   device::txq view{};
+  device::txq host_view{};  // valid when host_producer
 };
 
 // configured -> started -> stopped -> closed; a stopped port is not restarted
@@ -110,6 +112,9 @@ struct port_state {
   std::string name;
   port_caps caps;
   bool overflow_wait = false;  // wait for ring space instead of dropping (finite sources)
+  std::string tx_pcap_path;    // tx_pcap=: a copy of every transmitted frame goes here
+  void* tx_pcap = nullptr;     // pcap_t* (dead handle) and pcap_dumper_t* while started
+  void* tx_dumper = nullptr;
 
   std::mutex mu;  // guards phase and the queue lists against concurrent control calls
   port_phase phase = port_phase::configured;
@@ -141,6 +146,7 @@ struct port_state {
   bool drain_tx();
   void mark_eos();
   void set_engine_error(error e);
+  void close_tx_pcap() noexcept;
 };
 
 struct sem_state {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 
+#include <pcap/pcap.h>
+
 #include "gnio/device/pkt.hpp"
 #include "internal.hpp"
 
@@ -191,6 +193,16 @@ bool port_state::drain_tx() {
           if (logged.fetch_add(1) < 5) log(log_level::warn, "port {}: transmit failed: {}", name, e.what());
         }
       }
+      if (tx_dumper && sent) {
+        const auto now = std::chrono::system_clock::now().time_since_epoch();
+        pcap_pkthdr h{};
+        h.ts.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(now).count();
+        h.ts.tv_usec = std::chrono::duration_cast<std::chrono::microseconds>(now).count() % 1000000;
+        for (uint32_t i = 0; i < sent; ++i) {
+          h.caplen = h.len = frames[i].len;
+          pcap_dump(static_cast<u_char*>(tx_dumper), &h, frames[i].data);
+        }
+      }
       q->sent.add(sent);
       q->bytes.add(bytes);
       q->done_local += n;
@@ -249,6 +261,13 @@ void port_state::engine_main() {
   if (!live_tx.empty()) drain_tx();
 }
 
+void port_state::close_tx_pcap() noexcept {
+  if (tx_dumper) pcap_dump_close(static_cast<pcap_dumper_t*>(tx_dumper));
+  if (tx_pcap) pcap_close(static_cast<pcap_t*>(tx_pcap));
+  tx_dumper = nullptr;
+  tx_pcap = nullptr;
+}
+
 void port_state::teardown() noexcept {
   if (kernels_running.load() > 0) {
     // Fail closed: a kernel may still read these rings.
@@ -260,6 +279,7 @@ void port_state::teardown() noexcept {
     engine.join();
   }
   if (phase == port_phase::started && ops->stop) (void)ops->stop(priv);
+  close_tx_pcap();
   auto release = [&](mem_block& b) {
     if (!b.empty() || b.host_ptr) gpu->dev->release(b);
     b = {};
@@ -308,6 +328,11 @@ result<port> port::open(gpu& g, std::string_view dev) {
     if (overflow != "drop" && overflow != "wait")
       return fail(status::invalid_value, "{}: overflow={} must be drop or wait", args->name, overflow);
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "overflow"; });
+  }
+  if (const auto* v = args->find("tx_pcap")) {
+    if (v->empty()) return fail(status::invalid_value, "{}: tx_pcap= needs a file name", args->name);
+    st->tx_pcap_path = *v;
+    std::erase_if(args->kv, [](const auto& kv) { return kv.first == "tx_pcap"; });
   }
   void* priv = nullptr;
   if (auto e = ops->open(*args, &priv); e) return e;
@@ -381,11 +406,14 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
     return {};
   };
   error e;
-  const mem_type pm = resolve(cfg.pkt_mem);
+  if (cfg.host_consumer && cfg.pkt_mem != mem_type::automatic && cfg.pkt_mem != mem_type::cpu_gpu)
+    return fail(status::invalid_value, "create_rxq: a host-consumed queue needs host-visible packet memory (cpu_gpu)");
+  const mem_type pm = cfg.host_consumer ? mem_type::cpu_gpu : resolve(cfg.pkt_mem);
+  const mem_type private_mem = host_exec || cfg.host_consumer ? mem_type::cpu_gpu : mem_type::gpu;
   if ((e = take(q->pkts, static_cast<size_t>(cfg.num_descs) * cfg.stride, pm)) ||
       (e = take(q->cq, sizeof(device::rx_cqe) * cfg.num_descs, mem_type::cpu_gpu)) ||
       (e = take(q->cons, 64, mem_type::cpu_gpu)) ||
-      (e = take(q->next, 64, host_exec ? mem_type::cpu_gpu : mem_type::gpu)) ||
+      (e = take(q->next, 64, private_mem)) ||
       (e = take(q->eos, 64, mem_type::cpu_gpu))) {
     cleanup();
     return e;
@@ -411,6 +439,14 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   q->view.log2_descs = q->log2;
   q->view.stride = cfg.stride;
   q->view.queue_id = q->id;
+  if (cfg.host_consumer) {
+    q->host_view = q->view;
+    q->host_view.pkts = static_cast<uint8_t*>(q->pkts.host_ptr);
+    q->host_view.cq = q->cq_host;
+    q->host_view.cons = q->cons_host;
+    q->host_view.next = static_cast<uint64_t*>(q->next.host_ptr);
+    q->host_view.eos = q->eos_host;
+  }
   const uint32_t id = q->id;
   s.rxqs.push_back(std::move(q));
   return id;
@@ -448,10 +484,13 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
     return {};
   };
   error e;
+  if (cfg.host_producer && cfg.pkt_mem != mem_type::automatic && cfg.pkt_mem != mem_type::cpu_gpu)
+    return fail(status::invalid_value, "create_txq: a host-produced queue needs host-visible buffers (cpu_gpu)");
+  const mem_type bm = cfg.host_producer ? mem_type::cpu_gpu : resolve(cfg.pkt_mem);
   if ((e = take(q->ring, sizeof(device::tx_desc) * cfg.num_descs, mem_type::cpu_gpu)) ||
-      (e = take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, resolve(cfg.pkt_mem))) ||
+      (e = take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, bm)) ||
       (e = take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = take(q->done, 64, mem_type::cpu_gpu)) ||
-      (e = take(q->prod, 64, host_exec ? mem_type::cpu_gpu : mem_type::gpu))) {
+      (e = take(q->prod, 64, host_exec || cfg.host_producer ? mem_type::cpu_gpu : mem_type::gpu))) {
     cleanup();
     return e;
   }
@@ -467,6 +506,14 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   q->view.log2_descs = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
   q->view.stride = cfg.stride;
   q->view.queue_id = q->id;
+  if (cfg.host_producer) {
+    q->host_view = q->view;
+    q->host_view.ring = q->ring_host;
+    q->host_view.bufs = static_cast<uint8_t*>(q->bufs.host_ptr);
+    q->host_view.doorbell = q->doorbell_host;
+    q->host_view.done = q->done_host;
+    q->host_view.prod = static_cast<uint64_t*>(q->prod.host_ptr);
+  }
   const uint32_t id = q->id;
   s.txqs.push_back(std::move(q));
   return id;
@@ -561,6 +608,19 @@ error port::start() {
     if (!st) return st.err();
     s.tx_stage = *st;
   }
+  if (!s.tx_pcap_path.empty() && !tx.empty() && !s.tx_dumper) {
+    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+    pcap_dumper_t* d = dead ? pcap_dump_open(dead, s.tx_pcap_path.c_str()) : nullptr;
+    if (!d) {
+      std::string why = dead ? pcap_geterr(dead) : "pcap_open_dead failed";
+      if (dead) pcap_close(dead);
+      if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
+      s.tx_stage = {};
+      return fail(status::io_failed, "tx_pcap={}: cannot write it: {}", s.tx_pcap_path, why);
+    }
+    s.tx_pcap = dead;
+    s.tx_dumper = d;
+  }
   if (s.ops->start) {
     if (auto e = s.ops->start(s.priv); e) {
       if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
@@ -589,6 +649,7 @@ error port::stop() {
   if (s.engine.joinable()) s.engine.join();
   error e;
   if (s.ops->stop) e = s.ops->stop(s.priv);
+  s.close_tx_pcap();
   if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
   s.tx_stage = {};
   s.phase = port_phase::stopped;
@@ -661,6 +722,26 @@ result<device::txq> port::txq(uint32_t id) const {
   std::lock_guard lk(state_->mu);
   if (id >= state_->txqs.size() || !state_->txqs[id]->alive) return fail(status::not_found, "txq: no TX queue {}", id);
   return state_->txqs[id]->view;
+}
+
+result<device::rxq> port::rxq_host(uint32_t id) const {
+  if (!state_) return fail(status::bad_state, "rxq_host: the port is closed");
+  std::lock_guard lk(state_->mu);
+  if (id >= state_->rxqs.size() || !state_->rxqs[id]->alive) return fail(status::not_found, "rxq_host: no RX queue {}", id);
+  const auto& q = *state_->rxqs[id];
+  if (!q.cfg.host_consumer && state_->gpu->info.executor != executor_kind::host)
+    return fail(status::not_supported, "rxq_host: RX queue {} was not created with host_consumer", id);
+  return q.cfg.host_consumer ? q.host_view : q.view;
+}
+
+result<device::txq> port::txq_host(uint32_t id) const {
+  if (!state_) return fail(status::bad_state, "txq_host: the port is closed");
+  std::lock_guard lk(state_->mu);
+  if (id >= state_->txqs.size() || !state_->txqs[id]->alive) return fail(status::not_found, "txq_host: no TX queue {}", id);
+  const auto& q = *state_->txqs[id];
+  if (!q.cfg.host_producer && state_->gpu->info.executor != executor_kind::host)
+    return fail(status::not_supported, "txq_host: TX queue {} was not created with host_producer", id);
+  return q.cfg.host_producer ? q.host_view : q.view;
 }
 
 uint32_t port::num_rxq() const { return state_ ? static_cast<uint32_t>(state_->rxqs.size()) : 0; }

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// A lock-free open-addressing table of per-flow packet and byte counters in
+// executor memory, shared by every thread of a kernel (or host threads).
+#pragma once
+
+#include <cuda/atomic>
+
+#include "gnio/device/pkt.hpp"
+
+namespace gnio::device {
+
+enum : uint32_t { flow_slot_empty = 0, flow_slot_busy = 1, flow_slot_used = 2 };
+
+struct flow_entry {
+  uint32_t state;  // flow_slot_*; set to used with release once the key is in place
+  uint32_t pad;
+  flow_key key;
+  uint64_t packets;
+  uint64_t bytes;
+};
+
+template <class T>
+using dev_atomic_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
+
+GNIO_HOST_DEVICE inline uint64_t flow_key_hash64(const flow_key& k) {
+  // FNV-1a over the key bytes: the table only needs spreading.
+  const auto* b = reinterpret_cast<const uint8_t*>(&k);
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < sizeof(k); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// Both directions of a conversation map to one key: the smaller endpoint first.
+GNIO_HOST_DEVICE inline flow_key canonical_flow_key(const flow_key& k) {
+  const uint32_t alen = k.family == 6 ? 16u : 4u;
+  int cmp = 0;
+  for (uint32_t i = 0; i < alen && cmp == 0; ++i) cmp = static_cast<int>(k.src[i]) - static_cast<int>(k.dst[i]);
+  if (cmp == 0) cmp = static_cast<int>(k.src_port) - static_cast<int>(k.dst_port);
+  if (cmp <= 0) return k;
+  flow_key r = k;
+  for (uint32_t i = 0; i < 16; ++i) {
+    r.src[i] = k.dst[i];
+    r.dst[i] = k.src[i];
+  }
+  r.src_port = k.dst_port;
+  r.dst_port = k.src_port;
+  return r;
+}
+
+// Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
+// new, 0 when it existed, -1 when the table is full (the caller counts it).
+GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes) {
+  const uint32_t mask = capacity - 1;
+  uint32_t idx = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
+  for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
+    flow_entry& e = table[idx];
+    dev_atomic_ref<uint32_t> st(e.state);
+    uint32_t s = st.load(cuda::std::memory_order_acquire);
+    int fresh = 0;
+    if (s == flow_slot_empty) {
+      uint32_t expected = flow_slot_empty;
+      if (st.compare_exchange_strong(expected, flow_slot_busy, cuda::std::memory_order_acq_rel)) {
+        e.key = k;
+        // Pairs with the acquire loads of state in this function: the key is
+        // complete before another thread compares against it.
+        st.store(flow_slot_used, cuda::std::memory_order_release);
+        s = flow_slot_used;
+        fresh = 1;
+      } else {
+        s = expected;
+      }
+    }
+    while (s == flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);  // the key is being written
+    if (e.key == k) {
+      dev_atomic_ref<uint64_t>(e.packets).fetch_add(1, cuda::std::memory_order_relaxed);
+      dev_atomic_ref<uint64_t>(e.bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
+      return fresh;
+    }
+  }
+  return -1;
+}
+
+}  // namespace gnio::device
