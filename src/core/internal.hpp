@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
+#include "gnio/device/pkt.hpp"
 #include "gnio/gpu.hpp"
 #include "gnio/kernel.hpp"
 #include "gnio/port.hpp"
@@ -54,6 +55,8 @@ struct gpu_state {
 };
 
 std::unique_ptr<device_ops> make_host_device();
+// The engine's RSS hash: equals device::flow_hash (Toeplitz, Microsoft key).
+uint32_t steering_hash(const device::flow_key& k);
 #if defined(GNIO_HAVE_CUDA)
 result<std::unique_ptr<device_ops>> make_cuda_device(int ordinal, gpu_info* info);
 std::vector<gpu_info> cuda_list(std::string* why);
