@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <array>
 
 #include "gnio/backend/backend.hpp"
 
@@ -8,9 +7,25 @@ namespace gnio::backend {
 extern const ops pcap_ops;
 extern const ops gen_ops;
 extern const ops pair_ops;
+#if defined(GNIO_HAVE_AF_PACKET)
+extern const ops af_packet_ops;
+#endif
+#if defined(GNIO_HAVE_AF_XDP)
+extern const ops af_xdp_ops;
+#endif
 
 namespace {
-const std::array<const ops*, 3> k_backends{&pcap_ops, &gen_ops, &pair_ops};
+const ops* const k_backends[] = {
+    &pcap_ops,
+    &gen_ops,
+    &pair_ops,
+#if defined(GNIO_HAVE_AF_PACKET)
+    &af_packet_ops,
+#endif
+#if defined(GNIO_HAVE_AF_XDP)
+    &af_xdp_ops,
+#endif
+};
 }
 
 std::span<const ops* const> registered() { return k_backends; }
