@@ -37,7 +37,8 @@ say() { echo "setup: $*"; }
 # --- Debian packages ---------------------------------------------------------
 packages=(build-essential cmake ninja-build pkg-config libpcap-dev libcli11-dev
           nlohmann-json3-dev libfmt-dev libspdlog-dev libgtest-dev libbenchmark-dev
-          tshark python3 iproute2)
+          tshark python3 python3-jsonschema iproute2 iputils-ping dnsutils curl tcpreplay
+          libxdp-dev libbpf-dev)
 # libcu++ (cuda/atomic) comes with the CUDA toolkit; without it, Debian's copy.
 if [[ ! -e /usr/local/cuda/include/cccl/cuda/atomic ]]; then
   packages+=(libcu++-dev)

@@ -22,3 +22,30 @@ struct port_caps {
 };
 
 }  // namespace gnio
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gnio/gpu.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio {
+
+// The oldest GPU this build's kernels run on: CUDA builds carry compute_75 PTX.
+inline constexpr int min_compute_capability = 75;
+
+// One line of the dual capability check: a feature, whether this port on this
+// device supports it (success or not_supported), and the reason when not.
+struct feature_verdict {
+  std::string feature;  // rx, tx, recv_thread, recv_warp, recv_block, send_*, mem_gpu, mem_cpu_gpu, mem_gpu_cpu, ...
+  status code = status::success;
+  std::string reason;   // empty on success
+};
+
+// Combines what the backend can do with what the device can do. Pure: the
+// inputs may come from a real device or be made up (tests do).
+[[nodiscard]] std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_view backend,
+                                                         const gpu_info& dev, bool cuda_built);
+
+}  // namespace gnio

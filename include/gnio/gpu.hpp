@@ -29,7 +29,30 @@ struct gpu_info {
   size_t total_mem_bytes = 0;
   bool can_map_host_memory = false;
   bool unified_addressing = false;
+  // More of cudaGetDeviceProperties / cudaDeviceGetAttribute, for `gnio caps`.
+  int warp_size = 0;
+  int max_threads_per_block = 0;
+  size_t shared_mem_per_block = 0;
+  int l2_cache_bytes = 0;
+  bool integrated = false;
+  bool host_native_atomics = false;
+  bool pageable_memory_access = false;
+  bool concurrent_managed_access = false;
+  bool gpudirect_rdma = false;               // cudaDevAttrGPUDirectRDMASupported
+  int gpudirect_rdma_flush_writes = 0;       // cudaDevAttrGPUDirectRDMAFlushWritesOptions bitmask
+  int gpudirect_rdma_writes_ordering = 0;    // cudaDevAttrGPUDirectRDMAWritesOrdering
+  bool dma_buf = false;                      // cudaDevAttrDmaBufSupported
 };
+
+// CUDA driver and runtime versions (e.g. 13000 for 13.0); 0 where unknown,
+// with the reason in error.
+struct cuda_env {
+  bool built = false;       // gnio built with CUDA
+  int driver_version = 0;   // cudaDriverGetVersion: the newest CUDA the driver supports
+  int runtime_version = 0;  // cudaRuntimeGetVersion: the runtime gnio links
+  std::string error;
+};
+[[nodiscard]] cuda_env query_cuda_env();
 
 // True when this build can launch CUDA kernels (compiled with CUDA support).
 [[nodiscard]] bool built_with_cuda() noexcept;

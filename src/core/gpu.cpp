@@ -51,6 +51,16 @@ std::vector<gpu_info> list_gpus(std::string* why) {
 #endif
 }
 
+cuda_env query_cuda_env() {
+#if defined(GNIO_HAVE_CUDA)
+  return detail::cuda_query_env();
+#else
+  cuda_env e;
+  e.error = "gnio was built without CUDA";
+  return e;
+#endif
+}
+
 namespace detail {
 namespace {
 
@@ -128,6 +138,8 @@ result<gpu> gpu::open(std::string_view selector) {
     st->info.name = fmt::format("host executor ({} CPU threads)", std::thread::hardware_concurrency());
     st->info.can_map_host_memory = true;
     st->info.unified_addressing = true;
+    st->info.host_native_atomics = true;
+    st->info.pageable_memory_access = true;
   };
   if (sel.empty()) return fail(status::invalid_value, "gpu: empty selector; use host, auto, a CUDA ordinal or a PCIe bus id");
   if (sel == "host" || sel == "cpu") {

@@ -60,6 +60,7 @@ uint32_t steering_hash(const device::flow_key& k);
 #if defined(GNIO_HAVE_CUDA)
 result<std::unique_ptr<device_ops>> make_cuda_device(int ordinal, gpu_info* info);
 std::vector<gpu_info> cuda_list(std::string* why);
+cuda_env cuda_query_env();
 result<int> cuda_ordinal_from_bus_id(const std::string& bus_id);
 #endif
 

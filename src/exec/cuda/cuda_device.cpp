@@ -123,10 +123,54 @@ error fill_info(int ordinal, gpu_info* info) {
   info->can_map_host_memory = v != 0;
   GNIO_CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrUnifiedAddressing, ordinal), "cudaDeviceGetAttribute");
   info->unified_addressing = v != 0;
+  info->warp_size = p.warpSize;
+  info->max_threads_per_block = p.maxThreadsPerBlock;
+  info->shared_mem_per_block = p.sharedMemPerBlock;
+  info->l2_cache_bytes = p.l2CacheSize;
+  info->integrated = p.integrated != 0;
+  auto attr = [&](cudaDeviceAttr a, int* out) -> error {
+    GNIO_CUDA_TRY(cudaDeviceGetAttribute(out, a, ordinal), "cudaDeviceGetAttribute");
+    return {};
+  };
+  if (auto e = attr(cudaDevAttrHostNativeAtomicSupported, &v); e) return e;
+  info->host_native_atomics = v != 0;
+  if (auto e = attr(cudaDevAttrPageableMemoryAccess, &v); e) return e;
+  info->pageable_memory_access = v != 0;
+  if (auto e = attr(cudaDevAttrConcurrentManagedAccess, &v); e) return e;
+  info->concurrent_managed_access = v != 0;
+  if (auto e = attr(cudaDevAttrGPUDirectRDMASupported, &v); e) return e;
+  info->gpudirect_rdma = v != 0;
+  if (auto e = attr(cudaDevAttrGPUDirectRDMAFlushWritesOptions, &info->gpudirect_rdma_flush_writes); e) return e;
+  if (auto e = attr(cudaDevAttrGPUDirectRDMAWritesOrdering, &info->gpudirect_rdma_writes_ordering); e) return e;
+  // dma-buf support is a driver-API attribute only; reach cuDeviceGetAttribute
+  // through the runtime's entry-point lookup rather than linking libcuda.
+  using get_attr_fn = int (*)(int*, int, int);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess && fn) {
+    int dmabuf = 0;
+    constexpr int cu_device_attribute_dma_buf_supported = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+    // cuDeviceGetAttribute takes a CUdevice, which equals the runtime ordinal here.
+    if (reinterpret_cast<get_attr_fn>(fn)(&dmabuf, cu_device_attribute_dma_buf_supported, ordinal) == 0)
+      info->dma_buf = dmabuf != 0;
+  } else {
+    (void)cudaGetLastError();
+  }
   return {};
 }
 
 }  // namespace
+
+cuda_env cuda_query_env() {
+  cuda_env env;
+  env.built = true;
+  if (cudaError_t e = cudaDriverGetVersion(&env.driver_version); e != cudaSuccess)
+    env.error = fmt::format("cudaDriverGetVersion: {}", cudaGetErrorString(e));
+  if (cudaError_t e = cudaRuntimeGetVersion(&env.runtime_version); e != cudaSuccess)
+    env.error = fmt::format("cudaRuntimeGetVersion: {}", cudaGetErrorString(e));
+  return env;
+}
 
 std::vector<gpu_info> cuda_list(std::string* why) {
   std::vector<gpu_info> out;

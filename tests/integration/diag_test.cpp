@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gnio doctor`, `gnio caps` and `gnio explain` run for real; their JSON is
+// validated against the schemas in docs/schema by an independent validator
+// (python3-jsonschema).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <gnio/status.hpp>
+
+namespace {
+
+struct run_result {
+  int rc;
+  std::string out;
+};
+
+run_result run(const std::string& cmd) {
+  run_result r{};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string tool() {
+  const char* e = std::getenv("GNIO_TOOL_BIN");
+  return e ? e : GNIO_TOOL_BIN;
+}
+
+std::string data(const char* f) {
+  const char* e = std::getenv("GNIO_TEST_DATA_DIR");
+  return std::string(e ? e : GNIO_TEST_DATA_DIR) + "/" + f;
+}
+
+void expect_valid(const std::string& json_text, const char* schema) {
+  const std::string path = "/tmp/gnio-diag-" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << json_text;
+  auto r = run(std::string("/usr/bin/python3 ") + GNIO_SOURCE_DIR + "/tests/integration/validate_json.py " +
+               GNIO_SOURCE_DIR + "/docs/schema " + schema + " " + path);
+  std::remove(path.c_str());
+  if (r.rc == 77) GTEST_SKIP() << "python3-jsonschema not installed";
+  EXPECT_EQ(r.rc, 0) << r.out;
+}
+
+std::string stdout_of(const std::string& cmd, int* rc) {
+  // JSON goes to stdout alone; logs to stderr are dropped here.
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  std::string s;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while (p && (n = fread(buf.data(), 1, buf.size(), p)) > 0) s.append(buf.data(), n);
+  int st = p ? pclose(p) : -1;
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return s;
+}
+
+TEST(Doctor, JsonValidatesAndExitCodeMatchesUsable) {
+  for (const char* args : {"", " --for pcap", " --for af_packet", " --for af_xdp", " --for dpdk", " --gpu"}) {
+    int rc = 0;
+    const std::string out = stdout_of(tool() + " doctor --json" + args, &rc);
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << args << ": " << out;
+    expect_valid(out, "doctor.schema.json");
+    EXPECT_EQ(rc, j["usable"].get<bool>() ? 0 : 1) << args;
+    for (const auto& c : j["checks"])
+      if (c["result"] == "fail" || c["result"] == "warn") EXPECT_FALSE(c["remedy"].get<std::string>().empty()) << c.dump();
+  }
+  // pcap needs nothing beyond this build: always usable.
+  int rc = 0;
+  (void)stdout_of(tool() + " doctor --json --for pcap", &rc);
+  EXPECT_EQ(rc, 0);
+  // dpdk has no backend in this build: never usable, and the check says why.
+  const std::string out = stdout_of(tool() + " doctor --json --for dpdk", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("no dpdk backend"), std::string::npos);
+}
+
+TEST(Doctor, TextNamesEveryCheck) {
+  auto r = run(tool() + " doctor");
+  for (const char* w : {"CUDA driver and runtime", "GPUs enumerable", "GPUDirect RDMA", "dma-buf", "hugepages",
+                        "network interfaces", "AF_XDP", "DPDK", "privileges", "gnio version"})
+    if (std::string(w) != "GPUDirect RDMA" || r.out.find("GPUs enumerable\n") == std::string::npos)
+      EXPECT_NE(r.out.find(w), std::string::npos) << w << "\n" << r.out;
+}
+
+TEST(Caps, HostAndPcapJsonValidates) {
+  int rc = 0;
+  const std::string out = stdout_of(tool() + " caps --json --gpu host --port pcap:file=" + data("http.pcap"), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  expect_valid(out, "caps.schema.json");
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["port"]["backend"], "pcap");
+  bool saw_tx = false;
+  for (const auto& v : j["verdicts"]) {
+    if (v["feature"] == "tx") {
+      saw_tx = true;
+      EXPECT_FALSE(v["supported"].get<bool>());
+      EXPECT_EQ(v["reason"], "backend pcap cannot transmit");
+    }
+    if (v["feature"] == "rx") EXPECT_TRUE(v["supported"].get<bool>());
+  }
+  EXPECT_TRUE(saw_tx);
+}
+
+TEST(Caps, GenPortOnTheFirstGpuOrHost) {
+  int rc = 0;
+  const std::string out = stdout_of(tool() + " caps --json --gpu auto --port gen:count=1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  expect_valid(out, "caps.schema.json");
+}
+
+TEST(Caps, BadInputIsAClearError) {
+  auto r = run(tool() + " caps --gpu host --port bogus:");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("unknown backend"), std::string::npos) << r.out;
+  r = run(tool() + " caps --gpu 0000:ff:1f.7 --port gen:");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("not_found"), std::string::npos) << r.out;
+}
+
+TEST(Explain, EveryCodeByNumberNameAndDocaName) {
+  for (const auto& d : gnio::all_statuses()) {
+    const std::string name(d.name);
+    for (const std::string& arg : {std::to_string(static_cast<int>(d.code)), name}) {
+      int rc = 0;
+      const std::string out = stdout_of(tool() + " explain --json " + arg, &rc);
+      ASSERT_EQ(rc, 0) << arg;
+      // One python start per code is slow; the schema check on a spread of codes covers the shape.
+      if (arg == name && static_cast<int>(d.code) % 8 == 0) expect_valid(out, "explain.schema.json");
+      auto j = nlohmann::json::parse(out);
+      EXPECT_EQ(j["name"], name);
+      EXPECT_EQ(j["meaning"], std::string(d.meaning));
+      EXPECT_EQ(j["next"], std::string(d.next));
+    }
+    std::string doca = "DOCA_ERROR_" + name;
+    for (auto& c : doca) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (name != "success") EXPECT_EQ(run(tool() + " explain " + doca).rc, 0) << doca;
+  }
+  auto r = run(tool() + " explain --all");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("device_fatal_error"), std::string::npos);
+}
+
+TEST(Explain, UnknownInputExitsTwoWithAMessage) {
+  for (const char* bad : {"bogus", "32", "-1", "DOCA_ERROR_NOPE"}) {
+    auto r = run(tool() + " explain " + bad);
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.out.find("not a gnio status"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(run(tool() + " explain").rc, 2);
+}
+
+}  // namespace
