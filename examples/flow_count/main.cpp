@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -55,6 +57,18 @@ std::string proto_text(uint8_t p, uint8_t family) {
   }
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
 int fail_with(const gnio::error& e, std::string_view step) {
   fmt::print(stderr, "flow_count: {}: {}\n", step, e.what());
   fmt::print(stderr, "flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
@@ -73,7 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--exec", exec, "executor: cuda, host, or auto (a GPU if present, else host)")
       ->check(CLI::IsMember({"cuda", "host", "auto"}))
       ->capture_default_str();
-  app.add_option("--gpu", gpu_sel, "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto");
+  app.add_option("--gpu", gpu_sel,
+                 "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto; a comma-separated list (0,1) "
+                 "spreads the queues over several GPUs, one context and kernel each");
   app.add_option("--queues", queues, "RX queues (one kernel block, or host thread, per queue)")
       ->check(CLI::Range(1u, flow_count::max_queues))
       ->capture_default_str();
@@ -99,66 +115,116 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
-  auto g = gnio::gpu::open(gpu_sel);
-  if (!g) return fail_with(g.err(), "gpu");
-  const auto& info = g->info();
-  fmt::print("flow_count: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
-             info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+  // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
+  struct gpu_ctx {
+    gnio::gpu g;
+    std::vector<uint32_t> queue_ids;
+    flow_count::body b{};
+    gnio::mem_block table, tot;
+    std::optional<gnio::kernel_runner> runner;
+    std::vector<flow_count::flow_entry> flows;
+    std::vector<flow_count::totals> totals;
+  };
+  std::vector<std::unique_ptr<gpu_ctx>> ctxs;
+  for (const auto& sel : split_list(gpu_sel)) {
+    auto g = gnio::gpu::open(sel);
+    if (!g) return fail_with(g.err(), "gpu " + sel);
+    auto c = std::make_unique<gpu_ctx>();
+    c->g = std::move(g).value();
+    ctxs.push_back(std::move(c));
+  }
+  if (ctxs.empty()) return fail_with(gnio::error(gnio::status::invalid_value, "--gpu lists no GPU"), "gpu");
 
-  auto p = gnio::port::open(*g, port_dev);
+  auto p = gnio::port::open(ctxs.front()->g, port_dev);
   if (!p) return fail_with(p.err(), "port");
-  flow_count::body b{};
-  b.num_queues = queues;
-  b.capacity = table_cap;
-  b.batch = batch;
+  // A GPU that fails the capability check for this port is reported and left out.
+  for (auto it = ctxs.begin(); it != ctxs.end();) {
+    std::string why;
+    for (const auto& v : gnio::evaluate_caps(p->caps(), port_dev.substr(0, port_dev.find(':')), (*it)->g.info(),
+                                             gnio::built_with_cuda()))
+      if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != gnio::status::success) why = v.reason;
+    if (!why.empty()) {
+      fmt::print(stderr, "flow_count: leaving out {}: {}\n", (*it)->g.info().name, why);
+      if (it == ctxs.begin()) return fail_with(gnio::error(gnio::status::not_supported, why), "gpu");
+      it = ctxs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& c : ctxs) {
+    const auto& info = c->g.info();
+    fmt::print("flow_count: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
+               info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+  }
+  if (queues < ctxs.size()) {
+    fmt::print(stderr, "flow_count: --queues {} is fewer than the {} GPUs; give each GPU at least one queue\n", queues,
+               ctxs.size());
+    return 2;
+  }
+  // Queue i belongs to GPU i mod N: the port's RSS over all queues spreads flows over the GPUs.
   for (uint32_t i = 0; i < queues; ++i) {
+    auto& c = *ctxs[i % ctxs.size()];
     gnio::rxq_config rc;
     rc.num_descs = ring;
+    rc.owner = &c.g;
     auto id = p->create_rxq(rc);
     if (!id) return fail_with(id.err(), "create_rxq");
     auto v = p->rxq(*id);
     if (!v) return fail_with(v.err(), "rxq");
-    b.q[i] = *v;
+    c.b.q[c.queue_ids.size()] = *v;
+    c.queue_ids.push_back(*id);
   }
-  auto table = g->alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
-  if (!table && info.executor == gnio::executor_kind::host) table = g->alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::cpu_gpu);
-  if (!table) return fail_with(table.err(), "flow table");
-  auto tot = g->alloc(sizeof(flow_count::totals) * queues, gnio::mem_type::gpu);
-  if (!tot) return fail_with(tot.err(), "totals");
-  b.table = static_cast<flow_count::flow_entry*>(table->exec_ptr);
-  b.tot = static_cast<flow_count::totals*>(tot->exec_ptr);
+  for (auto& c : ctxs) {
+    c->b.num_queues = static_cast<uint32_t>(c->queue_ids.size());
+    c->b.capacity = table_cap;
+    c->b.batch = batch;
+    auto table = c->g.alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
+    if (!table) return fail_with(table.err(), "flow table");
+    auto tot = c->g.alloc(sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
+    if (!tot) return fail_with(tot.err(), "totals");
+    c->table = *table;
+    c->tot = *tot;
+    c->b.table = static_cast<flow_count::flow_entry*>(c->table.exec_ptr);
+    c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
+  }
 
   if (auto e = p->start(); e) return fail_with(e, "start");
-  auto runner = gnio::kernel_runner::create(*g, {&*p});
-  if (!runner) return fail_with(runner.err(), "runner");
-  gnio::launch_dims dims;
-  dims.blocks = queues;
-  dims.threads = threads;
   const auto t0 = std::chrono::steady_clock::now();
-  if (auto e = flow_count::launch(*runner, dims, b); e) {
-    (void)p->stop();
-    return fail_with(e, "launch");
+  for (auto& c : ctxs) {
+    auto runner = gnio::kernel_runner::create(c->g, {&*p});
+    if (!runner) return fail_with(runner.err(), "runner");
+    c->runner = std::move(runner).value();
+    gnio::launch_dims dims;
+    dims.blocks = c->b.num_queues;
+    dims.threads = threads;
+    if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
+      for (auto& o : ctxs)
+        if (o->runner && o->runner->running()) (void)o->runner->stop(std::chrono::seconds(5));
+      (void)p->stop();
+      return fail_with(e, "launch");
+    }
   }
 
   auto last = t0;
   uint64_t last_delivered = 0;
   bool stopped_early = false;
   gnio::error run_err;
-  for (;;) {
-    auto w = runner->wait(std::chrono::milliseconds(50));
-    if (!w) break;
-    if (w.code() != gnio::status::time_out) {
-      run_err = w;
-      break;
+  size_t done = 0;
+  while (done < ctxs.size() && !run_err) {
+    done = 0;
+    for (auto& c : ctxs) {
+      auto w = c->runner->wait(std::chrono::milliseconds(ctxs.size() > 1 ? 10 : 50));
+      if (!w) ++done;
+      else if (w.code() != gnio::status::time_out) run_err = w;
     }
+    if (done == ctxs.size() || run_err) break;
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (g_interrupted.load() || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
-      if (auto e = runner->stop(std::chrono::seconds(5)); e) {
-        run_err = e;
-        break;
-      }
+      for (auto& c : ctxs)
+        if (c->runner->running())
+          if (auto e = c->runner->stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
       break;
     }
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
@@ -177,12 +243,24 @@ int main(int argc, char** argv) {
   const auto st = p->stats();
   const auto engine_err = p->engine_error();
 
-  std::vector<flow_count::flow_entry> flows(table_cap);
+  // Merge the per-GPU tables: a flow's packets may have reached several GPUs
+  // only if its queue changed, which RSS never does; summing keeps it exact anyway.
+  std::vector<flow_count::flow_entry> flows;
   std::vector<flow_count::totals> totals(queues);
-  if (auto e = g->copy_to_host(flows.data(), *table, 0, table->bytes); e) return fail_with(e, "read flow table");
-  if (auto e = g->copy_to_host(totals.data(), *tot, 0, tot->bytes); e) return fail_with(e, "read totals");
-
   flow_count::totals sum{};
+  for (auto& c : ctxs) {
+    c->flows.resize(table_cap);
+    c->totals.resize(c->queue_ids.size());
+    if (auto e = c->g.copy_to_host(c->flows.data(), c->table, 0, c->table.bytes); e) return fail_with(e, "read flow table");
+    if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e) return fail_with(e, "read totals");
+    for (size_t k = 0; k < c->queue_ids.size(); ++k) totals[c->queue_ids[k]] = c->totals[k];
+    for (const auto& f : c->flows) {
+      if (f.state != gnio::device::flow_slot_used) continue;
+      auto it = std::find_if(flows.begin(), flows.end(), [&](const auto& x) { return x.key == f.key; });
+      if (it == flows.end()) flows.push_back(f);
+      else it->packets += f.packets, it->bytes += f.bytes;
+    }
+  }
   for (const auto& t : totals) {
     sum.packets += t.packets;
     sum.bytes += t.bytes;
@@ -190,8 +268,7 @@ int main(int argc, char** argv) {
     sum.table_full += t.table_full;
   }
   std::vector<const flow_count::flow_entry*> used;
-  for (const auto& f : flows)
-    if (f.state == gnio::device::flow_slot_used) used.push_back(&f);
+  for (const auto& f : flows) used.push_back(&f);
   std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->packets > b->packets; });
 
   // Conversations: both directions of a 5-tuple together, as tshark's streams count them.
@@ -235,8 +312,17 @@ int main(int argc, char** argv) {
       for (int i = 0; i < argc; ++i) c += (i ? " " : "") + std::string(argv[i]);
       return c;
     }();
-    j["executor"] = std::string(gnio::to_string(info.executor));
-    j["device"] = info.name;
+    j["executor"] = std::string(gnio::to_string(ctxs.front()->g.info().executor));
+    j["device"] = ctxs.front()->g.info().name;
+    nlohmann::json per_gpu = nlohmann::json::array();
+    for (const auto& c : ctxs) {
+      uint64_t pk = 0;
+      for (const auto& t : c->totals) pk += t.packets;
+      per_gpu.push_back({{"executor", std::string(gnio::to_string(c->g.info().executor))}, {"device", c->g.info().name},
+                         {"bus_id", c->g.info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
+                         {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
+    }
+    j["per_gpu"] = per_gpu;
     j["port"] = port_dev;
     j["queues"] = queues;
     j["seconds"] = seconds;
@@ -280,12 +366,14 @@ int main(int argc, char** argv) {
   }
 
   // Reverse order of the lifecycle.
-  (void)runner->destroy();
-  (void)g->free(*table);
-  (void)g->free(*tot);
+  for (auto& c : ctxs) {
+    (void)c->runner->destroy();
+    (void)c->g.free(c->table);
+    (void)c->g.free(c->tot);
+  }
   for (uint32_t i = 0; i < queues; ++i) (void)p->destroy_rxq(i);
   (void)p->close();
-  (void)g->destroy();
+  for (auto& c : ctxs) (void)c->g.destroy();
   if (engine_err) {
     fmt::print(stderr, "flow_count: the port's engine failed: {}\n", engine_err.what());
     return 1;

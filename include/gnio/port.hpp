@@ -28,6 +28,9 @@ struct rxq_config {
   // Consumed by a CPU thread rather than a kernel (e.g. TCP control on the
   // CPU): everything is placed in host-visible memory; use rxq_host().
   bool host_consumer = false;
+  // The GPU whose kernels consume this queue and whose memory holds it; null:
+  // the port's own. Lets one port spread its queues over several GPUs.
+  gpu* owner = nullptr;
 };
 
 struct txq_config {
@@ -35,6 +38,7 @@ struct txq_config {
   uint32_t stride = 2048;     // bytes per TX buffer slot
   mem_type pkt_mem = mem_type::automatic;
   bool host_producer = false;  // filled by a CPU thread; use txq_host()
+  gpu* owner = nullptr;        // as rxq_config::owner
 };
 
 // Software flow steering: frames of a class go to a group of RX queues, spread

@@ -69,10 +69,12 @@ struct region {
   uintptr_t exec = 0;
   uint8_t* host = nullptr;  // null: reachable only through copy_from_exec
   size_t bytes = 0;
+  device_ops* dev = nullptr;  // the device whose memory it is
 };
 
 struct rxq_state {
   uint32_t id = 0;
+  std::shared_ptr<gpu_state> owner;  // whose memory holds the queue
   rxq_config cfg;
   bool alive = true;
   mem_block pkts, cq, cons, next, eos, stage;
@@ -93,6 +95,7 @@ struct rxq_state {
 
 struct txq_state {
   uint32_t id = 0;
+  std::shared_ptr<gpu_state> owner;
   txq_config cfg;
   bool alive = true;
   mem_block ring, bufs, doorbell, done, prod;

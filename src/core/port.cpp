@@ -165,7 +165,7 @@ void port_state::flush_rx() {
         uint32_t s = static_cast<uint32_t>(from & q->mask);
         uint64_t n = std::min<uint64_t>(q->prod - from, q->cfg.num_descs - s);
         size_t off = static_cast<size_t>(s) * q->cfg.stride;
-        if (auto e = gpu->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
+        if (auto e = q->owner->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
                                              static_cast<size_t>(n) * q->cfg.stride);
             e) {
           set_engine_error(std::move(e));
@@ -223,7 +223,7 @@ bool port_state::drain_tx() {
               host = r.host + (d.addr - r.exec);
             } else if (stage_off + d.len <= tx_stage.bytes) {
               auto* dst = static_cast<uint8_t*>(tx_stage.host_ptr) + stage_off;
-              if (auto e = gpu->dev->copy_from_exec(dst, reinterpret_cast<const void*>(d.addr), d.len); !e) host = dst;
+              if (auto e = r.dev->copy_from_exec(dst, reinterpret_cast<const void*>(d.addr), d.len); !e) host = dst;
               stage_off += d.len;
             }
             break;
@@ -331,17 +331,21 @@ void port_state::teardown() noexcept {
   }
   if (phase == port_phase::started && ops->stop) (void)ops->stop(priv);
   close_tx_pcap();
-  auto release = [&](mem_block& b) {
-    if (!b.empty() || b.host_ptr) gpu->dev->release(b);
+  auto release = [&](gpu_state& owner, mem_block& b) {
+    if (!b.empty() || b.host_ptr) owner.dev->release(b);
     b = {};
   };
   for (auto it = txqs.rbegin(); it != txqs.rend(); ++it) {
-    for (auto* b : {&(*it)->prod, &(*it)->done, &(*it)->doorbell, &(*it)->bufs, &(*it)->ring}) release(*b);
+    auto& q = **it;
+    for (auto* b : {&q.prod, &q.done, &q.doorbell, &q.bufs, &q.ring}) release(*q.owner, *b);
+    if (q.alive && q.owner != gpu) q.owner->children.fetch_sub(1);
   }
   for (auto it = rxqs.rbegin(); it != rxqs.rend(); ++it) {
-    for (auto* b : {&(*it)->stage, &(*it)->eos, &(*it)->next, &(*it)->cons, &(*it)->cq, &(*it)->pkts}) release(*b);
+    auto& q = **it;
+    for (auto* b : {&q.stage, &q.eos, &q.next, &q.cons, &q.cq, &q.pkts}) release(*q.owner, *b);
+    if (q.alive && q.owner != gpu) q.owner->children.fetch_sub(1);
   }
-  release(tx_stage);
+  release(*gpu, tx_stage);
   txqs.clear();
   rxqs.clear();
   if (priv && ops->close) ops->close(priv);
@@ -444,14 +448,16 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   q->cfg = cfg;
   q->mask = cfg.num_descs - 1;
   q->log2 = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
-  auto& dev = *s.gpu->dev;
-  const bool host_exec = s.gpu->info.executor == executor_kind::host;
+  if (cfg.owner && !cfg.owner->valid()) return fail(status::bad_state, "create_rxq: the owner gpu was destroyed");
+  q->owner = cfg.owner ? cfg.owner->state() : s.gpu;
+  auto& dev = *q->owner->dev;
+  const bool host_exec = q->owner->info.executor == executor_kind::host;
   auto cleanup = [&] {
     for (auto* b : {&q->stage, &q->eos, &q->next, &q->cons, &q->cq, &q->pkts})
       if (b->exec_ptr || b->host_ptr) dev.release(*b);
   };
   auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
-    auto r = s.gpu->alloc(bytes, t);
+    auto r = q->owner->alloc(bytes, t);
     if (!r) return r.err();
     dst = *r;
     return {};
@@ -499,6 +505,7 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
     q->host_view.eos = q->eos_host;
   }
   const uint32_t id = q->id;
+  if (q->owner != s.gpu) q->owner->children.fetch_add(1);
   s.rxqs.push_back(std::move(q));
   return id;
 }
@@ -522,14 +529,16 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   auto q = std::make_unique<detail::txq_state>();
   q->id = static_cast<uint32_t>(s.txqs.size());
   q->cfg = cfg;
-  auto& dev = *s.gpu->dev;
-  const bool host_exec = s.gpu->info.executor == executor_kind::host;
+  if (cfg.owner && !cfg.owner->valid()) return fail(status::bad_state, "create_txq: the owner gpu was destroyed");
+  q->owner = cfg.owner ? cfg.owner->state() : s.gpu;
+  auto& dev = *q->owner->dev;
+  const bool host_exec = q->owner->info.executor == executor_kind::host;
   auto cleanup = [&] {
     for (auto* b : {&q->prod, &q->done, &q->doorbell, &q->bufs, &q->ring})
       if (b->exec_ptr || b->host_ptr) dev.release(*b);
   };
   auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
-    auto r = s.gpu->alloc(bytes, t);
+    auto r = q->owner->alloc(bytes, t);
     if (!r) return r.err();
     dst = *r;
     return {};
@@ -566,6 +575,7 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
     q->host_view.prod = static_cast<uint64_t*>(q->prod.host_ptr);
   }
   const uint32_t id = q->id;
+  if (q->owner != s.gpu) q->owner->children.fetch_add(1);
   s.txqs.push_back(std::move(q));
   return id;
 }
@@ -640,17 +650,17 @@ error port::start() {
   }
 
   std::vector<detail::region> regions;
-  auto add = [&](const mem_block& b) {
-    regions.push_back({reinterpret_cast<uintptr_t>(b.exec_ptr), static_cast<uint8_t*>(b.host_ptr), b.bytes});
+  auto add = [&](const mem_block& b, detail::device_ops* dev) {
+    regions.push_back({reinterpret_cast<uintptr_t>(b.exec_ptr), static_cast<uint8_t*>(b.host_ptr), b.bytes, dev});
   };
   size_t stage = 0;
   for (auto* q : tx) {
-    add(q->bufs);
+    add(q->bufs, q->owner->dev.get());
     if (!q->bufs.host_ptr) stage = std::max<size_t>(stage, q->bufs.bytes);
   }
-  for (auto* q : rx) add(q->pkts);
+  for (auto* q : rx) add(q->pkts, q->owner->dev.get());
   for (const auto& b : s.user_regions) {
-    add(b);
+    add(b, s.gpu->dev.get());
     if (!b.host_ptr) stage = std::max<size_t>(stage, 64 * 65536);
   }
   if (!tx.empty()) {
@@ -716,9 +726,10 @@ error port::destroy_rxq(uint32_t id) {
   auto& q = *s.rxqs[id];
   if (!q.alive) return fail(status::bad_state, "destroy_rxq: RX queue {} was already destroyed", id);
   for (auto* b : {&q.stage, &q.eos, &q.next, &q.cons, &q.cq, &q.pkts}) {
-    if (b->exec_ptr || b->host_ptr) s.gpu->dev->release(*b);
+    if (b->exec_ptr || b->host_ptr) q.owner->dev->release(*b);
     *b = {};
   }
+  if (q.owner != s.gpu) q.owner->children.fetch_sub(1);
   q.pkts_host = nullptr;
   q.cq_host = nullptr;
   q.cons_host = nullptr;
@@ -736,9 +747,10 @@ error port::destroy_txq(uint32_t id) {
   auto& q = *s.txqs[id];
   if (!q.alive) return fail(status::bad_state, "destroy_txq: TX queue {} was already destroyed", id);
   for (auto* b : {&q.prod, &q.done, &q.doorbell, &q.bufs, &q.ring}) {
-    if (b->exec_ptr || b->host_ptr) s.gpu->dev->release(*b);
+    if (b->exec_ptr || b->host_ptr) q.owner->dev->release(*b);
     *b = {};
   }
+  if (q.owner != s.gpu) q.owner->children.fetch_sub(1);
   q.alive = false;
   return {};
 }

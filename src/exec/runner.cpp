@@ -128,7 +128,6 @@ result<kernel_runner> kernel_runner::create(gpu& g, std::vector<port*> ports) {
   st->gpu = g.state();
   for (port* p : ports) {
     if (!p || !p->valid()) return fail(status::bad_state, "kernel_runner: a port is closed or null");
-    if (p->state()->gpu != st->gpu) return fail(status::invalid_value, "kernel_runner: port {} belongs to another gpu", p->name());
     st->ports.push_back(p->state());
   }
   auto flag = st->gpu->alloc(64, mem_type::cpu_gpu);

@@ -331,6 +331,38 @@ TEST(FlowCount, FourQueuesGiveTheSameTotalsAsOne) {
   EXPECT_EQ(rows(*one.j), rows(*four.j));
 }
 
+// Several contexts (issue: multi-GPU): queues spread over two contexts give the
+// same counts and flow rows as one. Here two host executors stand in for two
+// GPUs; the GPU script runs it with "0,0"-style selectors on a GPU machine.
+TEST(FlowCount, TwoContextsGiveTheSameCountsAsOne) {
+  REQUIRE_EXECUTOR();
+  const std::string sel = std::string(k_exec) == "cuda" ? "0,0" : "host,host";
+  for (const char* file : {"http.pcap", "dns_icmp.pcap", "QinQpacket.pcap"}) {
+    auto one = flow_count({"--port", "pcap:file=" + data(file), "--exec", k_exec, "--queues", "4"});
+    auto two = flow_count({"--port", "pcap:file=" + data(file), "--gpu", sel, "--queues", "4"});
+    ASSERT_TRUE(one.j && two.j) << one.describe() << two.describe();
+    for (const char* k : {"packets", "bytes", "flows", "tcp_conversations", "udp_conversations", "received", "missed"})
+      EXPECT_EQ((*one.j)[k], (*two.j)[k]) << file << " " << k;
+    ASSERT_EQ(two.j->at("per_gpu").size(), 2u) << file;
+    uint64_t per = 0;
+    for (const auto& g : two.j->at("per_gpu")) per += g.at("packets").get<uint64_t>();
+    EXPECT_EQ(per, (*two.j)["packets"].get<uint64_t>()) << "per-GPU packets add up";
+    expect_accounting(*two.j, file);
+  }
+  auto gen = flow_count({"--port", "gen:count=200000,flows=512", "--gpu", sel, "--queues", "4"});
+  ASSERT_TRUE(gen.j) << gen.describe();
+  EXPECT_EQ((*gen.j)["packets"], 200000);
+  EXPECT_EQ((*gen.j)["flows"], 512);
+  for (const auto& g : gen.j->at("per_gpu")) EXPECT_GT(g.at("packets").get<uint64_t>(), 0u) << "RSS reached both contexts";
+}
+
+TEST(BadInput, FewerQueuesThanGpus) {
+  auto r = flow_count({"--port", "gen:count=10", "--gpu", "host,host,host", "--queues", "2"});
+  EXPECT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("fewer than the 3 GPUs"), std::string::npos) << r.describe();
+}
+
 // ---------------------------------------------------------------------------
 // The generator
 // ---------------------------------------------------------------------------
