@@ -132,8 +132,19 @@ struct port_state {
   std::vector<uint32_t> default_queues;
   std::atomic<int> kernels_running{0};
 
-  // Engine
-  std::thread engine;
+  // Engine: one thread per lane. Lane i owns the RX queues whose position is
+  // i mod lanes and steers only into them; lane 0 also drains TX.
+  struct lane {
+    port_state* port = nullptr;
+    uint32_t index = 0;
+    std::vector<rxq_state*> rx;
+    std::vector<uint32_t> groups[8];  // per rx_class: indices into rx
+    bool ended = false;
+  };
+  uint32_t num_lanes = 1;
+  std::vector<std::unique_ptr<lane>> lanes;
+  std::vector<std::thread> engines;
+  std::atomic<uint32_t> lanes_ended{0};
   std::atomic<bool> stop_req{false};
   std::atomic<bool> rx_ended{false};
   std::mutex err_mu;
@@ -142,16 +153,16 @@ struct port_state {
   std::vector<region> regions;  // fixed at start
   std::vector<rxq_state*> live_rx;
   std::vector<txq_state*> live_tx;
-  std::vector<uint32_t> class_groups[8];  // per rx_class: queue ids (indices into live_rx)
   mem_block tx_stage;
 
   ~port_state();
   void teardown() noexcept;
-  void engine_main();
-  bool deliver(const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns);
-  void flush_rx();
+  void engine_main(lane& l);
+  bool deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns);
+  void flush_rx(lane& l);
+  void join_engines() noexcept;
   bool drain_tx();
-  void mark_eos();
+  void mark_eos(lane& l);
   void set_engine_error(error e);
   void close_tx_pcap() noexcept;
 };

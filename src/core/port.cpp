@@ -105,25 +105,25 @@ uint32_t rxq_state::free_slots() noexcept {
   return cfg.num_descs - used;
 }
 
-bool port_state::deliver(const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns) {
+bool port_state::deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns) {
   rxq_state* q;
   uint32_t hash = 0;
   uint16_t cls = device::rx_class_other;
   uint16_t flags = 0;
-  if (live_rx.size() == 1 && rules.empty()) {
-    q = live_rx.front();  // one queue, no rules: nothing to decide, skip parsing
+  if (l.rx.size() == 1 && rules.empty()) {
+    q = l.rx.front();  // one queue, no rules: nothing to decide, skip parsing
   } else {
     device::parsed_pkt p;
     (void)device::parse(frame, len, p);
     cls = classify(p);
     hash = toeplitz().hash(device::make_flow_key(p));
     if (p.vlan_count) flags |= device::rx_flag_vlan;
-    const auto& group = class_groups[cls];
+    const auto& group = l.groups[cls];
     if (group.empty()) {
       rx_unsteered.add();
       return false;
     }
-    q = live_rx[group[hash % group.size()]];
+    q = l.rx[group[hash % group.size()]];
   }
   q->offered.add();
   if (q->free_slots() == 0) {
@@ -155,8 +155,8 @@ bool port_state::deliver(const uint8_t* frame, uint32_t len, uint32_t wire_len, 
 
 // Publishes every completion written since the last flush. With packet memory
 // on the GPU, the staged bytes are copied there first.
-void port_state::flush_rx() {
-  for (rxq_state* q : live_rx) {
+void port_state::flush_rx(lane& l) {
+  for (rxq_state* q : l.rx) {
     if (q->published == q->prod) continue;
     if (q->stage.host_ptr) {
       // Copy the slot range [published, prod), in at most two pieces around the wrap.
@@ -184,13 +184,22 @@ void port_state::flush_rx() {
   }
 }
 
-void port_state::mark_eos() {
-  for (rxq_state* q : live_rx) {
+void port_state::mark_eos(lane& l) {
+  if (l.ended) return;
+  l.ended = true;
+  for (rxq_state* q : l.rx) {
     // Pairs with the acquire load in device::detail::eos_set(): every
     // completion published above is visible before the end mark.
     __atomic_store_n(q->eos_host, 1u, __ATOMIC_RELEASE);
   }
-  rx_ended.store(true, std::memory_order_release);
+  if (lanes_ended.fetch_add(1) + 1 == num_lanes) rx_ended.store(true, std::memory_order_release);
+}
+
+void port_state::join_engines() noexcept {
+  stop_req.store(true, std::memory_order_release);
+  for (auto& t : engines)
+    if (t.joinable()) t.join();
+  engines.clear();
 }
 
 void port_state::set_engine_error(error e) {
@@ -266,40 +275,44 @@ bool port_state::drain_tx() {
   return busy;
 }
 
-void port_state::engine_main() {
+void port_state::engine_main(lane& l) {
   if (auto e = gpu->dev->bind_thread(); e) {
     set_engine_error(std::move(e));
-    mark_eos();
+    mark_eos(l);
     return;
   }
-  backend::rx_sink sink{this, [](void* ctx, const uint8_t* f, uint32_t len, uint32_t wire_len, uint64_t ts) {
-                          return static_cast<port_state*>(ctx)->deliver(f, len, wire_len, ts);
+  backend::rx_sink sink{&l, [](void* ctx, const uint8_t* f, uint32_t len, uint32_t wire_len, uint64_t ts) {
+                          auto* ln = static_cast<lane*>(ctx);
+                          return ln->port->deliver(*ln, f, len, wire_len, ts);
                         }};
-  const bool rx = caps.rx && !live_rx.empty() && ops->rx_burst;
-  if (!rx) mark_eos();
+  const bool multi = num_lanes > 1;
+  const bool rx = caps.rx && !l.rx.empty() && (multi ? ops->rx_burst_lane != nullptr : ops->rx_burst != nullptr);
+  const bool tx = l.index == 0 && !live_tx.empty();
+  if (!rx) mark_eos(l);
   uint32_t idle = 0;
   while (!stop_req.load(std::memory_order_acquire)) {
     bool busy = false;
-    if (rx && !rx_ended.load(std::memory_order_relaxed)) {
+    if (rx && !l.ended) {
       uint32_t budget = 256;
       if (overflow_wait) {
         // Lossless replay: never ask for more frames than every queue can take.
-        for (rxq_state* q : live_rx) budget = std::min(budget, q->free_slots());
+        for (rxq_state* q : l.rx) budget = std::min(budget, q->free_slots());
       }
       if (budget > 0) {
         uint32_t produced = 0;
-        status s = ops->rx_burst(priv, sink, budget, &produced);
-        flush_rx();
+        status s = multi ? ops->rx_burst_lane(priv, l.index, sink, budget, &produced)
+                         : ops->rx_burst(priv, sink, budget, &produced);
+        flush_rx(l);
         busy = produced > 0;
         if (s == status::shutdown) {
-          mark_eos();
+          mark_eos(l);
         } else if (s != status::success && s != status::again) {
           set_engine_error(error(s, fmt::format("{}: receive failed", name)));
-          mark_eos();
+          mark_eos(l);
         }
       }
     }
-    if (!live_tx.empty()) busy |= drain_tx();
+    if (tx) busy |= drain_tx();
     if (busy) {
       idle = 0;
     } else if (++idle > 64) {
@@ -308,8 +321,8 @@ void port_state::engine_main() {
       std::this_thread::yield();
     }
   }
-  flush_rx();
-  if (!live_tx.empty()) drain_tx();
+  flush_rx(l);
+  if (tx) drain_tx();
 }
 
 void port_state::close_tx_pcap() noexcept {
@@ -325,10 +338,7 @@ void port_state::teardown() noexcept {
     log(log_level::error, "port {}: kernels still running at teardown; leaking its memory instead of freeing it", name);
     return;
   }
-  if (engine.joinable()) {
-    stop_req.store(true, std::memory_order_release);
-    engine.join();
-  }
+  join_engines();
   if (phase == port_phase::started && ops->stop) (void)ops->stop(priv);
   close_tx_pcap();
   auto release = [&](gpu_state& owner, mem_block& b) {
@@ -383,6 +393,15 @@ result<port> port::open(gpu& g, std::string_view dev) {
     if (overflow != "drop" && overflow != "wait")
       return fail(status::invalid_value, "{}: overflow={} must be drop or wait", args->name, overflow);
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "overflow"; });
+  }
+  if (const auto* v = args->find("lanes")) {
+    uint64_t n = 0;
+    if (auto e = backend::get_u64(*args, "lanes", 1, 64, &n); e) return e;
+    st->num_lanes = static_cast<uint32_t>(n);
+    std::erase_if(args->kv, [](const auto& kv) { return kv.first == "lanes"; });
+    if (n > 1 && (!ops->set_lanes || !ops->rx_burst_lane))
+      return fail(status::not_supported, "{}: lanes={}: this backend has a single source and cannot be split over "
+                  "several engine threads (gen can)", args->name, n);
   }
   if (const auto* v = args->find("tx_pcap")) {
     if (v->empty()) return fail(status::invalid_value, "{}: tx_pcap= needs a file name", args->name);
@@ -630,23 +649,47 @@ error port::start() {
     if (q->alive) tx.push_back(q.get());
   if (rx.empty() && tx.empty()) return fail(status::bad_state, "start: port {} has no queues; create at least one first", s.name);
 
-  // Index maps: queue id -> position in live_rx.
-  auto pos = [&](uint32_t id) {
-    for (size_t i = 0; i < rx.size(); ++i)
-      if (rx[i]->id == id) return static_cast<uint32_t>(i);
-    return 0u;
-  };
-  std::vector<uint32_t> defaults;
-  if (s.default_queues.empty()) {
-    for (size_t i = 0; i < rx.size(); ++i) defaults.push_back(static_cast<uint32_t>(i));
-  } else {
-    for (uint32_t id : s.default_queues) defaults.push_back(pos(id));
+  const uint32_t nl = s.num_lanes;
+  if (nl > 1) {
+    if (!s.rules.empty() || !s.default_queues.empty())
+      return fail(status::bad_config, "start: port {}: lanes={} cannot be combined with steering rules", s.name, nl);
+    if (rx.size() < nl)
+      return fail(status::invalid_value, "start: port {}: lanes={} needs at least as many RX queues (has {})", s.name, nl,
+                  rx.size());
+    if (auto e = s.ops->set_lanes(s.priv, nl); e) return e;
   }
-  for (auto& g : s.class_groups) g = defaults;
-  for (const auto& r : s.rules) {
-    auto& g = s.class_groups[r.cls];
-    g.clear();
-    for (uint32_t id : r.queues) g.push_back(pos(id));
+  std::vector<std::unique_ptr<detail::port_state::lane>> lanes;
+  for (uint32_t i = 0; i < nl; ++i) {
+    auto l = std::make_unique<detail::port_state::lane>();
+    l->port = &s;
+    l->index = i;
+    for (size_t k = i; k < rx.size(); k += nl) l->rx.push_back(rx[k]);
+    lanes.push_back(std::move(l));
+  }
+  if (nl == 1) {
+    // Steering groups: queue ids -> positions in the lane's queue list.
+    auto& l = *lanes.front();
+    auto pos = [&](uint32_t id) {
+      for (size_t i = 0; i < rx.size(); ++i)
+        if (rx[i]->id == id) return static_cast<uint32_t>(i);
+      return 0u;
+    };
+    std::vector<uint32_t> defaults;
+    if (s.default_queues.empty()) {
+      for (size_t i = 0; i < rx.size(); ++i) defaults.push_back(static_cast<uint32_t>(i));
+    } else {
+      for (uint32_t id : s.default_queues) defaults.push_back(pos(id));
+    }
+    for (auto& g : l.groups) g = defaults;
+    for (const auto& r : s.rules) {
+      auto& g = l.groups[r.cls];
+      g.clear();
+      for (uint32_t id : r.queues) g.push_back(pos(id));
+    }
+  } else {
+    for (auto& l : lanes)
+      for (auto& g : l->groups)
+        for (uint32_t i = 0; i < l->rx.size(); ++i) g.push_back(i);
   }
 
   std::vector<detail::region> regions;
@@ -694,8 +737,10 @@ error port::start() {
   s.live_tx = std::move(tx);
   s.stop_req = false;
   s.rx_ended = false;
+  s.lanes_ended = 0;
+  s.lanes = std::move(lanes);
   s.phase = port_phase::started;
-  s.engine = std::thread([&s] { s.engine_main(); });
+  for (auto& l : s.lanes) s.engines.emplace_back([&s, ln = l.get()] { s.engine_main(*ln); });
   return {};
 }
 
@@ -706,8 +751,7 @@ error port::stop() {
   if (s.phase != port_phase::started) return fail(status::bad_state, "stop: port {} is not started", s.name);
   if (int k = s.kernels_running.load(); k > 0)
     return fail(status::bad_state, "stop: {} kernel runner(s) still use port {}; stop them first", k, s.name);
-  s.stop_req.store(true, std::memory_order_release);
-  if (s.engine.joinable()) s.engine.join();
+  s.join_engines();
   error e;
   if (s.ops->stop) e = s.ops->stop(s.priv);
   s.close_tx_pcap();

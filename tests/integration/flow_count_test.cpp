@@ -356,6 +356,24 @@ TEST(FlowCount, TwoContextsGiveTheSameCountsAsOne) {
   for (const auto& g : gen.j->at("per_gpu")) EXPECT_GT(g.at("packets").get<uint64_t>(), 0u) << "RSS reached both contexts";
 }
 
+// Several engine threads (lanes=N) split the generator without sharing a flow:
+// counts stay exact and every flow is still seen.
+TEST(FlowCount, GeneratorLanesKeepCountsExact) {
+  REQUIRE_EXECUTOR();
+  auto r = flow_count({"--port", "gen:count=100001,flows=64,lanes=3", "--exec", k_exec, "--queues", "3"});
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ((*r.j)["packets"], 100001);
+  EXPECT_EQ((*r.j)["received"], 100001);
+  EXPECT_EQ((*r.j)["flows"], 64);
+  expect_accounting(*r.j, "lanes=3");
+  auto bad = flow_count({"--port", "gen:count=10,lanes=4", "--exec", k_exec, "--queues", "2"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("lanes=4 needs at least as many RX queues"), std::string::npos) << bad.describe();
+  auto single = flow_count({"--port", "pcap:file=" + data("http.pcap") + ",lanes=2", "--exec", k_exec, "--queues", "2"});
+  EXPECT_NE(single.code, 0);
+  EXPECT_NE(single.err.find("single source"), std::string::npos) << single.describe();
+}
+
 TEST(BadInput, FewerQueuesThanGpus) {
   auto r = flow_count({"--port", "gen:count=10", "--gpu", "host,host,host", "--queues", "2"});
   EXPECT_TRUE(r.exited_cleanly()) << r.describe();

@@ -94,6 +94,12 @@ struct ops {
   error (*stop)(void* priv);
   void (*close)(void* priv);  // frees priv; never fails
   void (*get_counters)(void* priv, counters* c);
+  // Optional, for sources that split into independent lanes (several engine
+  // threads, core option lanes=N): set_lanes is called once before start, then
+  // lane i's thread calls rx_burst_lane(priv, i, ...) instead of rx_burst.
+  // Lanes must not share a flow.
+  error (*set_lanes)(void* priv, uint32_t lanes);
+  status (*rx_burst_lane)(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced);
 };
 
 // Backends compiled into this build.

@@ -134,18 +134,30 @@ struct gen_port {
   std::vector<uint32_t> payload_sum;  // [n]: ones-complement sum of the first n payload bytes
   aligned_buf scratch[num_protos];
 
-  // Stream state.
-  uint32_t slot = 0;
-  uint32_t next_size = 0;  // chosen ahead so that a bps budget can be checked before emitting
-  uint64_t size_rng = 0;
-  uint64_t emitted = 0;
+  // Rate limits for the whole port; each stream gets its share.
+  double tokens_per_ns = 0, bucket_depth = 0;
   int64_t t0_ns = 0;
-  double tokens = 0, tokens_per_ns = 0, bucket_depth = 0;
-  int64_t last_refill_ns = 0;
 
-  // rx has one writer (the engine thread), so a relaxed store suffices; tx
-  // uses fetch_add in case several threads transmit.
-  std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, tx_frames{0}, tx_bytes{0};
+  // One stream per engine lane (one unless the core asked for lanes): lane L
+  // of N emits the flows in slots L, L+N, L+2N, ... and count/N frames, so
+  // lanes never share a flow.
+  struct stream {
+    uint32_t lane = 0, step = 1;
+    uint32_t slot = 0;
+    uint32_t next_size = 0;  // chosen ahead so that a bps budget can be checked before emitting
+    uint64_t size_rng = 0;
+    uint64_t emitted = 0;
+    uint64_t count = 0;  // this stream's share of count; 0: no limit
+    double tokens = 0, tokens_per_ns = 0, bucket_depth = 0;
+    int64_t last_refill_ns = 0;
+    aligned_buf scratch[num_protos];  // patching mode: this lane's own frames
+    // One writer (the lane's engine thread), so a relaxed store suffices.
+    std::atomic<uint64_t> rx_frames{0}, rx_bytes{0};
+  };
+  std::vector<std::unique_ptr<stream>> streams;
+
+  // tx uses fetch_add in case several threads transmit.
+  std::atomic<uint64_t> tx_frames{0}, tx_bytes{0};
 };
 
 int64_t steady_ns() {
@@ -464,9 +476,9 @@ error build(gen_port& g) {
 // ---------------------------------------------------------------------------
 
 // Sums stay below 2^32: folded header sums plus <= 4500 payload words of 0xffff.
-const uint8_t* patch_frame(gen_port& g, uint32_t s, uint32_t len) {
+const uint8_t* patch_frame(gen_port& g, gen_port::stream& st, uint32_t s, uint32_t len) {
   const flow_meta& m = g.meta[s];
-  uint8_t* f = g.scratch[m.proto].get();
+  uint8_t* f = (st.scratch[m.proto] ? st.scratch[m.proto] : g.scratch[m.proto]).get();
   std::memcpy(f, g.hdr_recs.get() + size_t{s} * hdr_rec_bytes, hdr_rec_bytes);
   uint8_t* ip = f + g.l2_bytes;
   const uint32_t ip_len = len - g.l2_bytes;
@@ -492,12 +504,12 @@ const uint8_t* patch_frame(gen_port& g, uint32_t s, uint32_t len) {
   return f;
 }
 
-uint32_t pick_size(gen_port& g) {
+uint32_t pick_size(const gen_port& g, gen_port::stream& st) {
   switch (g.kind) {
     case size_kind::fixed: return 0;
-    case size_kind::range: return bounded(g.size_rng, static_cast<uint32_t>(g.sizes.size()));
+    case size_kind::range: return bounded(st.size_rng, static_cast<uint32_t>(g.sizes.size()));
     case size_kind::imix: {
-      const uint32_t r = bounded(g.size_rng, 12);  // 7:4:1
+      const uint32_t r = bounded(st.size_rng, 12);  // 7:4:1
       return r < 7 ? 0 : r < 11 ? 1 : 2;
     }
   }
@@ -510,19 +522,46 @@ double frame_bits(uint32_t len) { return static_cast<double>(len + wire_overhead
 // Ops
 // ---------------------------------------------------------------------------
 
+error make_streams(gen_port& g, uint32_t lanes) {
+  if (lanes == 0 || lanes > g.num_flows)
+    return fail(status::invalid_value, "gen: {} lanes need at least as many flows (flows={})", lanes, g.num_flows);
+  g.streams.clear();
+  for (uint32_t l = 0; l < lanes; ++l) {
+    auto st = std::make_unique<gen_port::stream>();
+    st->lane = l;
+    st->step = lanes;
+    st->slot = l;
+    // Lane 0 keeps the single-stream sequence, so lanes=1 changes nothing.
+    st->size_rng = (g.seed ^ 0x512e5eedull) + 0x9e3779b97f4a7c15ull * l;
+    st->next_size = pick_size(g, *st);
+    if (g.count) st->count = g.count / lanes + (l < g.count % lanes ? 1 : 0);
+    st->tokens_per_ns = g.tokens_per_ns / lanes;
+    st->bucket_depth = g.bucket_depth / lanes;
+    if (!g.use_templates && lanes > 1) {
+      const uint32_t max_len = *std::max_element(g.sizes.begin(), g.sizes.end());
+      for (int p = 0; p < num_protos; ++p) {
+        st->scratch[p] = alloc_aligned(std::max(max_len, hdr_rec_bytes));
+        if (!st->scratch[p]) return fail(status::no_memory, "gen: cannot allocate frames for {} lanes", lanes);
+        std::memcpy(st->scratch[p].get(), g.scratch[p].get(), std::max(max_len, hdr_rec_bytes));
+      }
+    }
+    g.streams.push_back(std::move(st));
+  }
+  return {};
+}
+
 error gen_open(const devargs& args, void** priv) {
   try {
     auto g = std::make_unique<gen_port>();
     if (auto e = parse_options(args, *g)) return e;
     if (auto e = build(*g)) return e;
-    g->size_rng = g->seed ^ 0x512e5eedull;
-    g->next_size = pick_size(*g);
     const double rate_per_s = g->pps > 0 ? g->pps : g->bps;
     const double max_cost = g->pps > 0 ? 1.0 : frame_bits(g->sizes.back());
     g->tokens_per_ns = rate_per_s / 1e9;
     // About 1 ms of traffic absorbs an engine that polls late without letting
     // an idle spell turn into a long line-rate burst.
     g->bucket_depth = std::max(rate_per_s * 1e-3, 32 * max_cost);
+    if (auto e = make_streams(*g, 1)) return e;
     detail::log(log_level::debug, "gen: {} flows, {} frame size(s), {}", g->num_flows, g->sizes.size(),
                 g->use_templates ? "prebuilt templates" : "patched headers");
     *priv = g.release();
@@ -549,33 +588,37 @@ void gen_get_caps(void* priv, port_caps* caps) {
 error gen_start(void* priv) {
   auto& g = *static_cast<gen_port*>(priv);
   g.t0_ns = steady_ns();
-  g.last_refill_ns = g.t0_ns;
-  g.tokens = 0;
+  for (auto& st : g.streams) {
+    st->last_refill_ns = g.t0_ns;
+    st->tokens = 0;
+  }
   return {};
 }
 
-status gen_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
-  auto& g = *static_cast<gen_port*>(priv);
+error gen_set_lanes(void* priv, uint32_t lanes) { return make_streams(*static_cast<gen_port*>(priv), lanes); }
+
+status burst(gen_port& g, gen_port::stream& st, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
   *produced = 0;
-  if (g.count != 0 && g.emitted >= g.count) return status::shutdown;
-  const bool paced = g.tokens_per_ns > 0;
+  if (st.count != 0 && st.emitted >= st.count) return status::shutdown;
+  const bool paced = st.tokens_per_ns > 0;
   if (paced || g.duration_ns != 0) {
     const int64_t now = steady_ns();
     if (g.duration_ns != 0 && static_cast<uint64_t>(now - g.t0_ns) >= g.duration_ns) return status::shutdown;
     if (paced) {
-      g.tokens = std::min(g.bucket_depth, g.tokens + static_cast<double>(now - g.last_refill_ns) * g.tokens_per_ns);
-      g.last_refill_ns = now;
+      st.tokens = std::min(st.bucket_depth, st.tokens + static_cast<double>(now - st.last_refill_ns) * st.tokens_per_ns);
+      st.last_refill_ns = now;
     }
   }
   uint64_t n = budget;
-  if (g.count != 0) n = std::min(n, g.count - g.emitted);
-  if (g.pps > 0) n = std::min(n, static_cast<uint64_t>(g.tokens));
-  if (g.bps > 0 && g.tokens < frame_bits(g.sizes[g.next_size])) n = 0;
+  if (st.count != 0) n = std::min(n, st.count - st.emitted);
+  if (g.pps > 0) n = std::min(n, static_cast<uint64_t>(st.tokens));
+  if (g.bps > 0 && st.tokens < frame_bits(g.sizes[st.next_size])) n = 0;
   if (n == 0) return budget == 0 ? status::success : status::again;
 
   const uint64_t ts = realtime_ns();
   const uint32_t flows = g.num_flows;
-  uint32_t slot = g.slot;
+  uint32_t slot = st.slot;
+  const uint32_t step = st.step, first = st.lane;
   uint32_t i = 0;
   uint64_t bytes = 0;
   if (g.use_templates && g.kind == size_kind::fixed && g.bps == 0) {
@@ -583,33 +626,45 @@ status gen_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* 
     const uint32_t len = g.sizes[0], stride = g.tmpl_stride[0];
     for (; i < n; ++i) {
       sink.deliver(base + size_t{slot} * stride, len, len, ts + i);
-      if (++slot == flows) slot = 0;
+      if ((slot += step) >= flows) slot = first;
     }
     bytes = uint64_t{len} * n;
   } else {
     for (; i < n; ++i) {
-      const uint32_t k = g.next_size;
+      const uint32_t k = st.next_size;
       const uint32_t len = g.sizes[k];
       if (g.bps > 0) {
         const double cost = frame_bits(len);
-        if (cost > g.tokens) break;
-        g.tokens -= cost;
+        if (cost > st.tokens) break;
+        st.tokens -= cost;
       }
       const uint8_t* f = g.use_templates ? g.templates.get() + g.tmpl_off[k] + size_t{slot} * g.tmpl_stride[k]
-                                         : patch_frame(g, slot, len);
+                                         : patch_frame(g, st, slot, len);
       sink.deliver(f, len, len, ts + i);
       bytes += len;
-      if (++slot == flows) slot = 0;
-      g.next_size = pick_size(g);
+      if ((slot += step) >= flows) slot = first;
+      st.next_size = pick_size(g, st);
     }
   }
-  if (g.pps > 0) g.tokens -= static_cast<double>(i);
-  g.slot = slot;
-  g.emitted += i;
-  g.rx_frames.store(g.rx_frames.load(std::memory_order_relaxed) + i, std::memory_order_relaxed);
-  g.rx_bytes.store(g.rx_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  if (g.pps > 0) st.tokens -= static_cast<double>(i);
+  st.slot = slot;
+  st.emitted += i;
+  st.rx_frames.store(st.rx_frames.load(std::memory_order_relaxed) + i, std::memory_order_relaxed);
+  st.rx_bytes.store(st.rx_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
   *produced = i;
   return status::success;
+}
+
+status gen_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  auto& g = *static_cast<gen_port*>(priv);
+  return burst(g, *g.streams.front(), sink, budget, produced);
+}
+
+status gen_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  auto& g = *static_cast<gen_port*>(priv);
+  *produced = 0;
+  if (lane >= g.streams.size()) return status::invalid_value;
+  return burst(g, *g.streams[lane], sink, budget, produced);
 }
 
 // The gen port's wire is a sink: transmitted frames are counted and dropped.
@@ -630,8 +685,10 @@ void gen_close(void* priv) { delete static_cast<gen_port*>(priv); }
 void gen_get_counters(void* priv, counters* c) {
   const auto& g = *static_cast<gen_port*>(priv);
   *c = counters{};
-  c->rx_frames = g.rx_frames.load(std::memory_order_relaxed);
-  c->rx_bytes = g.rx_bytes.load(std::memory_order_relaxed);
+  for (const auto& st : g.streams) {
+    c->rx_frames += st->rx_frames.load(std::memory_order_relaxed);
+    c->rx_bytes += st->rx_bytes.load(std::memory_order_relaxed);
+  }
   c->tx_frames = g.tx_frames.load(std::memory_order_relaxed);
   c->tx_bytes = g.tx_bytes.load(std::memory_order_relaxed);
 }
@@ -665,6 +722,8 @@ const ops gen_ops = {
     .stop = gen_stop,
     .close = gen_close,
     .get_counters = gen_get_counters,
+    .set_lanes = gen_set_lanes,
+    .rx_burst_lane = gen_rx_burst_lane,
 };
 
 }  // namespace gnio::backend
