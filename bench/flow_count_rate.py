@@ -23,15 +23,16 @@ def machine():
     return m
 
 
-def run(binary, execu, size, queues, count, extra):
+def run(binary, execu, size, queues, count, extra, lanes=1):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
-    port = f"gen:size={size},flows=4096,count={count}"
+    port = f"gen:size={size},flows=4096,count={count}" + (f",lanes={lanes}" if lanes > 1 else "")
     cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json", path] + extra
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wall = time.time() - t0
-    row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "count": count, "rc": p.returncode,
+    row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "lanes": lanes, "count": count,
+           "rc": p.returncode,
            "wall_s": round(wall, 3)}
     if p.returncode == 0:
         with open(path) as f:
@@ -52,6 +53,7 @@ def main():
     ap.add_argument("--queues", default="1,2,4")
     ap.add_argument("--count", type=int, default=10_000_000, help="packets per run at 64 B (fewer for larger frames)")
     ap.add_argument("--executors", default="cuda,host")
+    ap.add_argument("--lanes", default="1", help="engine threads per port to try (each <= queues), e.g. 1,4")
     args = ap.parse_args()
 
     m = machine()
@@ -60,8 +62,9 @@ def main():
     for size in [int(s) for s in args.sizes.split(",")]:
         count = args.count if size <= 128 else max(args.count // 5, 100_000)
         for q in [int(x) for x in args.queues.split(",")]:
+          for lanes in sorted({min(int(l), q) for l in args.lanes.split(",")}):
             for ex in args.executors.split(","):
-                r = run(args.bin, ex, size, q, count, [])
+                r = run(args.bin, ex, size, q, count, [], lanes)
                 rows.append(r)
                 status = f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']}" if r["rc"] == 0 else f"rc={r['rc']}"
                 print(f"bench: {r['command']}\n       -> {status}", flush=True)
@@ -70,13 +73,15 @@ def main():
         if r["executor"] != "cuda" or r["rc"] != 0:
             continue
         h = next((x for x in rows if x["executor"] == "host" and x["size"] == r["size"] and x["queues"] == r["queues"]
-                  and x["rc"] == 0), None)
+                  and x["lanes"] == r["lanes"] and x["rc"] == 0), None)
         if h and h["mpps"]:
-            ratios.append({"size": r["size"], "queues": r["queues"], "cuda_mpps": r["mpps"], "host_mpps": h["mpps"],
+            ratios.append({"size": r["size"], "queues": r["queues"], "lanes": r["lanes"], "cuda_mpps": r["mpps"],
+                           "host_mpps": h["mpps"],
                            "cuda_over_host": round(r["mpps"] / h["mpps"], 3)})
-    print("\nsize  queues  cuda Mpps  host Mpps  cuda/host")
+    print("\nsize  queues  lanes  cuda Mpps  host Mpps  cuda/host")
     for x in ratios:
-        print(f"{x['size']:>4}  {x['queues']:>6}  {x['cuda_mpps']:>9.2f}  {x['host_mpps']:>9.2f}  {x['cuda_over_host']:>9.2f}")
+        print(f"{x['size']:>4}  {x['queues']:>6}  {x['lanes']:>5}  {x['cuda_mpps']:>9.2f}  {x['host_mpps']:>9.2f}  "
+              f"{x['cuda_over_host']:>9.2f}")
     with open(args.json, "w") as f:
         json.dump({"benchmark": "flow_count_rate", "machine": m, "argv": sys.argv, "runs": rows, "ratios": ratios}, f, indent=2)
     print(f"bench: wrote {args.json}")

@@ -16,10 +16,10 @@ build=build-gpu
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
-  ninja -C "$build" flow_count gnio_tool conformance_test flow_count_test || return 1
+  ninja -C "$build" flow_count gnio_tool conformance_test flow_count_test pp_test || return 1
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
-  for bin in "$build/examples/flow_count/flow_count" "$build/tests/conformance_test"; do
+  for bin in "$build/examples/flow_count/flow_count" "$build/tests/conformance_test" "$build/tools/gnio/gnio"; do
     ldd "$bin" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
       xargs -r -I{} cp -L {} "$build/lib/"
   done
@@ -32,6 +32,7 @@ do_run() {
   export LD_LIBRARY_PATH="$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export GNIO_TEST_DATA_DIR="$PWD/tests/data"
   export GNIO_FLOW_COUNT_BIN="$PWD/$build/examples/flow_count/flow_count"
+  export GNIO_TOOL_BIN="$PWD/$build/tools/gnio/gnio"
   local fails=0 summary=()
   step() {  # step NAME COMMAND...: run, log to $out/NAME.log, record pass/fail/skip
     local name=$1; shift
@@ -48,7 +49,12 @@ do_run() {
   step conformance_cuda env GNIO_TEST_EXEC=cuda "$build/tests/conformance_test"
   step conformance_host env GNIO_TEST_EXEC=host "$build/tests/conformance_test"
   step flow_count_cuda env GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test"
-  step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json"
+  step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
+  # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
+  step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
+  step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
+  step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
+    --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
   echo
   echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
   printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
