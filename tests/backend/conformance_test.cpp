@@ -1,8 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// One ring conformance suite, run against every backend (pcap, gen, pair) on
-// the executor chosen by GNIO_TEST_EXEC (host, or cuda on a GPU machine), and
-// the lifecycle rules of DESIGN §6.
+// One ring conformance suite, run against every backend (pcap, gen, pair, and
+// af_packet on a veth pair) on the executor chosen by GNIO_TEST_EXEC (host, or
+// cuda on a GPU machine), and the lifecycle rules of DESIGN §6.
+//
+// The af_packet cases need a veth pair whose ends are named by GNIO_CONF_IF
+// (the port under test) and GNIO_CONF_PEER (where a raw socket feeds frames
+// and reads what the port sends), both in this process's network namespace,
+// with IPv6 off so only the test's frames flow; tests/integration/netns.sh
+// conformance sets that up. Without GNIO_CONF_IF they are skipped.
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <pcap/pcap.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -106,8 +118,69 @@ frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds
   return out;
 }
 
-enum class kind { pcap, gen, pair };
-std::string to_string(kind k) { return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : "pair"; }
+enum class kind { pcap, gen, pair, af_packet };
+std::string to_string(kind k) {
+  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : "af_packet";
+}
+
+std::string env_str(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+
+// A packet socket on the peer end of the af_packet veth: the wire's far side.
+// receive=false: send only (protocol 0 receives nothing).
+int open_raw(const std::string& ifname, bool receive) {
+  const uint16_t proto = receive ? htons(ETH_P_ALL) : 0;
+  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, proto);
+  EXPECT_GE(fd, 0) << "socket(AF_PACKET): " << std::strerror(errno);
+  if (fd < 0) return -1;
+  const int one = 1;
+  (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);  // raw_recv filters too
+  // Echoed frames pile up while the feeder still sends: the default ~200 KB
+  // receive buffer would drop some.
+  const int big = 64 << 20;
+  if (receive && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big) != 0)
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  sockaddr_ll a{};
+  a.sll_family = AF_PACKET;
+  a.sll_protocol = proto;
+  a.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  EXPECT_NE(a.sll_ifindex, 0) << "GNIO_CONF_PEER=" << ifname << ": no such interface";
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  return fd;
+}
+
+void raw_send(int fd, const std::vector<uint8_t>& f) {
+  for (int tries = 0; tries < 10000; ++tries) {
+    if (send(fd, f.data(), f.size(), 0) == static_cast<ssize_t>(f.size())) return;
+    if (errno != ENOBUFS && errno != EAGAIN) break;
+    std::this_thread::sleep_for(100us);
+  }
+  ADD_FAILURE() << "raw send of " << f.size() << " bytes failed: " << std::strerror(errno);
+}
+
+frames raw_recv(int fd, size_t n, std::chrono::milliseconds timeout) {
+  frames out;
+  std::vector<uint8_t> buf(65536);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (out.size() < n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    sockaddr_ll from{};
+    socklen_t fl = sizeof from;
+    const ssize_t r = recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    if (r <= 0 || from.sll_pkttype == PACKET_OUTGOING) continue;
+    out.emplace_back(buf.begin(), buf.begin() + r);
+  }
+  return out;
+}
 
 int g_pair_seq = 0;
 
@@ -122,6 +195,22 @@ struct source {
   std::optional<gnio::port> peer;
   gnio::device::txq peer_tx{};
   gnio::device::rxq peer_rx{};
+  // af_packet only: raw sockets on GNIO_CONF_PEER
+  int raw_tx = -1, raw_rx = -1;
+
+  // Sources that run until stopped and are fed by the test.
+  bool live() const { return k == kind::pair || k == kind::af_packet; }
+  void open_raw_peer() {
+    raw_tx = open_raw(env_str("GNIO_CONF_PEER"), false);
+    raw_rx = open_raw(env_str("GNIO_CONF_PEER"), true);
+  }
+  void send_one(const std::vector<uint8_t>& f) {
+    if (k == kind::af_packet) raw_send(raw_tx, f);
+    else host_send(peer_tx, f);
+  }
+  frames peer_recv(size_t n, std::chrono::milliseconds timeout) {
+    return k == kind::af_packet ? raw_recv(raw_rx, n, timeout) : host_recv(peer_rx, n, timeout);
+  }
 
   void open_peer(const std::string& name) {
     host = std::move(gnio::gpu::open("host")).value();
@@ -139,10 +228,12 @@ struct source {
     peer_rx = *peer->rxq(*r);
   }
   void feed() {
-    for (const auto& f : expected) host_send(peer_tx, f);
+    for (const auto& f : expected) send_one(f);
   }
   ~source() {
     if (peer) (void)peer->stop();
+    if (raw_tx >= 0) close(raw_tx);
+    if (raw_rx >= 0) close(raw_rx);
   }
 };
 
@@ -164,9 +255,14 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
     const std::string opts = "size=64-1500,flows=16,seed=7";
     s->dev = "gen:count=" + std::to_string(n) + "," + opts;
     s->expected = gen_frames("gen:" + opts, n);
-  } else {
+  } else if (k == kind::pair) {
     const std::string name = "conf" + std::to_string(g_pair_seq++);
     s->dev = "pair:name=" + name;
+    s->expected = gen_frames("gen:size=60-1514,flows=32,seed=11", n);
+  } else {
+    // Generated frames have valid Ethernet/IP headers and fit a 1500-byte MTU,
+    // so the veth passes them unchanged.
+    s->dev = "af_packet:if=" + env_str("GNIO_CONF_IF");
     s->expected = gen_frames("gen:size=60-1514,flows=32,seed=11", n);
   }
   if (!extra.empty()) s->dev += "," + extra;
@@ -282,6 +378,12 @@ void expect_records(const std::vector<conf::record>& got, const frames& want, si
 class ring_conformance : public testing::TestWithParam<kind> {
  protected:
   gnio::gpu g = open_gpu();
+  void SetUp() override {
+    if (GetParam() != kind::af_packet) return;
+    if (!gnio::backend::find("af_packet")) GTEST_SKIP() << "the af_packet backend is not built";
+    if (env_str("GNIO_CONF_IF").empty() || env_str("GNIO_CONF_PEER").empty())
+      GTEST_SKIP() << "GNIO_CONF_IF/GNIO_CONF_PEER unset: run tests/integration/netns.sh conformance";
+  }
   void TearDown() override { EXPECT_FALSE(g.destroy()); }
 
   // Runs a record kernel over n frames of the source through a ring of `ring` slots.
@@ -293,12 +395,14 @@ class ring_conformance : public testing::TestWithParam<kind> {
       std::string name = src->dev.substr(src->dev.find("name=") + 5);
       name = name.substr(0, name.find(','));
       src->open_peer(name);
+    } else if (src->k == kind::af_packet) {
+      src->open_raw_peer();
     }
     ASSERT_FALSE(d.start());
     ASSERT_FALSE(d.launch_record());
-    if (src->k == kind::pair) {
+    if (src->live()) {
       src->feed();
-      ASSERT_TRUE(d.wait_drained(total, 30s)) << "pair: frames did not all arrive";
+      ASSERT_TRUE(d.wait_drained(total, 30s)) << to_string(src->k) << ": frames did not all arrive";
       ASSERT_FALSE(d.runner->stop(5s));
     } else {
       auto w = d.runner->wait(60s);
@@ -333,10 +437,11 @@ TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
   const uint64_t total = src->expected.size();
   dut d(g, src->dev, ring, total);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5, src->dev.find(',') - src->dev.find("name=") - 5));
+  if (src->k == kind::af_packet) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   // Fill the ring with no consumer running: everything past 64 must be dropped and counted.
   const auto end = std::chrono::steady_clock::now() + 30s;
-  if (src->k == kind::pair) src->feed();
+  if (src->live()) src->feed();
   for (;;) {
     auto st = d.p.stats();
     if (st.rxq[d.rxq].delivered + st.rxq[d.rxq].missed >= total) break;
@@ -365,12 +470,13 @@ TEST_P(ring_conformance, tx_round_trip) {
   if (src->k == kind::pcap) src->dev += ",tx=" + out;
   dut d(g, src->dev, 256, 0, true);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  if (src->k == kind::af_packet) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   ASSERT_FALSE(d.launch_echo());
   frames back;
-  if (src->k == kind::pair) {
+  if (src->live()) {
     src->feed();
-    back = host_recv(src->peer_rx, total, 30s);
+    back = src->peer_recv(total, 30s);
     ASSERT_FALSE(d.runner->stop(5s));
   } else {
     ASSERT_FALSE(d.runner->wait(60s));
@@ -399,18 +505,19 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
     src = make_source(kind::pcap, 2);
     src->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=0";  // endless
   } else {
-    src = make_source(kind::pair, 64);
+    src = make_source(GetParam(), 64);
   }
   dut d(g, src->dev, 256, 0);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  if (src->k == kind::af_packet) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   ASSERT_FALSE(d.launch_record());
   std::atomic<bool> feeding{true};
   std::thread feeder;
-  if (src->k == kind::pair)
+  if (src->live())
     feeder = std::thread([&] {
       while (feeding.load())
-        for (const auto& f : src->expected) host_send(src->peer_tx, f);
+        for (const auto& f : src->expected) src->send_one(f);
     });
   std::this_thread::sleep_for(300ms);
   auto e = d.runner->stop(5s);
@@ -438,7 +545,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   EXPECT_FALSE(d.p.close());
 }
 
-INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair),
+INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet),
                          [](const auto& info) { return to_string(info.param); });
 
 // --- Semaphores ----------------------------------------------------------------
