@@ -1,0 +1,858 @@
+// SPDX-License-Identifier: Apache-2.0
+// af_xdp: a real Linux interface through AF_XDP sockets (libxdp's xsk API).
+//
+// One XSK socket per kernel queue (queue=Q .. Q+queues-1), each with a UMEM of
+// its own: the lower half of its frames feeds the fill ring (receive), the
+// upper half is a private free list for transmit. Every gnio TX queue sends
+// through the first socket, so frames leave in the order they were rung. libxdp loads its default
+// redirect program when the first socket binds and removes it when the last
+// one goes, so a closed port leaves no XDP program behind.
+//
+// Receive copies every frame out of the UMEM into gnio's RX rings through
+// rx_sink::deliver, so the UMEM never leaves this file and a frame goes back
+// to the fill ring as soon as the burst is delivered.
+//
+// A later zero-copy path would not copy: it would cudaHostRegister() the very
+// area mmap'ed here (cudaHostRegisterMapped; the kernel already pins it for
+// the UMEM, and both pins coexist on an anonymous mapping), hand kernels the
+// device pointer from cudaHostGetDevicePointer() plus UMEM offsets as RX
+// descriptors, and return a frame to the fill ring only once the kernel's
+// published consumer index has passed it. That needs a ring of its own in the
+// core, so nothing here calls CUDA.
+//
+// rx_burst and tx_burst run on the engine thread only (libxdp's rings are
+// single-producer/single-consumer); get_counters may run on any thread.
+
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+#include <xdp/xsk.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gnio/backend/backend.hpp"
+#include "log_internal.hpp"
+
+namespace gnio::backend {
+
+extern const ops af_xdp_ops;
+
+namespace {
+
+using detail::fail;
+
+constexpr uint64_t k_default_frames = 4096;
+constexpr uint64_t k_default_frame_size = 2048;
+constexpr uint64_t k_max_queues = 64;
+// The interface can vanish without any call failing (the socket is just
+// unbound), so rx_burst looks for that this often.
+constexpr uint64_t k_health_period_ns = 20'000'000;
+// A transmit that cannot get a free frame or descriptor for this long gives up
+// rather than stall the engine (and every RX queue behind it).
+constexpr uint64_t k_tx_stall_ns = 500'000'000;
+constexpr int k_busy_retries = 50;
+constexpr useconds_t k_busy_retry_us = 10'000;
+
+enum class attach_mode { skb, drv, automatic };
+
+const char* mode_name(uint32_t xdp_flags) { return xdp_flags & XDP_FLAGS_SKB_MODE ? "skb" : "drv"; }
+
+uint64_t clock_ns(clockid_t id) {
+  timespec t{};
+  clock_gettime(id, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+struct xsk_queue {
+  uint32_t qid = 0;
+  uint8_t* area = nullptr;  // this queue's slice of the port's mapping
+  xsk_umem* umem = nullptr;
+  xsk_socket* xsk = nullptr;
+  int fd = -1;
+  bool zerocopy = false;
+  xsk_ring_prod fill{};
+  xsk_ring_cons comp{};
+  xsk_ring_cons rx{};
+  xsk_ring_prod tx{};
+  std::vector<uint64_t> rx_free;  // RX frames owned by us, waiting for the fill ring
+  std::vector<uint64_t> tx_free;  // TX frames owned by us
+  std::vector<uint32_t> tx_len;   // length last queued in each TX frame, counted at completion
+  uint32_t tx_total = 0;          // TX frames in this UMEM
+  // Last XDP_STATISTICS read, so counters survive a socket the kernel unbound.
+  xdp_statistics last{};
+};
+
+struct port {
+  std::string ifname;
+  unsigned ifindex = 0;
+  uint32_t first_queue = 0;
+  uint32_t num_queues = 1;
+  uint32_t channels = 0;
+  attach_mode mode = attach_mode::automatic;
+  int zerocopy = -1;  // -1: the kernel decides
+  uint32_t frames = k_default_frames;
+  uint32_t frame_size = k_default_frame_size;
+  uint32_t rx_frames = 0;  // per queue
+  uint32_t tx_frames = 0;  // per queue
+  uint32_t xdp_flags = 0;  // the mode that was attached
+
+  void* area = MAP_FAILED;
+  size_t area_bytes = 0;
+  std::vector<xsk_queue> q;
+
+  // Engine-thread state.
+  uint32_t rr = 0;
+  uint64_t next_health_ns = 0;
+  bool failed = false;
+  uint32_t tx_kick_warnings = 0;
+
+  std::atomic<uint64_t> rx_pkts{0}, rx_bytes{0}, tx_pkts{0}, tx_bytes{0}, tx_errors{0};
+  std::mutex stats_mu;  // guards xsk_queue::last
+};
+
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+// libxdp and libbpf report why an attach failed only through their print
+// callbacks (the kernel's extack text arrives there too), so while a socket is
+// created their output is captured for the error message and forwarded to
+// gnio's log instead of stderr. Both hooks are process-global.
+// Recursive: a failed open tears down (and captures) inside its own capture.
+std::recursive_mutex g_print_mu;
+std::string* g_captured = nullptr;
+
+void capture(bool warning, const char* fmt, va_list ap) {
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  if (n <= 0) return;
+  std::string line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  if (line.empty()) return;
+  detail::log(log_level::debug, "af_xdp: {}", line);
+  // Only warnings explain a failure; the info lines are libbpf's ELF chatter.
+  if (!warning || !g_captured || g_captured->find(line) != std::string::npos) return;
+  if (!g_captured->empty()) *g_captured += "; ";
+  *g_captured += line;
+}
+
+int libxdp_print(enum libxdp_print_level level, const char* fmt, va_list ap) {
+  if (level != LIBXDP_DEBUG) capture(level == LIBXDP_WARN, fmt, ap);
+  return 0;
+}
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  if (level != LIBBPF_DEBUG) capture(level == LIBBPF_WARN, fmt, ap);
+  return 0;
+}
+
+class print_capture {
+ public:
+  print_capture() : lk_(g_print_mu), outer_(g_captured) {
+    g_captured = &text_;
+    old_xdp_ = libxdp_set_print(libxdp_print);
+    old_bpf_ = libbpf_set_print(libbpf_print);
+  }
+  ~print_capture() {
+    libxdp_set_print(old_xdp_);
+    libbpf_set_print(old_bpf_);
+    g_captured = outer_;
+  }
+  print_capture(const print_capture&) = delete;
+  print_capture& operator=(const print_capture&) = delete;
+  // The warnings libxdp/libbpf gave since the last take(), as a suffix for
+  // an error message ("" when they said nothing).
+  std::string take() {
+    std::string s;
+    if (!text_.empty()) {
+      // The last words are the ones nearest the failure.
+      constexpr size_t k_max = 700;
+      s = " (" + (text_.size() > k_max ? "..." + text_.substr(text_.size() - k_max) : text_) + ")";
+    }
+    text_.clear();
+    return s;
+  }
+
+ private:
+  std::lock_guard<std::recursive_mutex> lk_;
+  std::string* outer_;
+  std::string text_;
+  libxdp_print_fn_t old_xdp_ = nullptr;
+  libbpf_print_fn_t old_bpf_ = nullptr;
+};
+
+// A socket just for interface ioctls, closed on scope exit.
+struct ctl_socket {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ~ctl_socket() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// RX queues the kernel has for the interface: ethtool's channel count, or the
+// sysfs queue directories for drivers without ETHTOOL_GCHANNELS.
+error count_channels(const std::string& ifname, uint32_t* out) {
+  *out = 0;
+  ctl_socket s;
+  if (s.fd >= 0) {
+    ethtool_channels ch{};
+    ch.cmd = ETHTOOL_GCHANNELS;
+    ifreq ifr{};
+    std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname.c_str());
+    ifr.ifr_data = reinterpret_cast<char*>(&ch);
+    if (ioctl(s.fd, SIOCETHTOOL, &ifr) == 0) *out = ch.combined_count + ch.rx_count;
+  }
+  if (*out == 0) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/class/net/" + ifname + "/queues", ec))
+      if (e.path().filename().string().rfind("rx-", 0) == 0) ++*out;
+  }
+  if (*out == 0)
+    return fail(status::not_supported,
+                "af_xdp: cannot tell how many RX queues {} has (ETHTOOL_GCHANNELS failed and /sys/class/net/{}/queues "
+                "lists none)",
+                ifname, ifname);
+  return {};
+}
+
+// Pinning the UMEM counts against RLIMIT_MEMLOCK unless the process has
+// CAP_IPC_LOCK, and old kernels charge BPF maps there too; the defaults (often
+// 8 MiB) are below one queue's UMEM, so lift the limit as far as allowed.
+void raise_memlock() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_MEMLOCK, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return;
+  rlimit inf{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_MEMLOCK, &inf) == 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)setrlimit(RLIMIT_MEMLOCK, &r);
+  }
+}
+
+std::string memlock_text() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_MEMLOCK, &r) != 0) return "unknown";
+  if (r.rlim_cur == RLIM_INFINITY) return "unlimited";
+  return fmt::format("{} KiB", r.rlim_cur / 1024);
+}
+
+void destroy(port* p) {
+  if (!p) return;
+  // libxdp explains itself on stderr while detaching (e.g. that there is no
+  // bpffs); route that to the log.
+  print_capture pc;
+  // Sockets before their UMEMs (a UMEM in use refuses deletion with EBUSY);
+  // libxdp detaches its XDP program when the interface's last socket goes.
+  for (auto& q : p->q) {
+    if (q.xsk) xsk_socket__delete(q.xsk);
+    q.xsk = nullptr;
+  }
+  for (auto& q : p->q) {
+    if (q.umem) {
+      if (int rc = xsk_umem__delete(q.umem); rc != 0)
+        detail::log(log_level::warn, "af_xdp: {} queue {}: deleting the UMEM failed: {}", p->ifname, q.qid,
+                    std::strerror(-rc));
+    }
+    q.umem = nullptr;
+  }
+  if (p->area != MAP_FAILED) munmap(p->area, p->area_bytes);
+  p->area = MAP_FAILED;
+  delete p;
+}
+
+// Turns a failed xsk_umem__create/xsk_socket__create into a status with the remedy.
+error xsk_error(const port* p, uint32_t qid, const char* what, int err, const std::string& libxdp_text) {
+  const std::string where = p->xdp_flags
+                                ? fmt::format("af_xdp: {} queue {} ({} mode)", p->ifname, qid, mode_name(p->xdp_flags))
+                                : fmt::format("af_xdp: {} queue {}", p->ifname, qid);
+  switch (err) {
+    case EPERM:
+    case EACCES:
+      return fail(status::not_permitted,
+                  "{}: {} failed: {}; AF_XDP needs CAP_NET_RAW, and loading the XDP program CAP_NET_ADMIN plus CAP_BPF "
+                  "(or CAP_SYS_ADMIN): run as root or grant them (setcap cap_net_raw,cap_net_admin,cap_bpf+ep){}",
+                  where, what, std::strerror(err), libxdp_text);
+    case ENOBUFS:
+    case ENOMEM:
+      return fail(status::not_permitted,
+                  "{}: {} failed: {}; the {} MiB UMEM could not be pinned under RLIMIT_MEMLOCK ({}): raise it (ulimit "
+                  "-l unlimited, LimitMEMLOCK=infinity) or grant CAP_IPC_LOCK, or give a smaller frames={}",
+                  where, what, std::strerror(err), (static_cast<uint64_t>(p->frames) * p->frame_size) >> 20,
+                  memlock_text(), libxdp_text);
+    case ENODEV:
+    case ENXIO:
+      return fail(status::not_found, "{}: {} failed: {}; the interface disappeared{}", where, what, std::strerror(err),
+                  libxdp_text);
+    case EBUSY:
+    case EEXIST:
+      return fail(status::in_use,
+                  "{}: {} failed: {}; another AF_XDP socket is bound to this queue or another XDP program is attached "
+                  "(ip -d link show {}; xdp-loader status {}){}",
+                  where, what, std::strerror(err), p->ifname, p->ifname, libxdp_text);
+    case EOPNOTSUPP:
+      return fail(status::not_supported, "{}: {} failed: {}{}{}", where, what, std::strerror(err),
+                  p->zerocopy == 1 ? "; the driver has no zero-copy AF_XDP support, try zerocopy=0"
+                                   : "; the driver does not support this XDP mode, try mode=skb",
+                  libxdp_text);
+    default:
+      return fail(status::driver, "{}: {} failed: {}{}", where, what, std::strerror(err), libxdp_text);
+  }
+}
+
+error open_queue(port* p, xsk_queue& q, print_capture& pc) {
+  (void)pc.take();  // what earlier queues' successful setup said is no explanation
+  const char* what = "";
+
+  // One try in one mode, from a fresh UMEM: libxdp gives a UMEM's first
+  // socket the UMEM's own fd and keeps it open (and bound to the queue) when
+  // attaching the program fails, so a second try needs a new UMEM.
+  auto attempt = [&](uint32_t xdp_flags) -> int {
+    xsk_umem_config ucfg{};
+    ucfg.fill_size = p->rx_frames;
+    ucfg.comp_size = p->tx_frames;
+    ucfg.frame_size = p->frame_size;
+    ucfg.frame_headroom = 0;
+    ucfg.flags = 0;
+    what = "registering the UMEM";
+    const uint64_t bytes = static_cast<uint64_t>(p->frames) * p->frame_size;
+    if (int rc = xsk_umem__create(&q.umem, q.area, bytes, &q.fill, &q.comp, &ucfg); rc != 0) {
+      q.umem = nullptr;
+      return rc;
+    }
+    xsk_socket_config scfg{};
+    scfg.rx_size = p->rx_frames;
+    scfg.tx_size = p->tx_frames;
+    scfg.libxdp_flags = 0;  // let libxdp load (or reuse) its redirect program
+    scfg.xdp_flags = xdp_flags;
+    uint16_t bind = XDP_USE_NEED_WAKEUP;
+    // Generic (skb) XDP can only copy; saying so keeps the bind from depending
+    // on what the driver would offer in native mode.
+    if (p->zerocopy == 1)
+      bind |= XDP_ZEROCOPY;
+    else if (p->zerocopy == 0 || (xdp_flags & XDP_FLAGS_SKB_MODE))
+      bind |= XDP_COPY;
+    scfg.bind_flags = bind;
+    p->xdp_flags = xdp_flags;
+    what = "creating the AF_XDP socket";
+    int rc = xsk_socket__create(&q.xsk, p->ifname.c_str(), q.qid, q.umem, &q.rx, &q.tx, &scfg);
+    if (rc != 0) {
+      q.xsk = nullptr;
+      (void)xsk_umem__delete(q.umem);
+      q.umem = nullptr;
+    }
+    return rc;
+  };
+
+  auto create = [&](uint32_t xdp_flags) -> int {
+    int rc = 0, tries = 0;
+    // A socket closed just before (by this process or another) frees its hold
+    // on the queue from a kernel work item, a moment after close() returned;
+    // until then bind says EBUSY. Only a lasting EBUSY means the queue is taken.
+    for (;; ++tries) {
+      rc = attempt(xdp_flags);
+      if (rc != -EBUSY || tries >= k_busy_retries) break;
+      (void)pc.take();
+      usleep(k_busy_retry_us);
+    }
+    if (rc == 0 && tries)
+      detail::log(log_level::debug, "af_xdp: {} queue {}: bound after {} EBUSY retries", p->ifname, q.qid, tries);
+    return rc;
+  };
+
+  int rc = 0;
+  if (p->xdp_flags != 0) {
+    rc = create(p->xdp_flags);  // later queues use the mode the first one got
+  } else if (p->mode == attach_mode::skb) {
+    rc = create(XDP_FLAGS_SKB_MODE);
+  } else if (p->mode == attach_mode::drv) {
+    rc = create(XDP_FLAGS_DRV_MODE);
+  } else {
+    rc = create(XDP_FLAGS_DRV_MODE);
+    // Permission, memory, busy-queue and missing-device failures would recur
+    // in skb mode; zero-copy has no skb mode to fall back to.
+    const int e = -rc;
+    if (rc != 0 && p->zerocopy != 1 && e != EPERM && e != EACCES && e != ENODEV && e != ENOMEM && e != ENOBUFS &&
+        e != EBUSY && e != EEXIST) {
+      detail::log(log_level::info, "af_xdp: {} queue {}: native (drv) XDP failed ({}{}); falling back to skb mode",
+                  p->ifname, q.qid, std::strerror(e), pc.take());
+      rc = create(XDP_FLAGS_SKB_MODE);
+    }
+  }
+  if (rc != 0) return xsk_error(p, q.qid, what, -rc, pc.take());
+  q.fd = xsk_socket__fd(q.xsk);
+
+  xdp_options opts{};
+  socklen_t optlen = sizeof opts;
+  if (getsockopt(q.fd, SOL_XDP, XDP_OPTIONS, &opts, &optlen) == 0) q.zerocopy = opts.flags & XDP_OPTIONS_ZEROCOPY;
+
+  // Lower half of the UMEM receives, upper half transmits.
+  q.rx_free.reserve(p->rx_frames);
+  for (uint32_t i = 0; i < p->rx_frames; ++i) q.rx_free.push_back(static_cast<uint64_t>(i) * p->frame_size);
+  q.tx_total = p->tx_frames;
+  q.tx_free.reserve(p->tx_frames);
+  for (uint32_t i = 0; i < p->tx_frames; ++i)
+    q.tx_free.push_back(static_cast<uint64_t>(p->rx_frames + i) * p->frame_size);
+  q.tx_len.assign(p->frames, 0);
+  return {};
+}
+
+// Hands every RX frame we own back to the kernel.
+void refill(xsk_queue& q) {
+  if (q.rx_free.empty()) return;
+  const uint32_t n = std::min<uint32_t>(xsk_prod_nb_free(&q.fill, static_cast<uint32_t>(q.rx_free.size())),
+                                        static_cast<uint32_t>(q.rx_free.size()));
+  uint32_t idx = 0;
+  if (n == 0 || xsk_ring_prod__reserve(&q.fill, n, &idx) != n) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    *xsk_ring_prod__fill_addr(&q.fill, idx + i) = q.rx_free.back();
+    q.rx_free.pop_back();
+  }
+  xsk_ring_prod__submit(&q.fill, n);
+}
+
+// Takes finished TX frames back and counts them as sent: only the completion
+// says the kernel is done with a frame (in copy mode, after the driver freed it).
+void reap(port* p, xsk_queue& q) {
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&q.comp, q.tx_total, &idx);
+  if (n == 0) return;
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t addr = *xsk_ring_cons__comp_addr(&q.comp, idx + i);
+    bytes += q.tx_len[addr / p->frame_size];
+    q.tx_free.push_back(addr);
+  }
+  xsk_ring_cons__release(&q.comp, n);
+  bump(p->tx_pkts, n);
+  bump(p->tx_bytes, bytes);
+}
+
+uint32_t tx_in_flight(const xsk_queue& q) { return q.tx_total - static_cast<uint32_t>(q.tx_free.size()); }
+
+// Makes the kernel transmit what is in the TX ring. In copy mode each sendto
+// sends one batch and says EAGAIN while more is left, so it is repeated; in
+// zero-copy mode it only wakes the driver, which then drains the ring itself.
+error kick_tx(port* p, xsk_queue& q) {
+  for (int tries = 0; tries < 256; ++tries) {
+    if (!xsk_ring_prod__needs_wakeup(&q.tx)) return {};
+    if (sendto(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return {};
+    const int e = errno;
+    switch (e) {
+      case EAGAIN:
+      case EBUSY:    // completion ring full or a frame still with the driver
+      case ENOBUFS:  // no skb right now
+      case EINTR:
+        reap(p, q);
+        continue;
+      case ENETDOWN:
+        return fail(status::io_failed,
+                    "af_xdp: {} is down; frames wait in the TX ring until it is up (ip link set dev {} up)", p->ifname,
+                    p->ifname);
+      case ENXIO:
+        return fail(status::io_failed, "af_xdp: {} queue {}: the socket is no longer bound: the interface was removed",
+                    p->ifname, q.qid);
+      default:
+        return fail(status::io_failed, "af_xdp: {} queue {}: transmit wakeup (sendto) failed: {}", p->ifname, q.qid,
+                    std::strerror(e));
+    }
+  }
+  return {};  // still busy; the rest goes on the next kick (tx_burst or rx_burst)
+}
+
+// The kernel unbinds a socket whose interface is unregistered (removed, or
+// moved to another namespace) and leaves ENETDOWN in its error slot; nothing
+// else tells a socket that only receives.
+error check_health(port* p) {
+  for (auto& q : p->q) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(q.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err == 0) continue;
+    if (err == ENETDOWN)
+      return fail(status::io_failed,
+                  "af_xdp: {} (ifindex {}) was removed or moved to another network namespace; queue {} is unbound and "
+                  "receives nothing more",
+                  p->ifname, p->ifindex, q.qid);
+    return fail(status::io_failed, "af_xdp: {} queue {}: socket error: {}", p->ifname, q.qid, std::strerror(err));
+  }
+  return {};
+}
+
+void fail_engine(port* p, const error& e) {
+  p->failed = true;
+  // The engine reports only the status; the reason goes to the log.
+  detail::log(log_level::error, "{}", e.message());
+}
+
+error parse_mode(const devargs& a, port* p) {
+  std::string m = "auto";
+  if (auto e = get_string(a, "mode", &m); e) return e;
+  if (m == "skb")
+    p->mode = attach_mode::skb;
+  else if (m == "drv")
+    p->mode = attach_mode::drv;
+  else if (m == "auto")
+    p->mode = attach_mode::automatic;
+  else
+    return fail(status::bad_config, "af_xdp: mode={} must be skb, drv or auto", m);
+  return {};
+}
+
+error af_xdp_open(const devargs& a, void** priv) {
+  *priv = nullptr;
+  if (auto e = check_keys(a, {"if", "queue", "queues", "mode", "zerocopy", "frames", "frame_size"}); e) return e;
+  auto* p = new port;
+  auto bail = [&](error e) {
+    destroy(p);
+    return e;
+  };
+  if (auto e = get_string(a, "if", &p->ifname); e) return bail(e);
+  if (p->ifname.empty()) return bail(fail(status::bad_config, "af_xdp: '{}' names no interface; give if=NAME", a.text));
+  if (p->ifname.size() >= IFNAMSIZ)
+    return bail(fail(status::invalid_value, "af_xdp: if={} is longer than {} characters", p->ifname, IFNAMSIZ - 1));
+  uint64_t v = 0;
+  if (auto e = get_u64(a, "queue", 0, 65535, &v); e) return bail(e);
+  p->first_queue = static_cast<uint32_t>(v);
+  v = 1;
+  if (auto e = get_u64(a, "queues", 1, k_max_queues, &v); e) return bail(e);
+  p->num_queues = static_cast<uint32_t>(v);
+  if (auto e = parse_mode(a, p); e) return bail(e);
+  if (a.find("zerocopy")) {
+    v = 0;
+    if (auto e = get_u64(a, "zerocopy", 0, 1, &v); e) return bail(e);
+    p->zerocopy = static_cast<int>(v);
+  }
+  v = k_default_frames;
+  if (auto e = get_u64(a, "frames", 64, 1u << 20, &v); e) return bail(e);
+  if (!std::has_single_bit(v)) return bail(fail(status::invalid_value, "af_xdp: frames={} must be a power of two", v));
+  p->frames = static_cast<uint32_t>(v);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  v = k_default_frame_size;
+  if (auto e = get_u64(a, "frame_size", 2048, page, &v); e) return bail(e);
+  // Aligned-mode UMEM chunks: a power of two from 2048 up to the page size.
+  if (!std::has_single_bit(v))
+    return bail(fail(status::invalid_value, "af_xdp: frame_size={} must be a power of two in [2048, {}]", v, page));
+  p->frame_size = static_cast<uint32_t>(v);
+  p->rx_frames = p->frames / 2;
+  p->tx_frames = p->frames / 2;
+  if (p->mode == attach_mode::skb && p->zerocopy == 1)
+    return bail(fail(status::bad_config,
+                     "af_xdp: zerocopy=1 needs native XDP; mode=skb (generic XDP) always copies: use mode=drv on a "
+                     "driver with AF_XDP zero-copy support, or zerocopy=0"));
+
+  p->ifindex = if_nametoindex(p->ifname.c_str());
+  if (p->ifindex == 0) {
+    const int e = errno;
+    if (e == ENODEV || e == ENXIO)
+      return bail(
+          fail(status::not_found, "af_xdp: no interface '{}' in this network namespace (ip link show)", p->ifname));
+    return bail(fail(status::io_failed, "af_xdp: looking up interface '{}' failed: {}", p->ifname, std::strerror(e)));
+  }
+  {
+    ctl_socket s;
+    if (s.fd < 0)
+      return bail(
+          fail(status::io_failed, "af_xdp: socket(AF_INET) for interface ioctls failed: {}", std::strerror(errno)));
+    ifreq ifr{};
+    std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", p->ifname.c_str());
+    if (ioctl(s.fd, SIOCGIFFLAGS, &ifr) != 0) {
+      const int e = errno;
+      if (e == ENODEV) return bail(fail(status::not_found, "af_xdp: interface '{}' disappeared", p->ifname));
+      return bail(fail(status::io_failed, "af_xdp: reading the flags of {} failed: {}", p->ifname, std::strerror(e)));
+    }
+    if (!(ifr.ifr_flags & IFF_UP))
+      return bail(fail(status::bad_state, "af_xdp: interface {} is down; bring it up first: ip link set dev {} up",
+                       p->ifname, p->ifname));
+  }
+  if (auto e = count_channels(p->ifname, &p->channels); e) return bail(e);
+  if (static_cast<uint64_t>(p->first_queue) + p->num_queues > p->channels)
+    return bail(fail(status::invalid_value,
+                     "af_xdp: queue={} queues={} needs RX queues {}..{}, but {} has {} (ethtool -l {}; more with "
+                     "ethtool -L {} combined N)",
+                     p->first_queue, p->num_queues, p->first_queue, p->first_queue + p->num_queues - 1, p->ifname,
+                     p->channels, p->ifname, p->ifname));
+
+  raise_memlock();
+  // Page-aligned and private to this port: the UMEM the kernel pins. A GPU
+  // zero-copy path would cudaHostRegister exactly this range (see the top).
+  const size_t per_queue = static_cast<size_t>(p->frames) * p->frame_size;
+  p->area_bytes = per_queue * p->num_queues;
+  p->area = mmap(nullptr, p->area_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p->area == MAP_FAILED)
+    return bail(fail(status::no_memory, "af_xdp: mapping {} MiB of UMEM failed: {}", p->area_bytes >> 20,
+                     std::strerror(errno)));
+
+  p->q.resize(p->num_queues);
+  {
+    print_capture pc;
+    for (uint32_t i = 0; i < p->num_queues; ++i) {
+      auto& q = p->q[i];
+      q.qid = p->first_queue + i;
+      q.area = static_cast<uint8_t*>(p->area) + per_queue * i;
+      if (auto e = open_queue(p, q, pc); e) return bail(e);
+    }
+  }
+  for (auto& q : p->q) refill(q);
+  detail::log(log_level::info, "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue", p->ifname,
+              p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
+              p->q.front().zerocopy ? "zero-copy" : "copy", p->frames, p->frame_size);
+  *priv = p;
+  return {};
+}
+
+void af_xdp_caps(void* priv, port_caps* c) {
+  auto* p = static_cast<port*>(priv);
+  *c = port_caps{};
+  c->rx = true;
+  c->tx = true;
+  c->max_rx_queues = p->channels;
+  // gnio TX queues are software queues that all drain into one XSK TX ring.
+  c->max_tx_queues = 64;
+  c->max_pkt_bytes = p->frame_size - XDP_PACKET_HEADROOM;
+  c->min_ring_descs = 2;
+  c->max_ring_descs = 1u << 20;
+  c->rx_timestamps = false;  // no XDP RX metadata timestamps on most drivers (none on veth)
+  c->finite = false;
+}
+
+status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  auto* p = static_cast<port*>(priv);
+  *produced = 0;
+  if (p->failed) return status::io_failed;
+  const uint64_t ts = clock_ns(CLOCK_REALTIME);  // one stamp per burst: software time, not the wire's
+  uint32_t total = 0;
+  uint64_t bytes = 0;
+  const uint32_t nq = static_cast<uint32_t>(p->q.size());
+  for (uint32_t k = 0; k < nq && total < budget; ++k) {
+    auto& q = p->q[(p->rr + k) % nq];
+    refill(q);
+    uint32_t idx = 0;
+    const uint32_t n = xsk_ring_cons__peek(&q.rx, budget - total, &idx);
+    if (n == 0) {
+      // Drivers in native mode stop taking from an empty fill ring until woken.
+      if (xsk_ring_prod__needs_wakeup(&q.fill) && recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0 &&
+          errno == ENXIO) {
+        fail_engine(
+            p, fail(status::io_failed, "af_xdp: {} queue {}: the socket is no longer bound: the interface was removed",
+                    p->ifname, q.qid));
+        break;
+      }
+      continue;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      const xdp_desc* d = xsk_ring_cons__rx_desc(&q.rx, idx + i);
+      const auto* data = static_cast<const uint8_t*>(xsk_umem__get_data(q.area, d->addr));
+      (void)sink.deliver(data, d->len, d->len, ts);
+      bytes += d->len;
+      // The descriptor points past the headroom; the fill ring takes the frame's start.
+      q.rx_free.push_back(xsk_umem__extract_addr(d->addr) & ~static_cast<uint64_t>(p->frame_size - 1));
+    }
+    xsk_ring_cons__release(&q.rx, n);
+    refill(q);
+    total += n;
+  }
+  p->rr = (p->rr + 1) % nq;
+  if (total) {
+    bump(p->rx_pkts, total);
+    bump(p->rx_bytes, bytes);
+  }
+  // Frames a busy kernel left in the TX ring after the last tx_burst.
+  for (auto& q : p->q) {
+    if (p->failed || tx_in_flight(q) == 0) continue;
+    reap(p, q);
+    if (tx_in_flight(q) == 0) continue;
+    if (auto e = kick_tx(p, q); e && p->tx_kick_warnings < 5) {
+      ++p->tx_kick_warnings;
+      detail::log(log_level::warn, "{}", e.message());
+    }
+  }
+  if (!p->failed) {
+    const uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
+    if (now >= p->next_health_ns) {
+      p->next_health_ns = now + k_health_period_ns;
+      if (auto e = check_health(p); e) fail_engine(p, e);
+    }
+  }
+  *produced = total;
+  // Frames delivered before the failure count; the next call reports it.
+  if (p->failed) return total ? status::success : status::io_failed;
+  return total ? status::success : status::again;
+}
+
+error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
+  auto* p = static_cast<port*>(priv);
+  *sent = 0;
+  if (p->failed) {
+    bump(p->tx_errors, n);
+    return fail(status::io_failed, "af_xdp: {} failed earlier (see the log); nothing is sent", p->ifname);
+  }
+  // One socket transmits so that frames leave in the order they were rung.
+  auto& q = p->q.front();
+  const uint32_t max_len = p->frame_size - XDP_PACKET_HEADROOM;
+  uint32_t i = 0, placed = 0, too_big = 0;
+  uint64_t stalled_since = 0;
+  while (i < n) {
+    reap(p, q);
+    // Frames this round: as many as there are free TX frames and descriptors,
+    // skipping (and counting) any too long for a UMEM frame.
+    const uint32_t room = std::min<uint32_t>(static_cast<uint32_t>(q.tx_free.size()), xsk_prod_nb_free(&q.tx, n - i));
+    uint32_t take = 0, end = i;
+    while (end < n && take < room) {
+      if (frames[end].len <= max_len && frames[end].len > 0) ++take;
+      ++end;
+    }
+    if (take == 0 && end > i) {  // only oversized frames in reach
+      too_big += end - i;
+      i = end;
+      continue;
+    }
+    uint32_t idx = 0;
+    if (take == 0 || xsk_ring_prod__reserve(&q.tx, take, &idx) != take) {
+      // Everything is with the kernel: push it on and wait for completions.
+      if (auto e = kick_tx(p, q); e) {
+        bump(p->tx_errors, too_big + (n - i));
+        *sent = placed;
+        return e;
+      }
+      const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+      if (!stalled_since) stalled_since = now;
+      if (now - stalled_since > k_tx_stall_ns) {
+        bump(p->tx_errors, too_big + (n - i));
+        *sent = placed;
+        return fail(status::full,
+                    "af_xdp: {} queue {}: no TX frame came back from the kernel for {} ms; {} frames dropped",
+                    p->ifname, q.qid, k_tx_stall_ns / 1'000'000, n - i);
+      }
+      usleep(10);
+      continue;
+    }
+    stalled_since = 0;
+    uint32_t slot = 0;
+    for (uint32_t j = i; j < end; ++j) {
+      const uint32_t len = frames[j].len;
+      if (len > max_len || len == 0) {
+        ++too_big;
+        continue;
+      }
+      const uint64_t addr = q.tx_free.back();
+      q.tx_free.pop_back();
+      std::memcpy(xsk_umem__get_data(q.area, addr), frames[j].data, len);
+      q.tx_len[addr / p->frame_size] = len;
+      xdp_desc* d = xsk_ring_prod__tx_desc(&q.tx, idx + slot++);
+      d->addr = addr;
+      d->len = len;
+      d->options = 0;
+    }
+    xsk_ring_prod__submit(&q.tx, take);
+    placed += take;
+    i = end;
+    if (auto e = kick_tx(p, q); e) {
+      // What is in the TX ring goes out if the interface comes back; the
+      // rest of this burst is dropped.
+      bump(p->tx_errors, too_big + (n - i));
+      *sent = placed;
+      return e;
+    }
+  }
+  reap(p, q);
+  *sent = placed;
+  if (too_big) {
+    bump(p->tx_errors, too_big);
+    return fail(status::too_big,
+                "af_xdp: {}: {} frame(s) empty or longer than {} bytes (frame_size {} minus {} headroom) not sent",
+                p->ifname, too_big, max_len, p->frame_size, XDP_PACKET_HEADROOM);
+  }
+  return {};
+}
+
+error af_xdp_stop(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  if (p->failed) return {};
+  // Give frames still in the TX ring a last push and count what completed;
+  // the port stops either way, so what cannot go out is counted, not fatal.
+  for (auto& q : p->q) {
+    const uint64_t end = clock_ns(CLOCK_MONOTONIC) + 100'000'000;
+    error e;
+    while (tx_in_flight(q) > 0 && clock_ns(CLOCK_MONOTONIC) < end) {
+      if ((e = kick_tx(p, q))) break;
+      reap(p, q);
+      if (tx_in_flight(q) > 0) usleep(100);
+    }
+    reap(p, q);
+    if (const uint32_t left = tx_in_flight(q)) {
+      bump(p->tx_errors, left);
+      detail::log(log_level::warn, "af_xdp: {} queue {}: {} frame(s) never left the TX ring{}{}", p->ifname, q.qid,
+                  left, e ? ": " : "", e ? e.message() : std::string());
+    }
+  }
+  return {};
+}
+
+void af_xdp_close(void* priv) { destroy(static_cast<port*>(priv)); }
+
+void af_xdp_counters(void* priv, counters* c) {
+  auto* p = static_cast<port*>(priv);
+  c->rx_frames = p->rx_pkts.load(std::memory_order_relaxed);
+  c->rx_bytes = p->rx_bytes.load(std::memory_order_relaxed);
+  c->tx_frames = p->tx_pkts.load(std::memory_order_relaxed);
+  c->tx_bytes = p->tx_bytes.load(std::memory_order_relaxed);
+  c->tx_errors = p->tx_errors.load(std::memory_order_relaxed);
+  uint64_t rx_err = 0, tx_invalid = 0;
+  std::lock_guard lk(p->stats_mu);
+  for (auto& q : p->q) {
+    xdp_statistics s{};
+    socklen_t len = sizeof s;
+    // Kernels before 5.9 fill only the first three fields; the rest stay 0.
+    if (q.fd >= 0 && getsockopt(q.fd, SOL_XDP, XDP_STATISTICS, &s, &len) == 0) q.last = s;
+    rx_err += q.last.rx_dropped + q.last.rx_invalid_descs + q.last.rx_ring_full;
+    // In copy mode a frame dropped for an empty fill ring is already in
+    // rx_dropped; only zero-copy drivers count it here alone.
+    if (q.zerocopy) rx_err += q.last.rx_fill_ring_empty_descs;
+    tx_invalid += q.last.tx_invalid_descs;
+  }
+  c->rx_errors = rx_err;
+  c->tx_errors += tx_invalid;
+}
+
+}  // namespace
+
+const ops af_xdp_ops = {
+    .size = sizeof(ops),
+    .name = "af_xdp",
+    .summary = "a Linux network interface through AF_XDP sockets (libxdp), one per kernel RX queue",
+    .options =
+        "if=NAME       interface to open (must be up); needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF (or root)\n"
+        "queue=Q       first kernel RX queue (default 0)\n"
+        "queues=N      consecutive kernel queues from Q, one AF_XDP socket each (default 1, at most the channels)\n"
+        "mode=M        skb (generic XDP), drv (native XDP) or auto: drv, else skb (default auto)\n"
+        "zerocopy=0|1  1: require zero-copy (drv mode only); 0: force copy; default: whatever the driver offers\n"
+        "frames=N      UMEM frames per queue, half RX and half TX, a power of two (default 4096)\n"
+        "frame_size=B  bytes per UMEM frame, 2048 or the page size (default 2048); frames up to B - 256 bytes\n",
+    .open = af_xdp_open,
+    .get_caps = af_xdp_caps,
+    .start = nullptr,
+    .rx_burst = af_xdp_rx,
+    .tx_burst = af_xdp_tx,
+    .stop = af_xdp_stop,
+    .close = af_xdp_close,
+    .get_counters = af_xdp_counters,
+};
+
+}  // namespace gnio::backend
