@@ -6,6 +6,9 @@
 #include <gnio/backend/backend.hpp>
 #include <gnio/gnio.hpp>
 
+#include "diag.hpp"
+#include "pp_app.hpp"
+
 int main(int argc, char** argv) {
   CLI::App app{"gnio: GPU-initiated packet I/O tools"};
   app.require_subcommand(1);
@@ -29,8 +32,13 @@ int main(int argc, char** argv) {
     }
     fmt::print("all backends: overflow=drop|wait  full RX ring: drop and count (default for live sources) or wait "
                "(default for files and counted generators)\n");
+    fmt::print("all backends: tx_pcap=PATH     also write every transmitted frame to this pcap file\n");
   });
 
+  gnio::pp::add_command(app);
+  int exit_code = 0;
+  gnio::tool::add_diag_commands(app, &exit_code);
+
   CLI11_PARSE(app, argc, argv);
-  return 0;
+  return exit_code;
 }

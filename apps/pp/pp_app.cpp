@@ -1,0 +1,889 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio pp, host side: options, queues and steering, the persistent kernel's
+// lifecycle, the CPU thread that answers TCP connection control for the HTTP
+// server, the semaphore-fed stats lines, and the final JSON. The per-packet
+// work is in pp_device.hpp (shared by the kernels and the CPU thread).
+#include "pp_app.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <gnio/gnio.hpp>
+
+#include "pp.hpp"
+#include "pp_device.hpp"
+#include "pp_launch.hpp"
+
+namespace gnio::pp {
+
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
+constexpr uint32_t k_conv_capacity = 1u << 16;  // conversations (power of two)
+constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of two)
+constexpr uint32_t k_top_dns = 20;
+constexpr uint32_t k_ctrl_ring = 1024;
+constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
+constexpr uint32_t k_ctrl_dns_capacity = 1u << 10;
+constexpr auto k_stop_deadline = std::chrono::seconds(5);
+
+const char* const k_counter_names[] = {
+#define GNIO_PP_NAME(name) #name,
+    GNIO_PP_COUNTERS(GNIO_PP_NAME)
+#undef GNIO_PP_NAME
+};
+static_assert(sizeof(k_counter_names) / sizeof(k_counter_names[0]) == num_counters);
+
+uint64_t& at(counters& c, uint32_t i) { return reinterpret_cast<uint64_t*>(&c)[i]; }
+uint64_t at(const counters& c, uint32_t i) { return reinterpret_cast<const uint64_t*>(&c)[i]; }
+void add_into(counters& dst, const counters& src) {
+  for (uint32_t i = 0; i < num_counters; ++i) at(dst, i) += at(src, i);
+}
+
+const char* role_name(role r) {
+  switch (r) {
+    case role::udp: return "udp";
+    case role::tcp: return "tcp";
+    case role::icmp: return "icmp";
+    case role::arp_other: return "arp_other";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------
+// Console and errors
+// ---------------------------------------------------------------------------
+
+struct console {
+  bool quiet = false;
+  template <class... A>
+  void out(fmt::format_string<A...> f, A&&... a) const {
+    if (!quiet) {
+      fmt::print(stdout, f, std::forward<A>(a)...);
+      std::fflush(stdout);
+    }
+  }
+};
+
+// "pp: STEP: name: message" plus the status's layer and next step, as
+// flow_count prints them. Errors go to stderr even when quiet.
+int report_error(const error& e, std::string_view step, json* result) {
+  const auto& d = describe(e.code());
+  fmt::print(stderr, "pp: {}: {}\n", step, e.what());
+  fmt::print(stderr, "pp: hint ({} layer): {}\n", to_string(d.where), d.next);
+  if (result) {
+    (*result)["error"] = e.what();
+    (*result)["error_status"] = std::string(to_string(e.code()));
+    (*result)["error_step"] = std::string(step);
+  }
+  return 1;
+}
+
+int bad_option(const std::string& what, json* result) {
+  fmt::print(stderr, "pp: {}\n", what);
+  if (result) {
+    (*result)["error"] = what;
+    (*result)["error_status"] = "invalid_value";
+    (*result)["error_step"] = "options";
+  }
+  return 2;
+}
+
+bool parse_ipv4(const std::string& s, uint32_t* host_order) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
+  *host_order = ntohl(a.s_addr);
+  return true;
+}
+
+bool parse_mac(const std::string& s, uint8_t out[6]) {
+  unsigned v[6];
+  char tail;
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 &&
+      std::sscanf(s.c_str(), "%2x-%2x-%2x-%2x-%2x-%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+    return false;
+  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  return true;
+}
+
+std::string ip_text(uint32_t host_order) {
+  return fmt::format("{}.{}.{}.{}", host_order >> 24, (host_order >> 16) & 0xff, (host_order >> 8) & 0xff,
+                     host_order & 0xff);
+}
+
+std::string mac_text(const uint8_t m[6]) {
+  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+// ---------------------------------------------------------------------------
+// HTTP pages
+// ---------------------------------------------------------------------------
+
+std::string response(const char* status_line, const std::string& html) {
+  return fmt::format(
+      "HTTP/1.1 {}\r\nServer: gnio-pp\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n\r\n{}",
+      status_line, html.size(), html);
+}
+
+const std::string& index_page() {
+  static const std::string p = response(
+      "200 OK",
+      "<!DOCTYPE html>\n<html><head><title>gnio pp</title></head><body>\n<h1>gnio pp</h1>\n"
+      "<p>This page was sent by <b>gnio pp</b>, the GPU packet-processing application of gnio "
+      "(GPU-initiated packet I/O). A persistent kernel received your request and built this response.</p>\n"
+      "<p>See also <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
+  return p;
+}
+
+const std::string& hello_page() {
+  static const std::string p = response(
+      "200 OK",
+      "<!DOCTYPE html>\n<html><head><title>hello</title></head><body>\n<h1>Hello from gnio pp</h1>\n"
+      "<p>Back to <a href=\"/\">the index</a>.</p>\n</body></html>\n");
+  return p;
+}
+
+const std::string& missing_page() {
+  static const std::string p = response(
+      "404 Not Found",
+      "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>404 Not Found</h1>\n"
+      "<p>gnio pp serves <a href=\"/\">/</a> and <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// The CPU thread for TCP connection control (--http-server)
+// ---------------------------------------------------------------------------
+
+std::string conv_key(const device::flow_key& k) {
+  const device::flow_key c = device::canonical_flow_key(k);
+  return std::string(reinterpret_cast<const char*>(&c), sizeof c);
+}
+
+struct ctrl_state {
+  device::rxq rx{};       // host view of the host_consumer queue
+  device::txq tx{};       // host view of the host_producer queue
+  device::txq tx_exec{};  // kernel view of the same queue: descriptor addresses
+  bool has_tx = false;
+  app_config cfg{};
+  uint64_t isn_secret = 0;
+  uint32_t batch = 64;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> ended{false};  // the queue reached end of stream
+
+  counters c{};  // this thread's, merged into the totals at the end
+  uint64_t synack_sent = 0, finack_sent = 0;
+  // The same tables as the kernels', in host memory: the kernels' are in
+  // executor memory this thread may not reach. Merged at the end.
+  std::vector<device::flow_entry> conv = std::vector<device::flow_entry>(k_ctrl_conv_capacity);
+  std::vector<dns_entry> dns = std::vector<dns_entry>(k_ctrl_dns_capacity);
+
+  std::mutex mu;  // guards snap
+  counters snap{};
+};
+
+// RFC 6528 in spirit: a keyed hash of the 4-tuple, so that a retransmitted SYN
+// gets the same ISN and the GPU needs no connection table.
+uint32_t isn_for(const device::parsed_pkt& p, uint64_t secret) {
+  uint64_t h = 1469598103934665603ull ^ secret;
+  auto mix = [&](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  mix(p.ipv4.src, 4);
+  mix(p.ipv4.dst, 4);
+  mix(p.src_port, 2);
+  mix(p.dst_port, 2);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+bool ctrl_send(ctrl_state& s, const uint8_t* req, const device::parsed_pkt& p, uint8_t flags, uint32_t seq,
+               uint32_t ack) {
+  uint64_t idx = 0;
+  if (device::tx_reserve(s.tx, 1, 20'000'000, &idx) != status::success) return false;
+  uint8_t* buf = s.tx.buf_addr(idx);
+  const uint32_t n = make_tcp_segment(req, p, s.cfg.mac, flags, seq, ack, nullptr, 0, buf, s.tx.stride);
+  if (n == 0) return false;  // reserved, not committed: the slot is reused by the next reserve
+  device::tx_prepare(s.tx, idx, s.tx_exec.buf_addr(idx), n);
+  device::tx_commit(s.tx, 1);
+  device::tx_doorbell(s.tx);
+  return true;
+}
+
+void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len) {
+  device::parsed_pkt p;
+  (void)device::parse(data, len, p);
+  // The kernels' counting functions, on this thread's counters and tables.
+  count_packet(data, len, wire_len, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity, s.c);
+  if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 ||
+      p.l4 != device::l4_kind::tcp || p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
+    return;
+  const uint16_t f = p.tcp.flags;
+  if (f & device::tcp_rst) return;  // counted only
+  bool ok = true;
+  if ((f & device::tcp_syn) && !(f & device::tcp_ack)) {
+    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_syn | device::tcp_ack), isn_for(p, s.isn_secret),
+                   p.tcp.seq + 1);
+    if (ok) ++s.synack_sent;
+  } else if (f & device::tcp_fin) {
+    // The peer's ack is our next sequence number; its FIN takes one.
+    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_fin | device::tcp_ack), p.tcp.ack,
+                   p.tcp.seq + p.payload_len + 1);
+    if (ok) ++s.finack_sent;
+  } else {
+    return;
+  }
+  if (!ok) ++s.c.tx_failed;
+}
+
+void ctrl_main(ctrl_state* s) {
+  for (;;) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    const status st = device::recv<device::scope::thread>(s->rx, s->batch, 1'000'000, &first, &num);
+    if (st == status::success) {
+      for (uint32_t i = 0; i < num; ++i)
+        ctrl_packet(*s, device::pkt_addr(s->rx, first + i), device::pkt_len(s->rx, first + i),
+                    device::pkt_wire_len(s->rx, first + i));
+      // The replies point at TX buffers, not at RX slots, so the slots can go.
+      std::lock_guard lk(s->mu);
+      s->snap = s->c;
+    } else if (st == status::shutdown) {
+      s->ended.store(true);
+      break;
+    }
+    if (s->stop.load(std::memory_order_acquire)) break;
+  }
+  device::release_all(s->rx);
+  std::lock_guard lk(s->mu);
+  s->snap = s->c;
+}
+
+// ---------------------------------------------------------------------------
+// Stats lines
+// ---------------------------------------------------------------------------
+
+std::string stats_line(double t, double dt, const counters cls[4], const counters prev[4]) {
+  auto gbps = [&](int i) { return dt > 0 ? (cls[i].bytes - prev[i].bytes) * 8.0 / dt / 1e9 : 0.0; };
+  const counters& u = cls[0];
+  const counters& tc = cls[1];
+  const counters& ic = cls[2];
+  const counters& a = cls[3];
+  return fmt::format(
+      "pp: {:.1f} s udp: {} pkts {:.2f} Gb/s dns q/r {}/{} | tcp: {} pkts {:.2f} Gb/s http req/resp {}/{} "
+      "syn/fin/rst {}/{}/{} | icmp: {} pkts {:.2f} Gb/s echo req/reply/sent {}/{}/{} | arp: {} pkts "
+      "req/reply/sent {}/{}/{} other {}\n",
+      t, u.packets, gbps(0), u.dns_queries, u.dns_responses, tc.packets, gbps(1), tc.http_requests, tc.http_responses,
+      tc.tcp_syn, tc.tcp_fin, tc.tcp_rst, ic.packets, gbps(2), ic.icmp_echo_req, ic.icmp_echo_reply,
+      ic.icmp_echo_reply_sent, a.packets, a.arp_requests, a.arp_replies, a.arp_replies_sent, a.packets - a.arp);
+}
+
+// ---------------------------------------------------------------------------
+// Port opening: --pcap-out
+// ---------------------------------------------------------------------------
+
+std::string with_option(const std::string& dev, const std::string& kv) {
+  if (dev.find(':') == std::string::npos) return dev + ":" + kv;
+  if (!dev.empty() && (dev.back() == ':' || dev.back() == ',')) return dev + kv;
+  return dev + "," + kv;
+}
+
+std::string backend_of(const std::string& dev) { return dev.substr(0, dev.find(':')); }
+
+// --pcap-out FILE: the core's tx_pcap= keeps a copy of every transmitted
+// frame. A pcap port without tx= cannot transmit at all (its caps say so), so
+// there the capture's own tx=FILE is used instead: it records the same frames.
+result<port> open_port(gpu& g, const options& opt, const console& con, std::string* used_dev) {
+  if (opt.pcap_out.empty()) {
+    *used_dev = opt.port;
+    return port::open(g, opt.port);
+  }
+  *used_dev = with_option(opt.port, "tx_pcap=" + opt.pcap_out);
+  auto p = port::open(g, *used_dev);
+  if (!p || p->caps().tx || backend_of(opt.port) != "pcap") return p;
+  (void)p->close();
+  *used_dev = with_option(opt.port, "tx=" + opt.pcap_out);
+  con.out("pp: pcap port without tx=: --pcap-out uses {}\n", *used_dev);
+  return port::open(g, *used_dev);
+}
+
+}  // namespace
+
+std::string http_page(std::string_view path) {
+  if (path == "/" || path == "/index.html") return index_page();
+  if (path == "/hello") return hello_page();
+  return missing_page();
+}
+
+// ---------------------------------------------------------------------------
+// run
+// ---------------------------------------------------------------------------
+
+int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
+  const console con{opt.quiet};
+  if (result) *result = json::object();
+
+  // --- options -------------------------------------------------------------
+  if (opt.port.empty()) return bad_option("--port is required (e.g. pcap:file=x.pcap, pair:name=a)", result);
+  if (opt.queues < 1 || opt.queues > k_max_queues)
+    return bad_option(fmt::format("--queues {} is outside 1..{} (queues per traffic class)", opt.queues, k_max_queues),
+                      result);
+  if (opt.batch < 1 || opt.batch > 65536) return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
+  if (opt.threads < 32 || opt.threads > 1024)
+    return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
+  if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
+  if (!(opt.duration >= 0)) return bad_option("--duration must be >= 0", result);
+  app_config cfg{};
+  if (!opt.ip.empty() && !parse_ipv4(opt.ip, &cfg.ip))
+    return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", opt.ip), result);
+  if (!opt.mac.empty()) {
+    if (!parse_mac(opt.mac, cfg.mac)) return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", opt.mac), result);
+  } else {
+    cfg.mac[0] = 0x02;  // locally administered, unicast
+    cfg.mac[1] = 0x00;
+    for (int i = 0; i < 4; ++i) cfg.mac[2 + i] = static_cast<uint8_t>(cfg.ip >> (24 - 8 * i));
+  }
+  if (opt.http_server && cfg.ip == 0) return bad_option("--http-server needs --ip (the address it serves on port 80)", result);
+  cfg.reply_all = opt.reply_all ? 1 : 0;
+  cfg.http_server = opt.http_server ? 1 : 0;
+
+  const uint32_t n = opt.queues;
+  const uint32_t num_blocks = 3 * n + 1;
+
+  // --- gpu and port ----------------------------------------------------------
+  auto g = gpu::open(opt.gpu.empty() ? "auto" : opt.gpu);
+  if (!g) return report_error(g.err(), "gpu", result);
+  const gpu_info info = g->info();
+  con.out("pp: executor {} on {}{}\n", to_string(info.executor), info.name,
+          info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+
+  std::string used_dev;
+  auto p = open_port(*g, opt, con, &used_dev);
+  if (!p) return report_error(p.err(), "port", result);
+  const bool can_tx = p->caps().tx;
+  if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
+    con.out("pp: port {} cannot transmit: replies are counted, not sent\n", opt.port);
+
+  // RX queues: udp[n], tcp[n], icmp[n], arp_other, then the CPU's TCP control queue.
+  struct rxq_info {
+    std::string cls;
+    uint32_t index;
+    int block;  // -1: the CPU thread
+  };
+  std::vector<rxq_info> rxqs;
+  body b{};
+  b.num_blocks = num_blocks;
+  b.cfg = cfg;
+  b.batch = opt.batch;
+  b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
+  auto role_of = [&](uint32_t blk) {
+    if (blk < n) return role::udp;
+    if (blk < 2 * n) return role::tcp;
+    if (blk < 3 * n) return role::icmp;
+    return role::arp_other;
+  };
+  std::vector<uint32_t> group[4];
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    rxq_config rc;
+    rc.num_descs = opt.ring;
+    auto id = p->create_rxq(rc);
+    if (!id) return report_error(id.err(), "create_rxq", result);
+    auto v = p->rxq(*id);
+    if (!v) return report_error(v.err(), "rxq", result);
+    const role r = role_of(blk);
+    b.blocks[blk].r = r;
+    b.blocks[blk].rx = *v;
+    group[static_cast<uint32_t>(r)].push_back(*id);
+    rxqs.push_back({role_name(r), static_cast<uint32_t>(group[static_cast<uint32_t>(r)].size() - 1), static_cast<int>(blk)});
+  }
+  int ctrl_rxq = -1;
+  if (opt.http_server) {
+    rxq_config rc;
+    rc.num_descs = k_ctrl_ring;
+    rc.host_consumer = true;
+    auto id = p->create_rxq(rc);
+    if (!id) return report_error(id.err(), "create_rxq (TCP control, CPU)", result);
+    ctrl_rxq = static_cast<int>(*id);
+    rxqs.push_back({"tcp_ctrl", 0, -1});
+  }
+
+  // TX queues: one per icmp block, one for arp_other, one per tcp block with
+  // the HTTP server, and one the CPU thread fills.
+  int ctrl_txq = -1;
+  if (can_tx) {
+    for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+      const role r = role_of(blk);
+      if (r == role::udp || (r == role::tcp && !opt.http_server)) continue;
+      auto id = p->create_txq();
+      if (!id) return report_error(id.err(), "create_txq", result);
+      auto v = p->txq(*id);
+      if (!v) return report_error(v.err(), "txq", result);
+      b.blocks[blk].tx = *v;
+      b.blocks[blk].has_tx = 1;
+    }
+    if (opt.http_server) {
+      txq_config tc;
+      tc.num_descs = 256;
+      tc.host_producer = true;
+      auto id = p->create_txq(tc);
+      if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
+      ctrl_txq = static_cast<int>(*id);
+    }
+  }
+
+  // Steering: each class to its group (RSS by 5-tuple hash inside a group).
+  {
+    std::vector<steering_rule> rules;
+    auto rule = [&](device::rx_class c, const std::vector<uint32_t>& qs) { rules.push_back({c, qs}); };
+    rule(device::rx_class_udp, group[0]);
+    rule(device::rx_class_tcp, group[1]);
+    rule(device::rx_class_tcp_ctrl, ctrl_rxq >= 0 ? std::vector<uint32_t>{static_cast<uint32_t>(ctrl_rxq)} : group[1]);
+    rule(device::rx_class_icmp, group[2]);
+    rule(device::rx_class_arp, group[3]);
+    rule(device::rx_class_other, group[3]);
+    if (auto e = p->set_steering(std::move(rules), group[3]); e) return report_error(e, "set_steering", result);
+  }
+
+  // --- executor memory -------------------------------------------------------
+  std::vector<mem_block> blocks_to_free;
+  auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
+    auto m = g->alloc(bytes, mem_type::gpu);
+    if (!m) return error(m.err().code(), fmt::format("{}: {}", what, m.err().message()));
+    *out = *m;
+    blocks_to_free.push_back(*m);
+    return {};
+  };
+  mem_block ctr_mem, conv_mem, dns_mem, pages_mem;
+  if (auto e = alloc(sizeof(counters) * num_blocks, "counters", &ctr_mem); e) return report_error(e, "alloc", result);
+  if (auto e = alloc(sizeof(device::flow_entry) * k_conv_capacity, "conversation table", &conv_mem); e)
+    return report_error(e, "alloc", result);
+  if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &dns_mem); e)
+    return report_error(e, "alloc", result);
+  std::string pages = index_page();
+  b.pages.index_off = 0;
+  b.pages.index_len = static_cast<uint32_t>(index_page().size());
+  b.pages.second_off = static_cast<uint32_t>(pages.size());
+  b.pages.second_len = static_cast<uint32_t>(hello_page().size());
+  pages += hello_page();
+  b.pages.missing_off = static_cast<uint32_t>(pages.size());
+  b.pages.missing_len = static_cast<uint32_t>(missing_page().size());
+  pages += missing_page();
+  std::snprintf(b.pages.second_path, sizeof b.pages.second_path, "%s", "/hello");
+  if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
+  if (auto e = g->copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
+  b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
+  b.ctr = static_cast<counters*>(ctr_mem.exec_ptr);
+  b.conv = static_cast<device::flow_entry*>(conv_mem.exec_ptr);
+  b.conv_capacity = k_conv_capacity;
+  b.dns = static_cast<dns_entry*>(dns_mem.exec_ptr);
+  b.dns_capacity = k_dns_capacity;
+
+  auto sem = semaphore::create(*g, num_blocks, sizeof(report));
+  if (!sem) return report_error(sem.err(), "semaphore", result);
+  b.sem = sem->view();
+  const device::sem sem_host = sem->host_view();
+
+  // --- the CPU thread's queues ---------------------------------------------
+  auto ctrl = std::make_unique<ctrl_state>();
+  if (ctrl_rxq >= 0) {
+    auto rv = p->rxq_host(static_cast<uint32_t>(ctrl_rxq));
+    if (!rv) return report_error(rv.err(), "rxq_host", result);
+    ctrl->rx = *rv;
+    if (ctrl_txq >= 0) {
+      auto th = p->txq_host(static_cast<uint32_t>(ctrl_txq));
+      if (!th) return report_error(th.err(), "txq_host", result);
+      auto tv = p->txq(static_cast<uint32_t>(ctrl_txq));
+      if (!tv) return report_error(tv.err(), "txq", result);
+      ctrl->tx = *th;
+      ctrl->tx_exec = *tv;
+      ctrl->has_tx = true;
+    }
+    ctrl->cfg = cfg;
+    ctrl->batch = opt.batch;
+    ctrl->isn_secret = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  }
+
+  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}\n", used_dev, n,
+          opt.http_server ? " + TCP control on a CPU thread" : "", num_blocks,
+          cfg.ip ? fmt::format("; ip {} mac {}", ip_text(cfg.ip), mac_text(cfg.mac)) : std::string());
+
+  // --- start -----------------------------------------------------------------
+  if (auto e = p->start(); e) return report_error(e, "start", result);
+  auto runner = kernel_runner::create(*g, {&*p});
+  if (!runner) {
+    (void)p->stop();
+    return report_error(runner.err(), "runner", result);
+  }
+  std::thread ctrl_thread;
+  if (ctrl_rxq >= 0) ctrl_thread = std::thread(ctrl_main, ctrl.get());
+  auto stop_ctrl = [&] {
+    if (ctrl_thread.joinable()) {
+      ctrl->stop.store(true, std::memory_order_release);
+      ctrl_thread.join();
+    }
+  };
+  launch_dims dims;
+  dims.blocks = num_blocks;
+  dims.threads = opt.threads;
+  const auto t0 = clock_type::now();
+  if (auto e = launch(*runner, dims, b); e) {
+    stop_ctrl();
+    (void)runner->destroy();
+    (void)p->stop();
+    return report_error(e, "launch", result);
+  }
+
+  // --- run: reports from the semaphore, stats lines, stop conditions ---------
+  std::vector<report> latest(num_blocks);
+  std::vector<bool> got_final(num_blocks, false);
+  uint64_t reports = 0;
+  auto drain_sem = [&] {
+    for (uint32_t i = 0; i < num_blocks; ++i) {
+      if (device::sem_get_status(sem_host, i) != device::sem_status::ready) continue;
+      report r;
+      std::memcpy(&r, device::sem_custom(sem_host, i), sizeof r);
+      device::sem_set_status(sem_host, i, device::sem_status::free);
+      const uint32_t blk = r.block < num_blocks ? r.block : i;
+      latest[blk] = r;
+      if (r.final_report) got_final[blk] = true;
+      ++reports;
+    }
+  };
+  counters prev_cls[4]{};
+  auto class_totals = [&](counters cls[4]) {
+    for (int i = 0; i < 4; ++i) cls[i] = counters{};
+    for (uint32_t blk = 0; blk < num_blocks; ++blk) add_into(cls[static_cast<uint32_t>(role_of(blk))], latest[blk].c);
+    if (ctrl_rxq >= 0) {
+      std::lock_guard lk(ctrl->mu);
+      add_into(cls[1], ctrl->snap);
+    }
+  };
+  auto last_line = t0;
+  bool stopped_early = false, timed_out = false;
+  error run_err;
+  for (;;) {
+    const error w = runner->wait(std::chrono::milliseconds(50));
+    drain_sem();
+    if (!w) break;  // returned by itself: every queue ended
+    if (w.code() != status::time_out) {
+      run_err = w;
+      break;
+    }
+    const auto now = clock_type::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (opt.stats_interval > 0 && std::chrono::duration<double>(now - last_line).count() >= opt.stats_interval) {
+      counters cls[4];
+      class_totals(cls);
+      con.out("{}", stats_line(elapsed, std::chrono::duration<double>(now - last_line).count(), cls, prev_cls));
+      std::copy(cls, cls + 4, prev_cls);
+      last_line = now;
+    }
+    if ((stop && stop->load()) || (opt.duration > 0 && elapsed >= opt.duration)) {
+      stopped_early = true;
+      if (auto e = runner->stop(k_stop_deadline); e) {
+        run_err = e;
+        timed_out = e.code() == status::time_out;
+      }
+      break;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  stop_ctrl();
+  drain_sem();
+
+  if (run_err) {
+    // Fail closed: the kernel may still run, so nothing it can touch is freed
+    // or stopped. The last reports are all there is.
+    counters cls[4];
+    class_totals(cls);
+    if (result) {
+      json& j = *result;
+      j["time_out"] = timed_out;
+      j["stopped_early"] = stopped_early;
+      j["seconds"] = seconds;
+      j["executor"] = std::string(to_string(info.executor));
+      j["device"] = info.name;
+      counters sum{};
+      for (auto& c : cls) add_into(sum, c);
+      json partial;
+      for (uint32_t i = 0; i < num_counters; ++i) partial[k_counter_names[i]] = at(sum, i);
+      j["last_reports"] = partial;
+    }
+    const int rc = report_error(run_err, timed_out ? "stop (kernel still running; its memory is kept)" : "kernel", result);
+    // Keep the semaphore (the kernel writes to it) and the port for the
+    // life of the process; the port's own teardown also fails closed.
+    new semaphore(std::move(*sem));
+    new port(std::move(*p));
+    new kernel_runner(std::move(*runner));
+    return rc;
+  }
+
+  if (auto e = p->stop(); e) return report_error(e, "port stop", result);
+  const port_stats st = p->stats();
+  const error engine_err = p->engine_error();
+
+  // --- the authoritative totals ----------------------------------------------
+  std::vector<counters> per_block(num_blocks);
+  std::vector<device::flow_entry> conv(k_conv_capacity);
+  std::vector<dns_entry> dns(k_dns_capacity);
+  if (auto e = g->copy_to_host(per_block.data(), ctr_mem, 0, ctr_mem.bytes); e) return report_error(e, "read counters", result);
+  if (auto e = g->copy_to_host(conv.data(), conv_mem, 0, conv_mem.bytes); e)
+    return report_error(e, "read conversations", result);
+  if (auto e = g->copy_to_host(dns.data(), dns_mem, 0, dns_mem.bytes); e) return report_error(e, "read DNS names", result);
+
+  counters total{};
+  counters cls[4]{};
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    add_into(total, per_block[blk]);
+    add_into(cls[static_cast<uint32_t>(role_of(blk))], per_block[blk]);
+  }
+  add_into(total, ctrl->c);
+  counters tcp_with_ctrl = cls[1];
+  add_into(tcp_with_ctrl, ctrl->c);
+
+  // Conversations: a set of canonical keys, so one seen by a kernel and by
+  // the CPU thread counts once.
+  std::set<std::string> tcp_conv, udp_conv;
+  auto add_conv = [&](const std::vector<device::flow_entry>& table) {
+    for (const auto& e : table) {
+      if (e.state != device::flow_slot_used) continue;
+      if (e.key.proto == device::ipproto_tcp) tcp_conv.insert(conv_key(e.key));
+      else if (e.key.proto == device::ipproto_udp) udp_conv.insert(conv_key(e.key));
+    }
+  };
+  add_conv(conv);
+  add_conv(ctrl->conv);
+
+  struct dns_row {
+    std::string name;
+    uint64_t count;
+  };
+  std::vector<dns_row> names;
+  {
+    std::map<std::string, uint64_t> by_name;
+    for (const auto* table : {&dns, &ctrl->dns})
+      for (const auto& d : *table)
+        if (d.state == device::flow_slot_used) by_name[std::string(d.name, strnlen(d.name, dns_name_bytes))] += d.count;
+    for (auto& [name, count] : by_name) names.push_back({name, count});
+  }
+  std::stable_sort(names.begin(), names.end(), [](const dns_row& a, const dns_row& c) { return a.count > c.count; });
+
+  // Accounting per queue: pending = delivered - processed.
+  std::vector<uint64_t> processed_q(st.rxq.size(), 0);
+  for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
+    processed_q[q] = rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl->c.packets;
+  uint64_t processed = 0, pending = 0;
+  for (size_t q = 0; q < st.rxq.size(); ++q) {
+    processed += processed_q[q];
+    if (st.rxq[q].delivered > processed_q[q]) pending += st.rxq[q].delivered - processed_q[q];
+  }
+  const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
+                              static_cast<int64_t>(processed + st.rx_missed + st.rx_unsteered + pending);
+  uint64_t tx_bad_addr = 0;
+  for (const auto& t : st.txq) tx_bad_addr += t.bad_addr;
+
+  // --- console summary ---------------------------------------------------------
+  if (opt.stats_interval > 0) {
+    counters show[4] = {cls[0], tcp_with_ctrl, cls[2], cls[3]};
+    con.out("{}", stats_line(seconds, std::chrono::duration<double>(clock_type::now() - last_line).count(), show, prev_cls));
+  }
+  con.out("pp: {} packets, {} bytes in {:.3f} s: ipv4 {} ipv6 {} tcp {} udp {} icmp {} icmpv6 {} arp {} vlan {} "
+          "malformed {}\n",
+          total.packets, total.bytes, seconds, total.ipv4, total.ipv6, total.tcp, total.udp, total.icmp, total.icmpv6,
+          total.arp, total.vlan, total.malformed);
+  con.out("pp: dns queries/responses {}/{}, http requests/responses {}/{}, icmp echo req/reply/sent {}/{}/{}, "
+          "tcp/udp flows {}/{}\n",
+          total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
+          total.icmp_echo_reply, total.icmp_echo_reply_sent, tcp_conv.size(), udp_conv.size());
+  if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || ctrl->synack_sent || ctrl->finack_sent)
+    con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
+            total.http_pages_sent, total.http_404_sent, ctrl->synack_sent, ctrl->finack_sent);
+  con.out("pp: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, processed,
+          st.rx_missed, st.rx_unsteered, pending,
+          unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
+  if (total.tx_failed) con.out("pp: {} replies could not be sent (TX ring full or frame too big)\n", total.tx_failed);
+  if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
+  if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
+  for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
+    con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);
+
+  // --- JSON --------------------------------------------------------------------
+  json j = json::object();
+  j["command"] = opt.command;
+  j["port"] = opt.port;
+  j["port_device"] = used_dev;
+  j["executor"] = std::string(to_string(info.executor));
+  j["device"] = info.name;
+  j["gpu_bus_id"] = info.bus_id;
+  j["queues"] = n;
+  j["blocks"] = num_blocks;
+  j["http_server"] = opt.http_server;
+  j["reply_all"] = opt.reply_all;
+  j["ip"] = cfg.ip ? ip_text(cfg.ip) : "";
+  j["mac"] = mac_text(cfg.mac);
+  j["seconds"] = seconds;
+  j["stopped_early"] = stopped_early;
+  j["time_out"] = false;
+  for (uint32_t i = 0; i < num_counters; ++i) j[k_counter_names[i]] = at(total, i);
+  j["tcp_flows"] = tcp_conv.size();
+  j["udp_flows"] = udp_conv.size();
+  j["tcp_synack_sent"] = ctrl->synack_sent;
+  j["tcp_finack_sent"] = ctrl->finack_sent;
+  j["received"] = st.rx_frames;
+  j["processed"] = processed;
+  j["missed"] = st.rx_missed;
+  j["unsteered"] = st.rx_unsteered;
+  j["pending"] = pending;
+  j["unaccounted"] = unaccounted;
+  j["source_errors"] = st.rx_errors;
+  j["engine_error"] = engine_err ? engine_err.what() : "";
+  j["tx_frames"] = st.tx_frames;
+  j["tx_errors"] = st.tx_errors;
+  j["tx_bad_addr"] = tx_bad_addr;
+  j["reports"] = reports;
+  j["final_reports"] = std::count(got_final.begin(), got_final.end(), true);
+  j["mpps"] = seconds > 0 ? total.packets / seconds / 1e6 : 0.0;
+
+  json qs = json::array();
+  json per_class = json::object();
+  for (size_t q = 0; q < st.rxq.size() && q < rxqs.size(); ++q) {
+    const auto& s = st.rxq[q];
+    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].index}, {"offered", s.offered},
+                  {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
+                  {"processed", processed_q[q]}});
+    json& c = per_class[rxqs[q].cls];
+    for (const char* k : {"offered", "delivered", "missed", "truncated", "processed"})
+      if (!c.contains(k)) c[k] = 0;
+    c["queues"] = c.value("queues", 0) + 1;
+    c["offered"] = c["offered"].get<uint64_t>() + s.offered;
+    c["delivered"] = c["delivered"].get<uint64_t>() + s.delivered;
+    c["missed"] = c["missed"].get<uint64_t>() + s.missed;
+    c["truncated"] = c["truncated"].get<uint64_t>() + s.truncated;
+    c["processed"] = c["processed"].get<uint64_t>() + processed_q[q];
+  }
+  // The counters each class's kernels (or the CPU thread) kept.
+  auto counters_json = [](const counters& c) {
+    json o;
+    for (uint32_t i = 0; i < num_counters; ++i) o[k_counter_names[i]] = at(c, i);
+    return o;
+  };
+  for (int r = 0; r < 4; ++r) per_class[role_name(static_cast<role>(r))]["counters"] = counters_json(cls[r]);
+  if (ctrl_rxq >= 0) per_class["tcp_ctrl"]["counters"] = counters_json(ctrl->c);
+  j["per_queue"] = qs;
+  j["per_class"] = per_class;
+  json top = json::array();
+  for (uint32_t i = 0; i < std::min<size_t>(k_top_dns, names.size()); ++i)
+    top.push_back({{"name", names[i].name}, {"count", names[i].count}});
+  j["top_dns"] = top;
+  j["dns_names"] = names.size();
+
+  int rc = 0;
+  if (!opt.json_path.empty()) {
+    std::ofstream out(opt.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "pp: could not write {}\n", opt.json_path);
+      rc = 1;
+    }
+  }
+  if (result) *result = j;
+
+  // --- the lifecycle in reverse ----------------------------------------------------
+  (void)runner->destroy();
+  (void)sem->destroy();
+  for (auto& m : blocks_to_free) (void)g->free(m);
+  for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
+  for (uint32_t q = 0; q < p->num_txq(); ++q) (void)p->destroy_txq(q);
+  if (auto e = p->close(); e && !opt.quiet) fmt::print(stderr, "pp: close: {}\n", e.what());
+  if (auto e = g->destroy(); e && !opt.quiet) fmt::print(stderr, "pp: gpu destroy: {}\n", e.what());
+
+  if (engine_err) {
+    fmt::print(stderr, "pp: the port's engine failed: {}\n", engine_err.what());
+    rc = 1;
+  }
+  if (unaccounted != 0) rc = 1;
+  return rc;
+}
+
+// ---------------------------------------------------------------------------
+// gnio pp
+// ---------------------------------------------------------------------------
+
+namespace {
+std::atomic<bool> g_stop{false};
+void pp_on_signal(int) { g_stop.store(true); }
+}  // namespace
+
+void add_command(CLI::App& app) {
+  auto opt = std::make_shared<options>();
+  auto* sub = app.add_subcommand(
+      "pp", "GPU packet processing: UDP/DNS, TCP/HTTP, ICMP echo and ARP in a persistent kernel, with an optional "
+            "HTTP server (the open counterpart of DOCA's GPU Packet Processing application; see docs/pp.md)");
+  sub->add_option("--port", opt->port, "device string, e.g. pcap:file=x.pcap, pair:name=a, gen:mix=all,count=1000")
+      ->required();
+  sub->add_option("--gpu", opt->gpu, "PCIe bus id, CUDA ordinal, host, or auto (first GPU, else the host executor)")
+      ->capture_default_str();
+  sub->add_option("--queues", opt->queues, "RX queues (kernel blocks) per traffic class: udp, tcp and icmp")
+      ->check(CLI::Range(1u, k_max_queues))
+      ->capture_default_str();
+  sub->add_option("--ip", opt->ip, "own IPv4 address: answers ARP and ICMP echo for it, serves HTTP on it");
+  sub->add_option("--mac", opt->mac, "own MAC address (default 02:00 followed by the 4 bytes of --ip)");
+  sub->add_flag("--http-server", opt->http_server,
+                "serve HTTP on --ip port 80: SYN/FIN/RST on a CPU thread, GET answered by the GPU");
+  sub->add_flag("--reply-all", opt->reply_all, "answer every ICMP echo request, whatever its address (capture replay)");
+  sub->add_option("--stats-interval", opt->stats_interval, "seconds between stats lines on stdout (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE");
+  sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
+  sub->add_option("--duration", opt->duration, "stop after S seconds (0: when the stream ends, or Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--batch", opt->batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  sub->add_option("--threads", opt->threads, "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")->check(CLI::Range(32u, 768u))->capture_default_str();
+  sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")->capture_default_str();
+  sub->callback([opt, sub] {
+    options o = *opt;
+    o.command = "gnio pp";
+    for (const CLI::Option* op : sub->get_options()) {
+      if (op->count() == 0 || op->get_name() == "--help") continue;
+      o.command += " " + op->get_name();
+      if (op->get_type_size_max() > 0)
+        for (const auto& r : op->results()) o.command += " " + r;
+    }
+    g_stop.store(false);
+    struct sigaction sa {}, old_int{}, old_term{};
+    sa.sa_handler = pp_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    const int rc = run(o, &g_stop, nullptr);
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace gnio::pp

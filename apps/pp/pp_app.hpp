@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio pp: the host side of the GPU packet-processing application (the open
+// counterpart of DOCA's GPU Packet Processing application). run() does the
+// whole lifecycle and can be called in-process (tests do); add_command()
+// registers the `gnio pp` subcommand. See docs/pp.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace CLI {
+class App;
+}
+
+namespace gnio::pp {
+
+struct options {
+  std::string port;            // device string (required): pcap:file=x.pcap, pair:name=a, gen:...
+  std::string gpu = "auto";    // PCIe bus id, CUDA ordinal, host or auto (first GPU, else host)
+  uint32_t queues = 1;         // RX queues per traffic class (udp, tcp, icmp), 1..15
+  std::string ip;              // own IPv4 address (ARP, ICMP echo, HTTP); empty = none
+  std::string mac;             // own MAC; empty = 02:00 + the 4 bytes of ip
+  bool http_server = false;    // answer HTTP on ip:80; TCP SYN/FIN/RST go to a CPU thread
+  bool reply_all = false;      // answer every ICMP echo request, not only those to ip
+  double stats_interval = 1.0; // seconds between stats lines (0 = none)
+  std::string json_path;       // final stats as JSON
+  std::string pcap_out;        // everything transmitted, as a pcap file
+  double duration = 0;         // stop after this many seconds (0 = end of stream or stop)
+  uint32_t batch = 64;         // max packets per recv
+  uint32_t threads = 256;      // CUDA threads per block
+  uint32_t ring = 1024;        // descriptors per RX queue (power of two)
+  std::string command;         // command line, for the JSON
+  bool quiet = false;          // no console output except errors (in-process callers)
+};
+
+// Runs the application until the stream ends, *stop becomes true (may be
+// null), or duration passes. Returns the process exit status: 0 on success,
+// 1 when a step failed or the accounting does not add up, 2 for bad options.
+// *result (may be null) receives the final JSON (also when --json is not set).
+int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result);
+
+// The complete HTTP/1.1 response the server sends for a request path: the
+// index for "/" and "/index.html", a second page for "/hello", and a 404 page
+// for anything else.
+std::string http_page(std::string_view path);
+
+// Registers `pp` on app; its callback runs pp with SIGINT/SIGTERM stopping it
+// cleanly, and exits with run()'s status.
+void add_command(CLI::App& app);
+
+}  // namespace gnio::pp

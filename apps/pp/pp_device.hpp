@@ -1,0 +1,903 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio pp: the persistent kernel body and its per-packet logic. Everything
+// here is GNIO_HOST_DEVICE so that the same code runs as a CUDA kernel (one
+// block per RX queue) and on the host executor (one thread per queue), and so
+// that the unit tests can call each step on hand-built frames.
+//
+// Counting follows what tshark counts per frame (tests/data/MANIFEST.tsv):
+// a frame counts once for every protocol present in it, including the IP/UDP/
+// TCP header quoted inside an ICMP error. Replies (ICMP echo, ARP, HTTP) are
+// built on the device and sent through the block's TX queue.
+#pragma once
+
+#include <gnio/device/flow_table.hpp>
+#include <gnio/device/pkt.hpp>
+#include <gnio/device/rx.hpp>
+#include <gnio/device/sem.hpp>
+#include <gnio/device/tx.hpp>
+
+#include "pp.hpp"
+
+namespace gnio::pp {
+
+// Largest TCP payload a reply frame may carry: one 1500-byte IPv4 MTU minus
+// 20 bytes of IPv4 and 20 of TCP header. The host keeps pages below it.
+inline constexpr uint32_t max_tcp_payload = 1460;
+// Minimum Ethernet frame without FCS; built frames are zero-padded to it.
+inline constexpr uint32_t min_frame = 60;
+// How long a block waits for TX descriptors or completions before giving up
+// on a reply (counted in tx_failed).
+inline constexpr uint64_t tx_timeout_ns = 500'000'000ull;
+// How long the final report waits for the host to free the block's item.
+inline constexpr uint64_t final_report_wait_ns = 100'000'000ull;
+inline constexpr uint64_t recv_timeout_ns = 100'000;
+
+// Out of line in device code (to bound the kernel's registers), an ordinary
+// inline function elsewhere.
+#if defined(__CUDACC__)
+#define GNIO_PP_NOINLINE __noinline__
+#else
+#define GNIO_PP_NOINLINE inline
+#endif
+
+namespace detail {
+
+using device::detail::fits;
+using device::detail::rd16;
+using device::detail::rd32;
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void wr16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void wr32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+GNIO_HOST_DEVICE inline uint64_t fnv1a64(const char* s, uint32_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(s[i])) * 1099511628211ull;
+  return h;
+}
+
+// Whether the parser filled in the L4 header fields (ports, TCP seq/flags,
+// ICMP type). A truncated_l4 error means it did not, except for TCP whose
+// 20-byte base header was all there and only its options were cut by the
+// capture.
+GNIO_HOST_DEVICE inline bool l4_fields_ok(const device::parsed_pkt& p, uint32_t len) {
+  using namespace device;
+  if (!(p.malformed && p.error == pkt_error::truncated_l4)) return true;
+  if (p.l4 != l4_kind::tcp) return false;
+  uint32_t ip_end = len;
+  if (p.l3 == l3_kind::ipv4) ip_end = p.l3_off + uint32_t{p.ipv4.total_length};
+  else if (p.l3 == l3_kind::ipv6 && !p.ipv6.jumbo) ip_end = p.l3_off + 40u + p.ipv6.payload_length;
+  return fits(ip_end < len ? ip_end : len, p.l4_off, 20);
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Counting
+// ---------------------------------------------------------------------------
+
+// Protocol of the L4 header quoted in an ICMP (types 3, 4, 5, 11, 12) or
+// ICMPv6 (types 1-4) error, as tshark decodes it: the quoted IP header must be
+// complete and followed by at least 8 bytes of L4 (RFC 792's minimum quote),
+// and must not be a non-first fragment. Returns 0 when nothing is decoded.
+// ICMPv6: the quoted IPv6 header's next header is taken as is (extension
+// headers inside a quote are not walked).
+GNIO_HOST_DEVICE inline uint8_t icmp_quoted_l4_proto(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p) {
+  using namespace device;
+  if (frame == nullptr || !detail::l4_fields_ok(p, len)) return 0;
+  // payload_off/payload_len cover the captured bytes after the 8-byte ICMP
+  // header, clamped to the datagram.
+  const uint32_t off = p.payload_off;
+  const uint32_t n = p.payload_len;
+  if (!detail::fits(len, off, n)) return 0;
+  const uint8_t* q = frame + off;
+  if (p.l4 == l4_kind::icmp) {
+    const uint8_t t = p.icmp.type;
+    if (t != 3 && t != 4 && t != 5 && t != 11 && t != 12) return 0;
+    if (n < 20 || (q[0] >> 4) != 4) return 0;
+    const uint32_t hl = (q[0] & 0x0fu) * 4u;
+    if (hl < 20 || n < hl + 8) return 0;
+    const uint16_t frag = static_cast<uint16_t>(detail::rd16(q + 6) & 0x1fffu);
+    if (frag != 0) return 0;
+    return q[9];
+  }
+  if (p.l4 == l4_kind::icmpv6) {
+    const uint8_t t = p.icmp.type;
+    if (t < 1 || t > 4) return 0;
+    if (n < 48 || (q[0] >> 4) != 6) return 0;
+    return q[6];
+  }
+  return 0;
+}
+
+// Per-frame counters every packet gets: packets/bytes (wire length), L2/L3
+// presence, malformed/fragments, and L4 protocol presence as tshark counts
+// it. A non-first fragment has no L4 (the parser leaves l4 none) and counts
+// in `other`.
+template <class C>
+GNIO_HOST_DEVICE inline void count_common(const uint8_t* frame, uint32_t len, uint32_t wire_len,
+                                          const device::parsed_pkt& p, C& c) {
+  using namespace device;
+  c.packets += 1;
+  c.bytes += wire_len;
+  if (p.vlan_count != 0) c.vlan += 1;
+  if (p.malformed) c.malformed += 1;
+  if (p.is_fragment) c.fragments += 1;
+  if (p.l3 == l3_kind::ipv4) c.ipv4 += 1;
+  // tshark shows a header with the wrong version as data, not IPv6.
+  if (p.l3 == l3_kind::ipv6 && p.error != pkt_error::bad_ipv6_version) c.ipv6 += 1;
+  bool tcp = p.l4 == l4_kind::tcp;
+  bool udp = p.l4 == l4_kind::udp;
+  const bool icmp = p.l4 == l4_kind::icmp;
+  const bool icmpv6 = p.l4 == l4_kind::icmpv6;
+  // tshark's ARP dissector also decodes RARP (ethertype 0x8035).
+  const bool arp = p.l3 == l3_kind::arp || (p.l3 == l3_kind::other && p.ethertype == 0x8035);
+  if (icmp || icmpv6) {
+    const uint8_t q = icmp_quoted_l4_proto(frame, len, p);
+    if (q == ipproto_tcp) tcp = true;
+    if (q == ipproto_udp) udp = true;
+  }
+  if (tcp) c.tcp += 1;
+  if (udp) c.udp += 1;
+  if (icmp) c.icmp += 1;
+  if (icmpv6) c.icmpv6 += 1;
+  if (arp) c.arp += 1;
+  if (!(tcp || udp || icmp || icmpv6 || arp)) c.other += 1;
+}
+
+// Adds one occurrence of a DNS name to the table (open addressing on the
+// name's FNV-1a hash, the flow_table.hpp slot protocol). Returns 1 when the
+// name was new, 0 when it existed, -1 when the table is full.
+GNIO_HOST_DEVICE inline int dns_table_add(dns_entry* table, uint32_t capacity, const char* name, uint32_t n) {
+  if (table == nullptr || capacity == 0 || n >= dns_name_bytes) return -1;
+  const uint64_t h = detail::fnv1a64(name, n);
+  const uint32_t mask = capacity - 1;
+  uint32_t idx = static_cast<uint32_t>(h) & mask;
+  for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
+    dns_entry& e = table[idx];
+    device::dev_atomic_ref<uint32_t> st(e.state);
+    // Pairs with the release store of flow_slot_used below (by whichever
+    // thread claimed the slot): its hash, len and name are complete.
+    uint32_t s = st.load(cuda::std::memory_order_acquire);
+    int fresh = 0;
+    if (s == device::flow_slot_empty) {
+      uint32_t expected = device::flow_slot_empty;
+      // acq_rel: the claim orders our key writes after it; a failed claim
+      // acquires the winner's state like the load above.
+      if (st.compare_exchange_strong(expected, device::flow_slot_busy, cuda::std::memory_order_acq_rel)) {
+        e.hash = h;
+        e.len = n;
+        for (uint32_t i = 0; i < n; ++i) e.name[i] = name[i];
+        e.name[n] = '\0';
+        // Pairs with the acquire loads of state in this function: the key is
+        // complete before another thread compares against it.
+        st.store(device::flow_slot_used, cuda::std::memory_order_release);
+        s = device::flow_slot_used;
+        fresh = 1;
+      } else {
+        s = expected;
+      }
+    }
+    // Pairs with the release store above: wait until the claimer's key is in place.
+    while (s == device::flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);
+    if (e.hash == h && e.len == n) {
+      bool same = true;
+      for (uint32_t i = 0; i < n && same; ++i) same = e.name[i] == name[i];
+      if (same) {
+        // Relaxed: a statistic; the host reads it after the kernel ended.
+        device::dev_atomic_ref<uint64_t>(e.count).fetch_add(1, cuda::std::memory_order_relaxed);
+        return fresh;
+      }
+    }
+  }
+  return -1;
+}
+
+// Reads the first question's name of a DNS query message into the table.
+// Names longer than dns_name_bytes - 1 are cut at a label boundary; names
+// that cannot be read (truncated, pointer loops, bad labels) are skipped.
+template <class C>
+GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len, dns_entry* table, uint32_t capacity,
+                                            C& c) {
+  if (table == nullptr || capacity == 0) return;
+  // Zeroed so that a name cut by dns_err_out_too_small stays NUL-terminated
+  // after its last complete label (dns_read_name checks before each label).
+  char name[dns_name_bytes];
+  for (uint32_t i = 0; i < dns_name_bytes; ++i) name[i] = 0;
+  int32_t r = device::dns_qname(msg, msg_len, name, dns_name_bytes);
+  if (r == device::dns_err_out_too_small) {
+    r = 0;
+    while (r < static_cast<int32_t>(dns_name_bytes) - 1 && name[r] != 0) ++r;
+  }
+  if (r <= 0) return;
+  if (dns_table_add(table, capacity, name, static_cast<uint32_t>(r)) < 0) c.dns_names_dropped += 1;
+}
+
+// DNS over UDP (port 53, not 5353: tshark calls that mDNS) or over TCP port 53
+// (2-byte length prefix, then the message). The header must pass
+// dns_header_sane against the length the sender declared (UDP length or the
+// TCP prefix), so a capture cut short still counts, as it does for tshark.
+// Returns true when the frame was counted as DNS.
+//
+// Out of line on the GPU: taking the parsed packet by reference there keeps
+// it in local memory (L1) rather than in registers, which brings the kernel
+// from 128 to 80 registers per thread without spills, so that a block may
+// have up to 768 threads (512 otherwise).
+template <class C>
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
+                                                 dns_entry* table, uint32_t capacity, C& c) {
+  using namespace device;
+  if (frame == nullptr || !detail::l4_fields_ok(p, len)) return false;
+  if (p.l4 != l4_kind::udp && p.l4 != l4_kind::tcp) return false;
+  if (p.src_port != 53 && p.dst_port != 53) return false;
+  if (!detail::fits(len, p.payload_off, p.payload_len)) return false;
+  const uint8_t* msg = frame + p.payload_off;
+  uint32_t cap_len = p.payload_len;  // bytes we can read
+  uint32_t decl_len = 0;             // bytes the sender says the message has
+  if (p.l4 == l4_kind::udp) {
+    decl_len = p.udp_length >= 8 ? p.udp_length - 8u : 0u;
+  } else {
+    if (cap_len < 2 + dns_header_len) return false;
+    decl_len = detail::rd16(msg);
+    msg += 2;
+    cap_len -= 2;
+  }
+  // Read no further than the message (a TCP segment may carry a second one);
+  // a capture cut short is read as far as it goes.
+  if (decl_len < cap_len) cap_len = decl_len;
+  dns_header h;
+  if (!dns_parse_header(msg, cap_len, h)) return false;
+  if (!dns_header_sane(h, decl_len)) return false;
+  if (h.qr) {
+    c.dns_responses += 1;
+  } else {
+    c.dns_queries += 1;
+    dns_count_name(msg, cap_len, table, capacity, c);
+  }
+  return true;
+}
+
+// TCP flag and HTTP counters. Pure ACK: ACK set, no payload, no SYN/FIN/RST.
+// HTTP is classified on any port whose payload starts with a request method
+// or "HTTP/1.x " (tshark also needs a known port or its heuristics).
+template <class C>
+GNIO_HOST_DEVICE inline void count_tcp(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p, bool is_dns,
+                                       C& c) {
+  using namespace device;
+  if (p.l4 != l4_kind::tcp || !detail::l4_fields_ok(p, len)) return;
+  const uint16_t f = p.tcp.flags;
+  const bool syn = (f & tcp_syn) != 0, fin = (f & tcp_fin) != 0, rst = (f & tcp_rst) != 0;
+  const bool pure_ack = (f & tcp_ack) && !syn && !fin && !rst && p.payload_len == 0;
+  if (syn) c.tcp_syn += 1;
+  if (fin) c.tcp_fin += 1;
+  if (rst) c.tcp_rst += 1;
+  if (pure_ack) c.tcp_ack += 1;
+  if (!syn && !fin && !rst && !pure_ack) c.tcp_other += 1;
+  if (is_dns || p.payload_len == 0 || frame == nullptr || !detail::fits(len, p.payload_off, p.payload_len)) return;
+  switch (http_classify(frame + p.payload_off, p.payload_len)) {
+    case http_kind::not_http: break;
+    case http_kind::response: c.http_responses += 1; break;
+    case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
+    case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
+    case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
+    default: c.http_requests += 1; c.http_other_requests += 1; break;
+  }
+}
+
+template <class C>
+GNIO_HOST_DEVICE inline void count_icmp(const device::parsed_pkt& p, C& c) {
+  using namespace device;
+  if (p.l4 == l4_kind::icmp) {
+    // A truncated header has no valid type: it counts as other. (The length
+    // argument matters only for TCP.)
+    const bool ok = detail::l4_fields_ok(p, ~0u);
+    if (ok && p.icmp.type == 8) c.icmp_echo_req += 1;
+    else if (ok && p.icmp.type == 0) c.icmp_echo_reply += 1;
+    else c.icmp_other += 1;
+  } else if (p.l4 == l4_kind::icmpv6 && detail::l4_fields_ok(p, ~0u)) {
+    if (p.icmp.type == 128) c.icmpv6_echo_req += 1;
+    else if (p.icmp.type == 129) c.icmpv6_echo_reply += 1;
+  }
+}
+
+template <class C>
+GNIO_HOST_DEVICE inline void count_arp(const device::parsed_pkt& p, C& c) {
+  using namespace device;
+  if (p.l3 != l3_kind::arp || (p.malformed && p.error == pkt_error::truncated_l3)) return;
+  if (p.arp.op == 1) c.arp_requests += 1;
+  else if (p.arp.op == 2) c.arp_replies += 1;
+}
+
+// One conversation per TCP/UDP 5-tuple, both directions together. A first
+// fragment carries the ports and counts for its datagram; later fragments
+// do not count (they have no ports).
+template <class C>
+GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uint32_t len, uint32_t wire_len,
+                                                device::flow_entry* conv, uint32_t capacity, C& c) {
+  using namespace device;
+  if (conv == nullptr || capacity == 0) return;
+  if (p.l4 != l4_kind::tcp && p.l4 != l4_kind::udp) return;
+  if (!detail::l4_fields_ok(p, len)) return;
+  flow_key k = make_flow_key(p);
+  // make_flow_key zeroes the ports of every fragment (for RSS); the first one
+  // has them and they name the conversation.
+  k.src_port = p.src_port;
+  k.dst_port = p.dst_port;
+  if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len) < 0) c.flow_table_full += 1;
+}
+
+// Every counter of one parsed frame.
+template <class C>
+GNIO_HOST_DEVICE inline void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
+                                          const device::parsed_pkt& p, device::flow_entry* conv, uint32_t conv_capacity,
+                                          dns_entry* dns, uint32_t dns_capacity, C& c) {
+  using namespace device;
+  count_common(frame, len, wire_len, p, c);
+  const bool is_dns = count_dns(frame, len, p, dns, dns_capacity, c);
+  if (p.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
+  count_tcp(frame, len, p, is_dns, c);
+  count_icmp(p, c);
+  count_arp(p, c);
+  count_conversation(p, len, wire_len, conv, conv_capacity, c);
+}
+
+// ---------------------------------------------------------------------------
+// Replies
+// ---------------------------------------------------------------------------
+
+// Turns an ICMPv4 echo request into its echo reply in place: Ethernet and IPv4
+// addresses swapped, type 0, ICMP checksum updated incrementally (RFC 1624).
+// The IPv4 checksum stays valid (swapping two words does not change the sum)
+// and TTL is kept. Returns the frame length to send, or 0 (frame untouched)
+// when the frame is not a complete, unfragmented echo request to a unicast
+// address. A capture cut short (caplen < wire length) must be refused by the
+// caller: the parser only sees the captured bytes.
+GNIO_HOST_DEVICE inline uint32_t make_icmp_echo_reply_inplace(uint8_t* frame, uint32_t len,
+                                                              const device::parsed_pkt& p) {
+  using namespace device;
+  if (frame == nullptr || !p.has_l2 || p.malformed || p.is_fragment) return 0;
+  if (p.l3 != l3_kind::ipv4 || p.l4 != l4_kind::icmp || p.icmp.type != 8) return 0;
+  const uint32_t l3 = p.l3_off, l4 = p.l4_off;
+  if (!detail::fits(len, l3, p.ipv4.total_length) || !detail::fits(len, l4, 8)) return 0;
+  // Swapping would make a group address the source of the reply.
+  if (frame[0] & 1u) return 0;
+  if (p.ipv4.dst >= 0xe0000000u) return 0;  // multicast, reserved, broadcast
+  for (uint32_t i = 0; i < 6; ++i) {
+    const uint8_t t = frame[i];
+    frame[i] = frame[6 + i];
+    frame[6 + i] = t;
+  }
+  uint8_t* ip = frame + l3;
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint8_t t = ip[12 + i];
+    ip[12 + i] = ip[16 + i];
+    ip[16 + i] = t;
+  }
+  uint8_t* icmp = frame + l4;
+  const uint16_t old_word = static_cast<uint16_t>((icmp[0] << 8) | icmp[1]);
+  icmp[0] = 0;
+  const uint16_t new_word = static_cast<uint16_t>(icmp[1]);
+  detail::wr16(icmp + 2, csum_update16(detail::rd16(icmp + 2), old_word, new_word));
+  return len;
+}
+
+// Length of the ARP reply make_arp_reply would build, or 0 when the frame is
+// not an Ethernet/IPv4 who-has for cfg.ip (from someone else).
+GNIO_HOST_DEVICE inline uint32_t arp_reply_len(const device::parsed_pkt& p, const app_config& cfg) {
+  using namespace device;
+  if (!p.has_l2 || p.l3 != l3_kind::arp || p.malformed || !p.arp.eth_ipv4 || p.arp.op != 1) return 0;
+  if (cfg.ip == 0 || p.arp.tpa != cfg.ip) return 0;
+  bool ours = true;  // our own announcement looped back
+  for (uint32_t i = 0; i < 6; ++i) ours = ours && p.arp.sha[i] == cfg.mac[i];
+  if (ours) return 0;
+  const uint32_t n = p.l3_off + 28u;
+  return n < min_frame ? min_frame : n;
+}
+
+// Builds the reply to a who-has for cfg.ip into out: Ethernet to the
+// requester (VLAN tags kept), is-at cfg.mac, zero-padded to 60 bytes.
+// Returns the frame length, or 0 when not applicable or cap is too small.
+GNIO_HOST_DEVICE inline uint32_t make_arp_reply(const uint8_t* req, const device::parsed_pkt& p, const app_config& cfg,
+                                                uint8_t* out, uint32_t cap) {
+  const uint32_t n = arp_reply_len(p, cfg);
+  if (n == 0 || req == nullptr || out == nullptr || n > cap) return 0;
+  const uint32_t l3 = p.l3_off;
+  for (uint32_t i = 0; i < 6; ++i) {
+    out[i] = p.arp.sha[i];
+    out[6 + i] = cfg.mac[i];
+  }
+  for (uint32_t i = 12; i < l3; ++i) out[i] = req[i];  // VLAN tags and the ARP ethertype
+  uint8_t* a = out + l3;
+  detail::wr16(a, 1);       // Ethernet
+  detail::wr16(a + 2, device::ethertype_ipv4);
+  a[4] = 6;
+  a[5] = 4;
+  detail::wr16(a + 6, 2);   // reply
+  for (uint32_t i = 0; i < 6; ++i) {
+    a[8 + i] = cfg.mac[i];
+    a[18 + i] = p.arp.sha[i];
+  }
+  detail::wr32(a + 14, cfg.ip);
+  detail::wr32(a + 24, p.arp.spa);
+  for (uint32_t i = l3 + 28; i < n; ++i) out[i] = 0;
+  return n;
+}
+
+// Length of the segment make_tcp_segment would build, or 0 when it cannot.
+GNIO_HOST_DEVICE inline uint32_t tcp_segment_len(const device::parsed_pkt& req_p, uint32_t payload_len) {
+  using namespace device;
+  if (!req_p.has_l2 || req_p.l3 != l3_kind::ipv4 || req_p.l4 != l4_kind::tcp || req_p.malformed) return 0;
+  if (payload_len > max_tcp_payload) return 0;
+  const uint32_t n = req_p.l3_off + 40u + payload_len;
+  return n < min_frame ? min_frame : n;
+}
+
+// A TCP segment back to the sender of req (IPv4 only): Ethernet addresses
+// swapped with src_mac as source (VLAN tags kept), a fresh IPv4 header (TTL
+// 64, DF, id 0, checksum), ports swapped, the caller's seq/ack/flags, window
+// 65535, no options, the payload, TCP checksum; zero-padded to 60 bytes.
+// Returns the frame length, or 0 when req is not IPv4/TCP, payload_len >
+// max_tcp_payload or cap is too small. flags are device::tcp_* bits.
+GNIO_HOST_DEVICE inline uint32_t make_tcp_segment(const uint8_t* req, const device::parsed_pkt& req_p,
+                                                  const uint8_t src_mac[6], uint8_t flags, uint32_t seq, uint32_t ack,
+                                                  const uint8_t* payload, uint32_t payload_len, uint8_t* out,
+                                                  uint32_t cap) {
+  using namespace device;
+  const uint32_t n = tcp_segment_len(req_p, payload_len);
+  if (n == 0 || req == nullptr || out == nullptr || src_mac == nullptr || n > cap) return 0;
+  if (payload_len != 0 && payload == nullptr) return 0;
+  const uint32_t l3 = req_p.l3_off;
+  for (uint32_t i = 0; i < 6; ++i) {
+    out[i] = req[6 + i];
+    out[6 + i] = src_mac[i];
+  }
+  for (uint32_t i = 12; i < l3; ++i) out[i] = req[i];  // VLAN tags and the IPv4 ethertype
+  uint8_t* ip = out + l3;
+  ip[0] = 0x45;
+  ip[1] = 0;
+  detail::wr16(ip + 2, static_cast<uint16_t>(40u + payload_len));
+  detail::wr16(ip + 4, 0);
+  detail::wr16(ip + 6, 0x4000);  // DF
+  ip[8] = 64;
+  ip[9] = ipproto_tcp;
+  detail::wr16(ip + 10, 0);
+  detail::wr32(ip + 12, req_p.ipv4.dst);
+  detail::wr32(ip + 16, req_p.ipv4.src);
+  detail::wr16(ip + 10, ipv4_header_checksum(ip, 20));
+  uint8_t* t = ip + 20;
+  detail::wr16(t, req_p.dst_port);
+  detail::wr16(t + 2, req_p.src_port);
+  detail::wr32(t + 4, seq);
+  detail::wr32(t + 8, ack);
+  t[12] = 5u << 4;
+  t[13] = flags;
+  detail::wr16(t + 14, 0xffff);
+  detail::wr16(t + 16, 0);
+  detail::wr16(t + 18, 0);
+  for (uint32_t i = 0; i < payload_len; ++i) t[20 + i] = payload[i];
+  detail::wr16(t + 16, l4_checksum_ipv4(req_p.ipv4.dst, req_p.ipv4.src, ipproto_tcp, t, 20u + payload_len));
+  for (uint32_t i = l3 + 40u + payload_len; i < n; ++i) out[i] = 0;
+  return n;
+}
+
+// The HTTP response to a request segment: the page (complete status line,
+// headers and body) in one segment with FIN|PSH|ACK, seq = the request's ACK
+// number, ack = request seq + its payload (+1 for a FIN in the request). The
+// server's next sequence number after it is req ack + page_len + 1 (the FIN).
+GNIO_HOST_DEVICE inline uint32_t make_http_response(const uint8_t* req, const device::parsed_pkt& p,
+                                                    const app_config& cfg, const uint8_t* page, uint32_t page_len,
+                                                    uint8_t* out, uint32_t cap) {
+  using namespace device;
+  if (p.l4 != l4_kind::tcp || p.malformed || p.is_fragment || !(p.tcp.flags & tcp_ack)) return 0;
+  const uint32_t ack = p.tcp.seq + p.payload_len + ((p.tcp.flags & tcp_fin) ? 1u : 0u);
+  return make_tcp_segment(req, p, cfg.mac, static_cast<uint8_t>(tcp_fin | tcp_psh | tcp_ack), p.tcp.ack, ack, page,
+                          page_len, out, cap);
+}
+
+enum class reply_kind : uint8_t { none = 0, icmp_inplace, arp, http_index, http_second, http_404 };
+
+// Which page a segment asks for: a GET to cfg.ip port 80 ("/" or
+// "/index.html" -> index, pages.second_path -> second, anything else -> 404).
+// none when the segment is not such a request or the page is missing or
+// longer than max_tcp_payload.
+GNIO_HOST_DEVICE inline reply_kind http_select_page(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
+                                                    const app_config& cfg, const http_pages& pages,
+                                                    const uint8_t** page, uint32_t* page_len) {
+  using namespace device;
+  if (frame == nullptr || !cfg.http_server || cfg.ip == 0 || pages.data == nullptr) return reply_kind::none;
+  if (p.l3 != l3_kind::ipv4 || p.l4 != l4_kind::tcp || p.malformed || p.is_fragment) return reply_kind::none;
+  if (p.ipv4.dst != cfg.ip || p.dst_port != 80) return reply_kind::none;
+  const uint16_t f = p.tcp.flags;
+  if (!(f & tcp_ack) || (f & (tcp_syn | tcp_rst))) return reply_kind::none;
+  if (p.payload_len == 0 || !detail::fits(len, p.payload_off, p.payload_len)) return reply_kind::none;
+  const uint8_t* pl = frame + p.payload_off;
+  if (http_classify(pl, p.payload_len) != http_kind::get) return reply_kind::none;
+  // A path that does not fit (or whose request line is cut) is no page we
+  // serve: it gets the 404. n <= path_cap - 1, so equals() reads at most
+  // second_path[path_cap - 1].
+  constexpr uint32_t path_cap = sizeof(http_pages::second_path);
+  char path[path_cap];
+  bool cut = false;
+  int32_t n = http_request_path(pl, p.payload_len, path, path_cap, &cut);
+  if (cut) n = -1;
+  auto equals = [&](const char* s) {
+    int32_t i = 0;
+    for (; i < n; ++i)
+      if (s[i] == '\0' || s[i] != path[i]) return false;
+    return s[i] == '\0';
+  };
+  reply_kind k = reply_kind::http_404;
+  uint32_t off = pages.missing_off, plen = pages.missing_len;
+  if (n > 0 && (equals("/") || equals("/index.html"))) {
+    k = reply_kind::http_index;
+    off = pages.index_off;
+    plen = pages.index_len;
+  } else if (n > 0 && pages.second_path[0] != '\0' && equals(pages.second_path)) {
+    k = reply_kind::http_second;
+    off = pages.second_off;
+    plen = pages.second_len;
+  }
+  if (plen == 0 || plen > max_tcp_payload) return reply_kind::none;
+  *page = pages.data + off;
+  *page_len = plen;
+  return k;
+}
+
+struct reply_plan {
+  reply_kind kind;
+  uint32_t len;          // frame length to send
+  const uint8_t* page;   // http kinds
+  uint32_t page_len;
+};
+
+// Decides the reply to a counted frame. An ICMP echo reply is made here, in
+// the RX slot (the frame is modified); ARP and HTTP replies are only sized
+// here and written by write_reply once a TX buffer is reserved.
+GNIO_HOST_DEVICE inline reply_plan plan_reply(uint8_t* frame, uint32_t len, uint32_t wire_len,
+                                              const device::parsed_pkt& p, const app_config& cfg,
+                                              const http_pages& pages, uint32_t tx_cap) {
+  using namespace device;
+  reply_plan r{reply_kind::none, 0, nullptr, 0};
+  if (p.l4 == l4_kind::icmp) {
+    if (len < wire_len) return r;  // cut capture: the reply would be cut too
+    if (p.l3 != l3_kind::ipv4 || !(cfg.reply_all || (cfg.ip != 0 && p.ipv4.dst == cfg.ip))) return r;
+    const uint32_t n = make_icmp_echo_reply_inplace(frame, len, p);
+    if (n) r = {reply_kind::icmp_inplace, n, nullptr, 0};
+    return r;
+  }
+  if (p.l3 == l3_kind::arp) {
+    const uint32_t n = arp_reply_len(p, cfg);
+    if (n && n <= tx_cap) r = {reply_kind::arp, n, nullptr, 0};
+    return r;
+  }
+  if (p.l4 == l4_kind::tcp) {
+    const uint8_t* page = nullptr;
+    uint32_t page_len = 0;
+    const reply_kind k = http_select_page(frame, len, p, cfg, pages, &page, &page_len);
+    if (k == reply_kind::none) return r;
+    const uint32_t n = tcp_segment_len(p, page_len);
+    if (n && n <= tx_cap) r = {k, n, page, page_len};
+  }
+  return r;
+}
+
+// Writes a planned ARP/HTTP reply into out (a TX buffer of tx_cap bytes).
+// Returns the frame length (plan.len when all is well) or 0.
+GNIO_HOST_DEVICE inline uint32_t write_reply(const reply_plan& plan, const uint8_t* frame, const device::parsed_pkt& p,
+                                             const app_config& cfg, uint8_t* out, uint32_t cap) {
+  switch (plan.kind) {
+    case reply_kind::arp: return make_arp_reply(frame, p, cfg, out, cap);
+    case reply_kind::http_index:
+    case reply_kind::http_second:
+    case reply_kind::http_404: return make_http_response(frame, p, cfg, plan.page, plan.page_len, out, cap);
+    default: return 0;
+  }
+}
+
+template <class C>
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_sent(reply_kind k, C& c) {
+  switch (k) {
+    case reply_kind::icmp_inplace: c.icmp_echo_reply_sent += 1; break;
+    case reply_kind::arp: c.arp_replies_sent += 1; break;
+    case reply_kind::http_index:
+    case reply_kind::http_second: c.http_pages_sent += 1; break;
+    case reply_kind::http_404: c.http_404_sent += 1; break;
+    default: break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Counters and reports
+// ---------------------------------------------------------------------------
+
+// Adds a thread's batch counters to the block's totals (the host executor's
+// one thread per block).
+GNIO_HOST_DEVICE inline void flush_counters(counters& local, counters* total) {
+  // Relaxed: statistics; readers are the report snapshot (relaxed loads, see
+  // try_report) and the host after the kernel ended.
+#define GNIO_PP_FLUSH(name) \
+  if (local.name != 0)      \
+    device::dev_atomic_ref<uint64_t>(total->name).fetch_add(local.name, cuda::std::memory_order_relaxed);
+  GNIO_PP_COUNTERS(GNIO_PP_FLUSH)
+#undef GNIO_PP_FLUSH
+  local = counters{};
+}
+
+// One counter that every thread of a CUDA block adds to (it lives in shared
+// memory). Per-thread copies of all counters would cost ~80 registers per
+// thread; shared atomics cost a few cycles per packet.
+struct block_counter {
+  unsigned long long v;
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE void operator+=(uint64_t x) {
+    // Relaxed, block scope: only this block adds; flush_block_counters reads
+    // after a block barrier.
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_block>(v).fetch_add(x, cuda::std::memory_order_relaxed);
+  }
+};
+
+// Same fields as counters, usable with every count_* function.
+struct block_counters {
+#define GNIO_PP_BLOCK_FIELD(name) block_counter name;
+  GNIO_PP_COUNTERS(GNIO_PP_BLOCK_FIELD)
+#undef GNIO_PP_BLOCK_FIELD
+};
+
+#if defined(__CUDA_ARCH__)
+namespace detail {
+
+// Moves the block's batch counts into its totals: thread k % blockDim.x
+// handles counter k (one device-scope atomic per non-zero counter per
+// batch). Call after a block barrier that follows the last count of the
+// batch; the next batch's counts come after recv's barriers, so the zeroing
+// cannot race with them.
+__device__ inline void flush_block_counters(block_counters& s, counters* total) {
+  uint32_t k = 0;
+  // Relaxed: statistics, as in flush_counters.
+#define GNIO_PP_FLUSH(name)                                                                               \
+  if (k++ % blockDim.x == threadIdx.x && s.name.v != 0) {                                                              \
+    device::dev_atomic_ref<uint64_t>(total->name).fetch_add(s.name.v, cuda::std::memory_order_relaxed);   \
+    s.name.v = 0;                                                                                         \
+  }
+  GNIO_PP_COUNTERS(GNIO_PP_FLUSH)
+#undef GNIO_PP_FLUSH
+}
+
+// Zeroes the block's counters at kernel start (as flush_block_counters
+// splits them); a block barrier must follow before the first count.
+__device__ inline void zero_block_counters(block_counters& s) {
+  uint32_t k = 0;
+#define GNIO_PP_ZERO(name) \
+  if (k++ % blockDim.x == threadIdx.x) s.name.v = 0;
+  GNIO_PP_COUNTERS(GNIO_PP_ZERO)
+#undef GNIO_PP_ZERO
+}
+
+__device__ GNIO_FORCEINLINE uint32_t warp_members() {
+  const uint32_t in_warp = blockDim.x - (threadIdx.x & ~31u);
+  return in_warp >= 32u ? 0xffffffffu : ((1u << in_warp) - 1u);
+}
+
+// Block-wide TX in two phases, so that a thread can learn its descriptor index
+// (and so its TX buffer) before writing the frame: tx_block_reserve counts
+// the frames of the block in thread order and reserves them together, each
+// thread that got a descriptor writes its frame and descriptor, then
+// tx_block_publish rings one doorbell for *n_out descriptors. Every thread of
+// the block calls both, in order. Returns success for a thread that holds
+// descriptor *idx; full for a wanting thread left without one (the ring
+// stayed full for timeout_ns, or more frames than the ring has descriptors).
+__device__ inline status tx_block_reserve(const device::txq& q, bool want, uint64_t timeout_ns, uint64_t* idx,
+                                          uint32_t* n_out) {
+  __shared__ uint32_t s_warp_count[32];
+  __shared__ uint64_t s_first;
+  __shared__ uint32_t s_n;
+  const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+  const uint32_t vmask = __ballot_sync(warp_members(), want);
+  if (lane == 0) s_warp_count[warp] = __popc(vmask);
+  __syncthreads();
+  uint32_t rank = __popc(vmask & ((1u << lane) - 1u)), n = 0;
+  const uint32_t num_warps = (blockDim.x + 31u) >> 5;
+  for (uint32_t w = 0; w < num_warps; ++w) {
+    if (w < warp) rank += s_warp_count[w];
+    n += s_warp_count[w];
+  }
+  if (threadIdx.x == 0) {
+    // A reservation larger than the ring could never succeed: the frames
+    // past the ring's size are dropped (tx_failed) instead.
+    const uint32_t take = n < q.num_descs ? n : q.num_descs;
+    s_n = take != 0 && device::tx_reserve(q, take, timeout_ns, &s_first) == status::success ? take : 0u;
+  }
+  __syncthreads();
+  *idx = s_first + rank;
+  *n_out = s_n;
+  // Nobody writes s_* again before tx_block_publish's barrier, which every
+  // thread reaches only after these reads.
+  return want && rank < s_n ? status::success : status::full;
+}
+
+__device__ inline void tx_block_publish(const device::txq& q, uint32_t n) {
+  // Every thread's descriptor and frame bytes before the leader's doorbell
+  // (whose release store pairs with the backend's acquire of the doorbell).
+  __syncthreads();
+  if (threadIdx.x == 0 && n != 0) {
+    device::tx_commit(q, n);
+    device::tx_doorbell(q);
+  }
+}
+
+}  // namespace detail
+#endif
+
+// Writes a report of the block's counters into its semaphore item when the
+// host has freed it. Returns false when the item is still busy (try later);
+// true when written or when the semaphore cannot hold reports (then nothing
+// is written). Called by one thread of the block.
+GNIO_HOST_DEVICE inline bool try_report(const body& b, uint32_t block, bool final_report) {
+  using namespace device;
+  const sem& s = b.sem;
+  if (s.items == nullptr || s.custom == nullptr || block >= s.num_items || s.custom_bytes < sizeof(report)) return true;
+  // Acquire (inside sem_get_status) pairs with the host's release of free:
+  // it has finished reading the previous report before we overwrite it.
+  if (sem_get_status(s, block) != sem_status::free) return false;
+  report* r = sem_custom_as<report>(s, block);
+  r->block = block;
+  r->final_report = final_report ? 1u : 0u;
+  r->t_ns = now_ns();
+  counters& src = b.ctr[block];
+  // Relaxed loads pair with the relaxed fetch_adds of the flushes: a snapshot
+  // need not be consistent across fields, only tear-free per field.
+#define GNIO_PP_SNAP(name) \
+  r->c.name = dev_atomic_ref<uint64_t>(src.name).load(cuda::std::memory_order_relaxed);
+  GNIO_PP_COUNTERS(GNIO_PP_SNAP)
+#undef GNIO_PP_SNAP
+  // Release (inside sem_set_status) pairs with the host's acquire of ready:
+  // the report bytes above are visible when it sees ready.
+  sem_set_status(s, block, sem_status::ready);
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// The kernel body
+// ---------------------------------------------------------------------------
+
+GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const {
+  using namespace device;
+  // Uniform per block: a block without a role returns as a whole.
+  if (ctx.block >= num_blocks || ctx.block >= max_blocks || ctr == nullptr) return;
+  const block_role& br = blocks[ctx.block];
+  const rxq& rq = br.rx;
+  const txq& tq = br.tx;
+  const bool can_tx = br.has_tx != 0;
+  counters* const total = ctr + ctx.block;
+  uint64_t last_report = now_ns();
+#if defined(__CUDA_ARCH__)
+  __shared__ block_counters s_count;
+  detail::zero_block_counters(s_count);
+  // The first barrier inside should_exit orders the zeroing before any count.
+#else
+  counters local{};
+#endif
+
+  for (;;) {
+    if (should_exit<scope::block>(ctx)) break;
+    if (thread_rank() == 0 && report_interval_ns != 0) {
+      const uint64_t t = now_ns();
+      if (t - last_report >= report_interval_ns && try_report(*this, ctx.block, false)) last_report = t;
+    }
+    uint64_t first = 0;
+    uint32_t num = 0;
+    const status s = recv<scope::block>(rq, batch, recv_timeout_ns, &first, &num);
+    if (s == status::shutdown) break;
+    if (num == 0) continue;  // same result in every thread: no divergence
+
+#if defined(__CUDA_ARCH__)
+    // Rounds of blockDim.x packets; every thread runs every round (num is
+    // block-uniform) so the block-wide TX calls inside are never divergent.
+    bool inplace = false;
+    for (uint32_t base = 0; base < num; base += blockDim.x) {
+      const uint32_t i = base + threadIdx.x;
+      const bool have = i < num;
+      parsed_pkt p;
+      reply_plan plan{reply_kind::none, 0, nullptr, 0};
+      uint8_t* f = nullptr;
+      if (have) {
+        const uint64_t idx = first + i;
+        f = pkt_addr(rq, idx);
+        const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
+        parse(f, len, p);
+        count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count);
+        if (can_tx) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
+      }
+      if (can_tx) {
+        const bool want = plan.kind != reply_kind::none;
+        uint64_t di = 0;
+        uint32_t n = 0;
+        const status ts = detail::tx_block_reserve(tq, want, tx_timeout_ns, &di, &n);
+        if (want) {
+          if (ts != status::success) {
+            s_count.tx_failed += 1;
+          } else if (plan.kind == reply_kind::icmp_inplace) {
+            tx_prepare(tq, di, f, plan.len);
+            count_sent(plan.kind, s_count);
+            inplace = true;
+          } else {
+            uint8_t* out = tq.buf_addr(di);
+            const uint32_t w = write_reply(plan, f, p, cfg, out, tq.stride);
+            // w == 0 cannot happen after plan_reply sized it; a zero-length
+            // descriptor is completed unsent by the backend (bad_addr).
+            tx_prepare(tq, di, out, w);
+            if (w) count_sent(plan.kind, s_count);
+            else s_count.tx_failed += 1;
+          }
+        }
+        detail::tx_block_publish(tq, n);
+      }
+    }
+    // Block-wide OR; also the barrier after which every count of the batch is in.
+    const bool any_inplace = __syncthreads_or(inplace);
+    if (any_inplace) {
+      // In-place replies still sit in RX slots the next recv releases.
+      if (threadIdx.x == 0 && tx_wait(tq, tx_timeout_ns) != status::success) s_count.tx_failed += 1;
+      __syncthreads();  // thread 0's count before whichever thread flushes tx_failed
+    }
+    detail::flush_block_counters(s_count, total);
+#else
+    bool inplace = false;
+    for (uint32_t i = 0; i < num; ++i) {
+      const uint64_t idx = first + i;
+      uint8_t* f = pkt_addr(rq, idx);
+      const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
+      parsed_pkt p;
+      parse(f, len, p);
+      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local);
+      if (!can_tx) continue;
+      const reply_plan plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
+      if (plan.kind == reply_kind::none) continue;
+      uint64_t di = 0;
+      if (tx_reserve(tq, 1, tx_timeout_ns, &di) != status::success) {
+        local.tx_failed += 1;
+        continue;
+      }
+      uint32_t w = plan.len;
+      const uint8_t* addr = f;
+      if (plan.kind == reply_kind::icmp_inplace) {
+        inplace = true;
+      } else {
+        uint8_t* out = tq.buf_addr(di);
+        w = write_reply(plan, f, p, cfg, out, tq.stride);
+        addr = out;
+      }
+      tx_prepare(tq, di, addr, w);
+      tx_commit(tq, 1);
+      tx_doorbell(tq);
+      if (w) count_sent(plan.kind, local);
+      else local.tx_failed += 1;
+    }
+    // In-place replies still sit in RX slots the next recv releases.
+    if (inplace && tx_wait(tq, tx_timeout_ns) != status::success) local.tx_failed += 1;
+    flush_counters(local, total);
+#endif
+  }
+
+  if (thread_rank() == 0) {
+    // Every batch was processed (and in-place replies completed) before the
+    // loop ended, so every received slot may go back to the backend.
+    release_all(rq);
+    // The last flush of every thread happened before a block barrier this
+    // thread has passed (inside should_exit or recv).
+    const uint64_t t0 = now_ns();
+    uint32_t polls = 0;
+    while (!try_report(*this, ctx.block, true)) {
+      if (now_ns() - t0 >= final_report_wait_ns) break;  // the host reads ctr at the end anyway
+      idle_backoff(++polls);
+    }
+  }
+}
+
+}  // namespace gnio::pp

@@ -1,0 +1,1302 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio pp end to end: counts against tshark's (tests/data/MANIFEST.tsv and,
+// when present, the shared corpus), echo replies checked by tshark, the HTTP
+// server on the pair backend with a scripted client, malformed captures, and
+// the `gnio pp` command line.
+//
+// Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
+// GPU) picks the executor of gnio::pp::run; GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN
+// and GNIO_CORPUS_DIR override the paths compiled in.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <gnio/gnio.hpp>
+
+#include "pp_app.hpp"
+
+extern char** environ;
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
+const std::string k_tool = env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
+const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
+const std::string k_corpus = env_or("GNIO_CORPUS_DIR", std::string(GNIO_SOURCE_DIR) + "/../shared/corpus");
+
+bool have_gpu() {
+  static const bool yes = !gnio::list_gpus().empty();
+  return yes;
+}
+
+// --gpu for the runs: the host executor, or the first CUDA GPU.
+std::string gpu_selector() { return k_exec == "cuda" ? "0" : k_exec == "auto" ? "auto" : "host"; }
+
+#define REQUIRE_EXECUTOR()                                                                      \
+  do {                                                                                          \
+    if (k_exec == "cuda" && !have_gpu()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no CUDA GPU"; \
+  } while (0)
+
+std::string data(const std::string& name) { return k_data + "/" + name; }
+
+std::string temp_path(const char* tag) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/gnio_pp_test_" + tag + "_XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = ::mkstemp(buf.data());
+  if (fd >= 0) ::close(fd);
+  return buf.data();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string basename_of(const std::string& p) {
+  auto s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// ---------------------------------------------------------------------------
+// Running gnio::pp::run in-process, with a deadline
+// ---------------------------------------------------------------------------
+
+struct app_run {
+  int rc = -1;
+  json j;
+  bool finished = false;     // run() returned by itself (the stream ended) before the limit
+  bool needed_stop = false;  // the limit passed and the stop flag was set
+};
+
+struct run_shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int rc = -1;
+  json j;
+  std::atomic<bool> stop{false};
+};
+
+// Runs pp with o in a thread. After `limit` the stop flag is set (a hang on
+// bad input shows up as needed_stop); a run that does not return 20 s after
+// that is abandoned (its thread detached) and reported as not finished.
+// stop_after: set the stop flag after this time on purpose (live ports).
+app_run run_app(gnio::pp::options o, std::chrono::milliseconds limit = 30s,
+                std::chrono::milliseconds stop_after = std::chrono::hours(24)) {
+  o.quiet = true;
+  auto sh = std::make_shared<run_shared>();
+  std::thread t([sh, o] {
+    json j;
+    const int rc = gnio::pp::run(o, &sh->stop, &j);
+    std::lock_guard lk(sh->mu);
+    sh->rc = rc;
+    sh->j = std::move(j);
+    sh->done = true;
+    sh->cv.notify_all();
+  });
+  app_run r;
+  std::unique_lock lk(sh->mu);
+  const auto first = std::min(limit, stop_after);
+  if (!sh->cv.wait_for(lk, first, [&] { return sh->done; })) {
+    r.needed_stop = stop_after >= limit;
+    sh->stop.store(true);
+    sh->cv.wait_for(lk, 20s, [&] { return sh->done; });
+  }
+  if (!sh->done) {
+    lk.unlock();
+    t.detach();
+    return r;
+  }
+  r.finished = true;
+  r.rc = sh->rc;
+  r.j = sh->j;
+  lk.unlock();
+  t.join();
+  return r;
+}
+
+gnio::pp::options capture_options(const std::string& path, uint32_t queues = 1) {
+  gnio::pp::options o;
+  o.port = "pcap:file=" + path;
+  o.gpu = gpu_selector();
+  o.queues = queues;
+  o.stats_interval = 0;
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// Running the gnio tool
+// ---------------------------------------------------------------------------
+
+struct proc_result {
+  bool spawned = false, exited = false;
+  int code = -1, signal = 0;
+  std::string out, err;
+  std::optional<json> j;
+  std::string describe() const {
+    return (exited ? "exit " + std::to_string(code) : "signal " + std::to_string(signal)) + "\n--- stdout:\n" + out +
+           "--- stderr:\n" + err;
+  }
+};
+
+// Spawns `gnio ARGS` (no shell), optionally sends SIGINT after signal_after,
+// and SIGKILLs it at limit.
+proc_result run_tool(std::vector<std::string> args, bool with_json = true,
+                     std::chrono::milliseconds signal_after = std::chrono::hours(24),
+                     std::chrono::milliseconds limit = 60s) {
+  proc_result r;
+  const std::string json_path = temp_path("json"), out_path = temp_path("out"), err_path = temp_path("err");
+  std::remove(json_path.c_str());
+  std::vector<std::string> argv{k_tool};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (with_json) {
+    argv.push_back("--json");
+    argv.push_back(json_path);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
+  std::vector<char*> av, ev;
+  for (auto& a : argv) av.push_back(a.data());
+  av.push_back(nullptr);
+  for (auto& e : env) ev.push_back(e.data());
+  ev.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, k_tool.c_str(), &fa, nullptr, av.data(), ev.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    r.err = std::string("posix_spawn(") + k_tool + ") failed: " + std::strerror(rc);
+    return r;
+  }
+  r.spawned = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool signalled = false;
+  int st = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &st, WNOHANG);
+    if (w == pid) break;
+    const auto el = std::chrono::steady_clock::now() - t0;
+    if (!signalled && el >= signal_after) {
+      ::kill(pid, SIGINT);
+      signalled = true;
+    }
+    if (el >= limit) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  r.exited = WIFEXITED(st);
+  r.code = r.exited ? WEXITSTATUS(st) : -1;
+  r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  std::ifstream jf(json_path);
+  if (jf) {
+    try {
+      r.j = json::parse(jf);
+    } catch (const std::exception& e) {
+      r.err += std::string("\n[test] bad JSON: ") + e.what();
+    }
+  }
+  std::remove(json_path.c_str());
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// MANIFEST.tsv (tshark 4.0.17's counts per file)
+// ---------------------------------------------------------------------------
+
+using manifest_row = std::map<std::string, std::string>;
+using manifest = std::vector<manifest_row>;
+
+manifest read_manifest(const std::string& path) {
+  manifest m;
+  std::ifstream in(path);
+  std::string line;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string f;
+    while (std::getline(ss, f, '\t')) v.push_back(f);
+    return v;
+  };
+  if (!std::getline(in, line)) return m;
+  const auto header = split(line);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    manifest_row row;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
+    m.push_back(row);
+  }
+  return m;
+}
+
+long num(const manifest_row& r, const std::string& col) {
+  auto it = r.find(col);
+  return it == r.end() || it->second.empty() || it->second == "-" ? -1 : std::stol(it->second);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Link types the pcap backend reads (everything else it refuses at open).
+bool readable_link(const manifest_row& r) {
+  static const std::set<std::string> ok = {"ether", "null", "rawip4", "rawip6", "raw", "loop", "linux-sll"};
+  return ok.count(r.at("linktype")) != 0 && !ends_with(r.at("path"), ".gz");
+}
+
+// The rows the counting tests cover: DNS, HTTP or ICMP echo traffic in a
+// capture this build can read.
+bool selected(const manifest_row& r) {
+  long s = 0;
+  for (const char* c : {"dns_queries", "dns_responses", "http_requests", "http_responses", "icmp_echo_req",
+                        "icmp_echo_reply"})
+    s += std::max(0L, num(r, c));
+  return s > 0 && readable_link(r);
+}
+
+// JSON key -> MANIFEST column.
+const std::pair<const char*, const char*> k_fields[] = {
+    {"packets", "packets"},
+    {"ipv4", "ipv4"},
+    {"ipv6", "ipv6"},
+    {"tcp", "tcp"},
+    {"udp", "udp"},
+    {"icmp", "icmp"},
+    {"icmpv6", "icmpv6"},
+    {"arp", "arp"},
+    {"vlan", "vlan"},
+    {"dns_queries", "dns_queries"},
+    {"dns_responses", "dns_responses"},
+    {"http_requests", "http_requests"},
+    {"http_responses", "http_responses"},
+    {"icmp_echo_req", "icmp_echo_req"},
+    {"icmp_echo_reply", "icmp_echo_reply"},
+    {"tcp_flows", "tcp_streams"},
+    {"udp_flows", "udp_streams"},
+};
+
+// ---------------------------------------------------------------------------
+// Where pp counts differently from tshark, on purpose or unavoidably. Keyed by
+// file name (the same bytes under another folder behave the same). `app` is
+// what pp counts; the test checks that it still does (and still differs from
+// tshark), so a change in either shows up here.
+// ---------------------------------------------------------------------------
+
+struct count_exception {
+  const char* file;
+  const char* field;  // JSON key
+  long app;
+  const char* reason;
+};
+
+#define PPPOE "PPPoE and L2TP (PPP inside UDP) are not decoded: frames inside them count as packets (and arp/other) only"
+#define GENEVE "Geneve (UDP 6081) is not decoded: only the outer UDP counts, not the TCP/ICMP inside the tunnel"
+#define VXLAN "VXLAN (UDP 4789) is not decoded: only the outer UDP counts, not the ICMP/ARP inside the tunnel"
+#define MPLS_UDP "MPLS inside UDP (port 6635) is not decoded: the ICMP inside counts as UDP payload"
+#define PER_SEGMENT                                                                                      \
+  "HTTP is classified per TCP segment (no reassembly, no retransmission tracking): every segment that " \
+  "starts with a method counts; tshark reassembles and counts each request once"
+
+const count_exception k_count_exceptions[] = {
+    // Captures with DNS, HTTP or ICMP echo traffic (bundled in tests/data).
+    {"http.pcap", "http_responses", 3,
+     "frame 36 is a spurious retransmission of frame 26 (\"HTTP/1.1 200 OK\"); pp has no TCP state to spot it, "
+     "tshark counts the response once"},
+    {"nb6-http.pcap", "ipv4", 10, PPPOE},
+    {"nb6-http.pcap", "ipv6", 0, PPPOE},
+    {"nb6-http.pcap", "tcp", 10, PPPOE},
+    {"nb6-http.pcap", "udp", 0, PPPOE},
+    {"nb6-http.pcap", "icmp", 0, PPPOE},
+    {"nb6-http.pcap", "icmpv6", 0, PPPOE},
+    {"nb6-http.pcap", "dns_queries", 0, PPPOE},
+    {"nb6-http.pcap", "dns_responses", 0, PPPOE},
+    {"nb6-http.pcap", "http_requests", 1, PPPOE},
+    {"nb6-http.pcap", "http_responses", 1, PPPOE},
+    {"nb6-http.pcap", "tcp_flows", 1, PPPOE},
+    {"nb6-http.pcap", "udp_flows", 0, PPPOE},
+    {"dns-badlabel.pcap", "dns_responses", 0,
+     "opcode 15 with the Z bit set fails pp's DNS header sanity check (dns_header_sane); tshark decodes anything "
+     "on port 53 as DNS"},
+    {"dns_udp_8053.pcap", "dns_queries", 0, "DNS on port 8053: pp counts DNS on port 53 only"},
+    {"dns_udp_8053.pcap", "dns_responses", 0, "DNS on port 8053: pp counts DNS on port 53 only"},
+    {"dns_port.pcap", "dns_queries", 0,
+     "DNS between UDP ports 65282 and 65333: tshark finds it by heuristics, pp counts DNS on port 53 only"},
+    {"dns_port.pcap", "dns_responses", 0,
+     "DNS between UDP ports 65282 and 65333: tshark finds it by heuristics, pp counts DNS on port 53 only"},
+    {"geneve.pcap", "tcp", 0, GENEVE},
+    {"geneve.pcap", "icmp", 0, GENEVE},
+    {"geneve.pcap", "icmp_echo_req", 0, GENEVE},
+    {"geneve.pcap", "icmp_echo_reply", 0, GENEVE},
+    {"geneve.pcap", "tcp_flows", 0, GENEVE},
+    {"vxlan.pcap", "icmp", 0, VXLAN},
+    {"vxlan.pcap", "arp", 0, VXLAN},
+    {"vxlan.pcap", "icmp_echo_req", 0, VXLAN},
+    {"vxlan.pcap", "icmp_echo_reply", 0, VXLAN},
+    {"mpls-over-udp.pcap", "icmp", 0, MPLS_UDP},
+    {"mpls-over-udp.pcap", "icmp_echo_req", 0, MPLS_UDP},
+    {"mpls-over-udp.pcap", "icmp_echo_reply", 0, MPLS_UDP},
+    {"http-ooo.pcap", "http_requests", 5, PER_SEGMENT},
+    // The rest of the corpus (the sweep; the malformed ones are bundled too).
+    {"http-ooo2.pcap", "http_requests", 3, PER_SEGMENT},
+    {"tcp-badsegments.pcap", "http_requests", 1, PER_SEGMENT},
+    {"arista_ether.pcap", "ipv4", 0, "Arista's vendor header (ethertype 0xd28b) before the payload is not decoded"},
+    {"arista_ether.pcap", "vlan", 0, "Arista's vendor header (ethertype 0xd28b) before the payload is not decoded"},
+    {"ipoipoip.pcap", "tcp", 0, "IP in IP is not decoded: the TCP inside the tunnel is not counted"},
+    {"ipoipoip.pcap", "tcp_flows", 0, "IP in IP is not decoded: the TCP inside the tunnel is not counted"},
+    {"ipv6-srh-ext-header.pcap", "icmpv6", 0,
+     "the segment-routing header carries IPv6 in IPv6 (next header 41), which is not decoded"},
+    {"icmp-cksum-oobr-3.pcapng", "udp_flows", 0,
+     "tshark gives the UDP header quoted inside an ICMP error a udp.stream; pp makes conversations from a packet's "
+     "own L4 header only (it does count the quoted UDP in udp, as tshark does)"},
+    {"bad-ipv4-version-pgm-heapoverflow.pcap", "ipv6", 0,
+     "ethertype IPv4 with version 6 in the header: pp counts ipv4 and malformed; tshark also hands the bytes to "
+     "its IPv6 dissector"},
+    {"ipv6-bad-version.pcap", "ipv6", 4,
+     "two frames carry EtherType 0x86DD with a version nibble that is not 6: pp counts IPv6 by EtherType (and "
+     "flags them malformed), tshark dissects them as data"},
+    {"getname_2_read4_asan.pcap", "arp", 0,
+     "a RARP frame cut to 22 captured bytes: tshark names the protocol from the EtherType, pp counts ARP only "
+     "when the ARP header is there"},
+#define BAD_TCP_HDR \
+  "the TCP header (options or data offset) runs past the captured bytes: pp flags the segment malformed and keeps " \
+  "it out of the conversation table; tshark still gives it a tcp.stream"
+    {"mptcp-dss-oobr.pcap", "tcp_flows", 0, BAD_TCP_HDR},
+    {"heapoverflow-tcp_print.pcap", "tcp_flows", 0, BAD_TCP_HDR},
+    {"tcp-auth-heapoverflow.pcap", "tcp_flows", 0, BAD_TCP_HDR},
+    {"tok2str-oobr-2.pcap", "ipv4", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},
+    {"tok2str-oobr-2.pcap", "udp", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},
+    {"tok2str-oobr-2.pcap", "udp_flows", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},
+};
+
+const count_exception* find_exception(const std::string& file, const std::string& field) {
+  for (const auto& e : k_count_exceptions)
+    if (file == e.file && field == e.field) return &e;
+  return nullptr;
+}
+
+// Where the packets pp sees are not the frames tshark shows.
+enum class reader_kind {
+  empty_records,  // records with 0 bytes captured: libpcap returns them, the pcap backend skips them as source errors
+  stops_early,    // libpcap 1.10.3 stops with a read error; fields past packets are not compared
+  read_error,     // libpcap 1.10.3 stops with a read error (a source error); fields are compared only when
+                  // every packet tshark shows was read before it
+  extra_blocks,   // tshark shows non-packet pcapng blocks as frames; libpcap reads packet blocks only
+};
+
+struct reader_limit {
+  const char* file;
+  reader_kind kind;
+  long packets;  // what pp delivers
+  const char* reason;
+};
+
+#define IDB_SNAPLEN \
+  "libpcap 1.10.3 stops at a second interface description block whose snaplen differs from the first's"
+#define IDB_LINKTYPE \
+  "libpcap 1.10.3 stops at a second interface description block whose link type differs from the first's"
+
+const reader_limit k_reader_limits[] = {
+    {"bgp_vpn_rt-oobr.pcap", reader_kind::empty_records, 1, "37 of its 38 records are empty"},
+    {"icmp6_mobileprefix_asan.pcap", reader_kind::empty_records, 1, "its second record is empty"},
+    {"olsr-oobr-2.pcap", reader_kind::empty_records, 1, "its first two records are empty"},
+    {"pim_header_asan-2.pcap", reader_kind::empty_records, 2, "its second record is empty"},
+    {"rx_serviceid_oobr.pcap", reader_kind::empty_records, 2, "its second record is empty"},
+    {"test004.pcapng", reader_kind::read_error, 0, IDB_SNAPLEN},
+    {"test005.pcapng", reader_kind::read_error, 1, IDB_SNAPLEN},
+    {"test008.pcapng", reader_kind::read_error, 1, IDB_SNAPLEN},
+    {"test200.pcapng", reader_kind::read_error, 0, IDB_SNAPLEN " (0); it holds no packets anyway"},
+    {"test006.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE},
+    {"test014.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE "; it holds no packets anyway"},
+    {"test100.pcapng", reader_kind::read_error, 1, IDB_LINKTYPE},
+    {"test101.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE},
+    {"test102.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE},
+    {"test201.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE},
+    {"test202.pcapng", reader_kind::read_error, 0, IDB_LINKTYPE},
+    {"test901.pcapng", reader_kind::read_error, 1,
+     "its second section header has major version 2, which libpcap refuses after the first packet (tshark skips it)"},
+    {"test_damaged.pcap", reader_kind::read_error, 1, "the second record claims more bytes than the file holds"},
+    {"truncated_dns_2.pcap", reader_kind::read_error, 1, "the file ends 7 bytes into a second record header"},
+    {"test018.pcapng", reader_kind::extra_blocks, 4, "4 of its 8 \"frames\" are custom blocks tshark shows as data"},
+};
+
+const reader_limit* find_reader_limit(const std::string& file) {
+  for (const auto& l : k_reader_limits)
+    if (file == l.file) return &l;
+  return nullptr;
+}
+
+// Captures the backend refuses at open with a clear error (besides .gz files,
+// which it refuses with "gunzip it first").
+const std::pair<const char*, const char*> k_refused[] = {
+    {"test002.pcapng", "pcapng whose only interface has an unknown link type"},
+    {"test017.pcapng", "pcapng whose first interface has an unknown link type"},
+    {"pcap-invalid-version-1.pcap", "pcap file version 1: libpcap refuses it"},
+    {"pcap-invalid-version-2.pcap", "pcap file version 2.5: tshark reads it, libpcap refuses it"},
+    {"pcapng-invalid-vers-1.pcapng", "pcapng major version libpcap refuses"},
+    {"pcapng-invalid-vers-2.pcapng", "pcapng minor version libpcap refuses"},
+    {"shb-option-too-long.pcapng", "section header option longer than its block"},
+    {"test_without_pcap_header.pcap", "no file header at all"},
+    {"arp.pcap", "Frame Relay link type: the backend delivers Ethernet, loopback and raw IP only"},
+};
+
+const char* refused_reason(const std::string& file) {
+  for (const auto& [f, why] : k_refused)
+    if (file == f) return why;
+  return nullptr;
+}
+
+// received = processed + missed + unsteered + pending; per-queue processed
+// adds up to packets; every packet is counted in some class.
+void expect_accounting(const json& j) {
+  const auto received = j.at("received").get<uint64_t>();
+  const auto packets = j.at("packets").get<uint64_t>();
+  EXPECT_EQ(received, j.at("processed").get<uint64_t>() + j.at("missed").get<uint64_t>() +
+                          j.at("unsteered").get<uint64_t>() + j.at("pending").get<uint64_t>());
+  EXPECT_EQ(j.at("unaccounted").get<int64_t>(), 0);
+  EXPECT_EQ(j.at("processed").get<uint64_t>(), packets);
+  uint64_t per_queue = 0;
+  for (const auto& q : j.at("per_queue")) per_queue += q.at("processed").get<uint64_t>();
+  EXPECT_EQ(per_queue, packets);
+  const uint64_t classes = j.at("tcp").get<uint64_t>() + j.at("udp").get<uint64_t>() + j.at("icmp").get<uint64_t>() +
+                           j.at("icmpv6").get<uint64_t>() + j.at("arp").get<uint64_t>() + j.at("other").get<uint64_t>();
+  EXPECT_GE(classes, packets) << "a packet was counted in no class";
+  EXPECT_LE(j.at("malformed").get<uint64_t>(), packets);
+}
+
+// Compares one run's JSON with the file's MANIFEST row, applying the tables.
+// The name the tables use: the bundled file's name when the bytes are bundled
+// (wireshark/http.pcap is bundled as wireshark_http.pcap), else the basename.
+std::string capture_name(const manifest_row& r);
+
+void check_counts(const std::string& path, const manifest_row& row, const json& j) {
+  const std::string file = capture_name(row);
+  SCOPED_TRACE(path);
+  expect_accounting(j);
+  EXPECT_EQ(j.at("missed").get<uint64_t>(), 0u) << "a file replays without loss (overflow=wait)";
+  EXPECT_EQ(j.at("engine_error").get<std::string>(), "");
+  const long want_packets = num(row, "packets");
+  const long packets = j.at("packets").get<long>();
+  const long errors = j.at("source_errors").get<long>();
+  if (const reader_limit* l = find_reader_limit(file)) {
+    ::testing::Test::RecordProperty("reader_limit", l->reason);
+    EXPECT_EQ(packets, l->packets) << l->reason;
+    if (l->kind == reader_kind::read_error) {
+      EXPECT_GE(errors, 1) << "no read error any more (" << l->reason << "): update the table";
+      EXPECT_LE(packets, want_packets);
+      if (packets < want_packets) return;  // the rest of the file is unknown to pp
+    } else {
+      EXPECT_LT(packets, want_packets) << "reader limit no longer applies (" << l->reason << "): update the table";
+      if (l->kind == reader_kind::empty_records) EXPECT_EQ(packets + errors, want_packets) << l->reason;
+    }
+  } else {
+    EXPECT_EQ(packets, want_packets);
+    EXPECT_EQ(errors, 0);
+  }
+  for (const auto& [key, col] : k_fields) {
+    if (std::string(key) == "packets") continue;
+    const long want = num(row, col);
+    const long got = j.at(key).get<long>();
+    if (const count_exception* e = find_exception(file, key)) {
+      EXPECT_EQ(got, e->app) << key << ": the known difference changed (" << e->reason << ")";
+      EXPECT_NE(got, want) << key << ": now agrees with tshark; drop the exception (" << e->reason << ")";
+    } else {
+      EXPECT_EQ(got, want) << key << " (tshark " << want << ", pp " << got << ")";
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Counts on the bundled captures with DNS, HTTP or ICMP echo traffic
+// ---------------------------------------------------------------------------
+
+std::string capture_name(const manifest_row& r) {
+  static const std::map<std::string, std::string> by_sha = [] {
+    std::map<std::string, std::string> m;
+    for (const auto& b : read_manifest(data("MANIFEST.tsv"))) m[b.at("sha256")] = basename_of(b.at("path"));
+    return m;
+  }();
+  auto it = by_sha.find(r.at("sha256"));
+  return it != by_sha.end() ? it->second : basename_of(r.at("path"));
+}
+
+std::vector<std::string> bundled_selection() {
+  std::vector<std::string> v;
+  for (const auto& r : read_manifest(data("MANIFEST.tsv")))
+    if (selected(r)) v.push_back(r.at("path"));
+  return v;
+}
+
+manifest_row bundled_row(const std::string& path) {
+  for (const auto& r : read_manifest(data("MANIFEST.tsv")))
+    if (r.at("path") == path) return r;
+  return {};
+}
+
+class Counts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Counts, MatchTsharkOnOneAndThreeQueues) {
+  REQUIRE_EXECUTOR();
+  const std::string path = GetParam();
+  const manifest_row row = bundled_row(path);
+  ASSERT_FALSE(row.empty()) << path;
+  for (uint32_t queues : {1u, 3u}) {
+    SCOPED_TRACE("--queues " + std::to_string(queues));
+    auto r = run_app(capture_options(data(path), queues));
+    ASSERT_TRUE(r.finished && !r.needed_stop) << "did not end by itself";
+    ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+    if (k_exec != "auto") EXPECT_EQ(r.j.at("executor"), k_exec);
+    EXPECT_EQ(r.j.at("queues").get<uint32_t>(), queues);
+    EXPECT_EQ(r.j.at("per_queue").size(), 3 * queues + 1);
+    EXPECT_FALSE(r.j.at("stopped_early").get<bool>());
+    EXPECT_EQ(r.j.at("final_reports").get<uint32_t>(), 3 * queues + 1) << "every block's final semaphore report";
+    check_counts(path, row, r.j);
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (auto& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, Counts, ::testing::ValuesIn(bundled_selection()), param_name);
+
+TEST(Bundle, HasEveryCaptureTheCountsCover) {
+  // The bundle stands alone: every selected corpus capture is here, byte for
+  // byte (same size and sha256 prefix), under its name or in malformed/.
+  const auto corpus = read_manifest(k_corpus + "/MANIFEST.tsv");
+  if (corpus.empty()) GTEST_SKIP() << "no corpus at " << k_corpus;
+  std::set<std::string> bundled_sha;
+  for (const auto& r : read_manifest(data("MANIFEST.tsv"))) bundled_sha.insert(r.at("sha256"));
+  size_t n = 0;
+  for (const auto& r : corpus) {
+    if (!selected(r)) continue;
+    ++n;
+    EXPECT_TRUE(bundled_sha.count(r.at("sha256"))) << r.at("path") << " is not bundled in tests/data";
+  }
+  EXPECT_GE(n, 25u);
+}
+
+TEST(Bundle, ManifestRowsNameFilesThatAreHere) {
+  for (const auto& r : read_manifest(data("MANIFEST.tsv"))) {
+    std::error_code ec;
+    const auto size = fs::file_size(data(r.at("path")), ec);
+    ASSERT_FALSE(ec) << r.at("path");
+    EXPECT_EQ(static_cast<long>(size), num(r, "bytes")) << r.at("path");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Malformed captures: every one runs to its end, all packets accounted for
+// ---------------------------------------------------------------------------
+
+TEST(Malformed, EveryFileRunsToTheEndAndIsCounted) {
+  REQUIRE_EXECUTOR();
+  std::vector<manifest_row> rows;
+  for (const auto& r : read_manifest(data("MANIFEST.tsv"))) {
+    const std::string& p = r.at("path");
+    if (p.rfind("malformed/", 0) == 0 || p.rfind("truncated_dns", 0) == 0) rows.push_back(r);
+  }
+  ASSERT_GE(rows.size(), 130u);
+  for (const auto& row : rows) {
+    const std::string path = row.at("path");
+    SCOPED_TRACE(path);
+    auto r = run_app(capture_options(data(path)), 20s);
+    ASSERT_TRUE(r.finished) << "hung: did not return after its stop flag";
+    EXPECT_FALSE(r.needed_stop) << "did not reach the end of the capture in 20 s";
+    ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+    check_counts(path, row, r.j);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The whole shared corpus, when it is there
+// ---------------------------------------------------------------------------
+
+TEST(Corpus, SweepRunsEveryFileAndMatchesTshark) {
+  REQUIRE_EXECUTOR();
+  const auto rows = read_manifest(k_corpus + "/MANIFEST.tsv");
+  if (rows.empty()) GTEST_SKIP() << "no corpus at " << k_corpus << " (set GNIO_CORPUS_DIR)";
+  size_t counted = 0, refused = 0;
+  for (const auto& row : rows) {
+    const std::string path = row.at("path");
+    const std::string file = capture_name(row);
+    SCOPED_TRACE(path);
+    auto r = run_app(capture_options(k_corpus + "/" + path), 20s);
+    ASSERT_TRUE(r.finished) << "hung";
+    EXPECT_FALSE(r.needed_stop) << "did not reach the end of the capture in 20 s";
+    if (r.rc != 0) {
+      // Refused at open, with a clear error: a status and a message.
+      ++refused;
+      EXPECT_TRUE(r.j.contains("error_status")) << r.j.dump(2);
+      EXPECT_EQ(r.j.value("error_step", ""), "port") << r.j.dump(2);
+      const char* why = refused_reason(file);
+      if (ends_with(path, ".gz")) {
+        EXPECT_EQ(r.j.value("error_status", ""), "not_supported");
+        EXPECT_NE(r.j.value("error", "").find("gunzip"), std::string::npos) << r.j.dump(2);
+      } else {
+        EXPECT_NE(why, nullptr) << "refused but not in k_refused: " << r.j.dump(2);
+      }
+      continue;
+    }
+    EXPECT_EQ(refused_reason(file), nullptr) << "in k_refused but read now";
+    EXPECT_FALSE(ends_with(path, ".gz"));
+    ++counted;
+    check_counts(path, row, r.j);
+  }
+  EXPECT_GE(counted, 200u);
+  RecordProperty("counted", static_cast<int>(counted));
+  RecordProperty("refused", static_cast<int>(refused));
+}
+
+TEST(Tables, EveryExceptionIsUsedByACorpusOrBundledFile) {
+  // A stale entry (a file renamed or dropped) would silently stop checking.
+  std::set<std::string> names;
+  for (const auto& r : read_manifest(data("MANIFEST.tsv"))) names.insert(capture_name(r));
+  for (const auto& r : read_manifest(k_corpus + "/MANIFEST.tsv")) names.insert(capture_name(r));
+  const bool have_corpus = !read_manifest(k_corpus + "/MANIFEST.tsv").empty();
+  for (const auto& e : k_count_exceptions) {
+    EXPECT_FALSE(std::string(e.reason).empty());
+    if (have_corpus) EXPECT_TRUE(names.count(e.file)) << e.file;
+  }
+  for (const auto& l : k_reader_limits)
+    if (have_corpus) EXPECT_TRUE(names.count(l.file)) << l.file;
+}
+
+// ---------------------------------------------------------------------------
+// Echo replies, checked by tshark
+// ---------------------------------------------------------------------------
+
+std::vector<std::string> lines_of(const std::string& cmd) {
+  std::vector<std::string> out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, f)) {
+    std::string l(buf);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (!l.empty()) out.push_back(l);
+  }
+  ::pclose(f);
+  return out;
+}
+
+bool have_tshark() { return std::system("tshark --version >/dev/null 2>&1") == 0; }
+
+TEST(EchoReplies, ReplyAllOnDnsIcmpGivesTwelveValidReplies) {
+  REQUIRE_EXECUTOR();
+  const std::string out = temp_path("tx") + ".pcap";
+  auto o = capture_options(data("dns_icmp.pcap"));
+  o.reply_all = true;
+  o.pcap_out = out;
+  auto r = run_app(o);
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+  EXPECT_EQ(r.j.at("icmp_echo_req").get<int>(), 12);
+  EXPECT_EQ(r.j.at("icmp_echo_reply_sent").get<int>(), 12);
+  EXPECT_EQ(r.j.at("tx_frames").get<int>(), 12);
+  EXPECT_EQ(r.j.at("tx_failed").get<int>(), 0);
+  ASSERT_TRUE(fs::exists(out));
+  if (!have_tshark()) {
+    std::remove(out.c_str());
+    GTEST_SKIP() << "tshark is not installed";
+  }
+  // tshark 4.0.17: checksum.status 1 = Good; IPv4 header checks are off by default.
+  const auto replies = lines_of("tshark -r '" + out +
+                                "' -o ip.check_checksum:TRUE -T fields -E separator=, -e icmp.type -e icmp.code "
+                                "-e ip.checksum.status -e icmp.checksum.status -e ip.src -e ip.dst -e icmp.ident "
+                                "-e icmp.seq -e ip.len 2>/dev/null");
+  const auto requests = lines_of("tshark -r '" + data("dns_icmp.pcap") +
+                                 "' -Y 'icmp.type == 8' -T fields -E separator=, -e ip.src -e ip.dst -e icmp.ident "
+                                 "-e icmp.seq -e ip.len 2>/dev/null");
+  ASSERT_EQ(requests.size(), 12u);
+  ASSERT_EQ(replies.size(), 12u) << "tshark decoded " << replies.size() << " frames";
+  std::multiset<std::string> want, got;
+  for (const auto& l : requests) {
+    std::vector<std::string> f;
+    std::stringstream ss(l);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    ASSERT_EQ(f.size(), 5u) << l;
+    want.insert(f[1] + "," + f[0] + "," + f[2] + "," + f[3] + "," + f[4]);  // swapped
+  }
+  for (const auto& l : replies) {
+    std::vector<std::string> f;
+    std::stringstream ss(l);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    ASSERT_EQ(f.size(), 9u) << l;
+    EXPECT_EQ(f[0], "0") << "ICMP type: " << l;
+    EXPECT_EQ(f[1], "0") << "ICMP code: " << l;
+    EXPECT_EQ(f[2], "1") << "IPv4 checksum status (1 = Good): " << l;
+    EXPECT_EQ(f[3], "1") << "ICMP checksum status (1 = Good): " << l;
+    got.insert(f[4] + "," + f[5] + "," + f[6] + "," + f[7] + "," + f[8]);
+  }
+  EXPECT_EQ(got, want) << "each reply is its request with source and destination swapped";
+  std::remove(out.c_str());
+}
+
+TEST(EchoReplies, WithoutReplyAllOrIpNothingIsSent) {
+  REQUIRE_EXECUTOR();
+  const std::string out = temp_path("tx0") + ".pcap";
+  auto o = capture_options(data("dns_icmp.pcap"));
+  o.pcap_out = out;
+  auto r = run_app(o);
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+  EXPECT_EQ(r.j.at("icmp_echo_reply_sent").get<int>(), 0);
+  EXPECT_EQ(r.j.at("tx_frames").get<int>(), 0);
+  std::remove(out.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// The HTTP server on the pair backend, with a scripted client
+// ---------------------------------------------------------------------------
+
+namespace dev = gnio::device;
+
+constexpr uint8_t k_client_mac[6] = {0x02, 0x00, 0x0a, 0x09, 0x09, 0x02};
+constexpr uint8_t k_app_mac[6] = {0x02, 0x00, 0x0a, 0x09, 0x09, 0x01};  // the default: 02:00 + --ip
+constexpr uint32_t k_client_ip = 0x0a090902, k_app_ip = 0x0a090901;
+
+void put16(std::vector<uint8_t>& v, size_t at, uint16_t x) {
+  v[at] = static_cast<uint8_t>(x >> 8);
+  v[at + 1] = static_cast<uint8_t>(x);
+}
+void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) {
+  put16(v, at, static_cast<uint16_t>(x >> 16));
+  put16(v, at + 2, static_cast<uint16_t>(x));
+}
+
+std::vector<uint8_t> eth_header(const uint8_t* dst, uint16_t type) {
+  std::vector<uint8_t> f(14);
+  std::copy(dst, dst + 6, f.begin());
+  std::copy(k_client_mac, k_client_mac + 6, f.begin() + 6);
+  put16(f, 12, type);
+  return f;
+}
+
+void pad60(std::vector<uint8_t>& f) {
+  if (f.size() < 60) f.resize(60, 0);
+}
+
+std::vector<uint8_t> arp_who_has(uint32_t target) {
+  static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  auto f = eth_header(bcast, 0x0806);
+  f.resize(14 + 28);
+  put16(f, 14, 1);
+  put16(f, 16, 0x0800);
+  f[18] = 6;
+  f[19] = 4;
+  put16(f, 20, 1);
+  std::copy(k_client_mac, k_client_mac + 6, f.begin() + 22);
+  put32(f, 28, k_client_ip);
+  put32(f, 38, target);
+  pad60(f);
+  return f;
+}
+
+// IPv4 header at 14 with its checksum; l4 bytes follow.
+std::vector<uint8_t> ipv4_frame(uint8_t proto, const std::vector<uint8_t>& l4) {
+  auto f = eth_header(k_app_mac, 0x0800);
+  f.resize(34);
+  f[14] = 0x45;
+  put16(f, 16, static_cast<uint16_t>(20 + l4.size()));
+  put16(f, 18, 0x1234);
+  put16(f, 20, 0x4000);
+  f[22] = 64;
+  f[23] = proto;
+  put32(f, 26, k_client_ip);
+  put32(f, 30, k_app_ip);
+  put16(f, 24, dev::ipv4_header_checksum(f.data() + 14, 20));
+  f.insert(f.end(), l4.begin(), l4.end());
+  pad60(f);
+  return f;
+}
+
+std::vector<uint8_t> icmp_echo(uint16_t id, uint16_t seq, const std::string& payload) {
+  std::vector<uint8_t> l4(8 + payload.size());
+  l4[0] = 8;
+  put16(l4, 4, id);
+  put16(l4, 6, seq);
+  std::copy(payload.begin(), payload.end(), l4.begin() + 8);
+  put16(l4, 2, dev::l4_checksum_ipv4(k_client_ip, k_app_ip, 1, l4.data(), static_cast<uint32_t>(l4.size())));
+  return ipv4_frame(1, l4);
+}
+
+std::vector<uint8_t> tcp_seg(uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags, const std::string& payload = "") {
+  std::vector<uint8_t> l4(20 + payload.size());
+  put16(l4, 0, sport);
+  put16(l4, 2, 80);
+  put32(l4, 4, seq);
+  put32(l4, 8, ack);
+  l4[12] = 5 << 4;
+  l4[13] = flags;
+  put16(l4, 14, 64240);
+  std::copy(payload.begin(), payload.end(), l4.begin() + 20);
+  put16(l4, 16, dev::l4_checksum_ipv4(k_client_ip, k_app_ip, 6, l4.data(), static_cast<uint32_t>(l4.size())));
+  return ipv4_frame(6, l4);
+}
+
+// The other end of the cable: a host port with one RX and one TX queue,
+// driven with the device API from this thread.
+class client_port {
+ public:
+  explicit client_port(const std::string& name) {
+    auto g = gnio::gpu::open("host");
+    if (!g) {
+      err_ = g.err().what();
+      return;
+    }
+    g_ = std::move(*g);
+    auto p = gnio::port::open(g_, "pair:name=" + name);
+    if (!p) {
+      err_ = p.err().what();
+      return;
+    }
+    p_ = std::move(*p);
+    gnio::rxq_config rc;
+    rc.host_consumer = true;
+    gnio::txq_config tc;
+    tc.host_producer = true;
+    auto rq = p_.create_rxq(rc);
+    auto tq = p_.create_txq(tc);
+    if (!rq || !tq) {
+      err_ = "queues";
+      return;
+    }
+    rx_ = *p_.rxq_host(*rq);
+    tx_ = *p_.txq_host(*tq);
+    tx_exec_ = *p_.txq(*tq);
+    if (auto e = p_.start(); e) err_ = e.what();
+  }
+  ~client_port() {
+    (void)p_.stop();
+    for (uint32_t i = 0; i < p_.num_rxq(); ++i) (void)p_.destroy_rxq(i);
+    for (uint32_t i = 0; i < p_.num_txq(); ++i) (void)p_.destroy_txq(i);
+    (void)p_.close();
+    (void)g_.destroy();
+  }
+  const std::string& error() const { return err_; }
+
+  bool send(const std::vector<uint8_t>& f) {
+    uint64_t idx = 0;
+    if (dev::tx_reserve(tx_, 1, 1'000'000'000, &idx) != gnio::status::success) return false;
+    std::memcpy(tx_.buf_addr(idx), f.data(), f.size());
+    dev::tx_prepare(tx_, idx, tx_exec_.buf_addr(idx), static_cast<uint32_t>(f.size()));
+    dev::tx_commit(tx_, 1);
+    dev::tx_doorbell(tx_);
+    return true;
+  }
+
+  // The next frame, or nothing after `wait`.
+  std::optional<std::vector<uint8_t>> recv(std::chrono::milliseconds wait = 5s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < wait) {
+      uint64_t first = 0;
+      uint32_t n = 0;
+      if (dev::recv<dev::scope::thread>(rx_, 1, 2'000'000, &first, &n) == gnio::status::success && n == 1) {
+        const uint8_t* p = dev::pkt_addr(rx_, first);
+        return std::vector<uint8_t>(p, p + dev::pkt_len(rx_, first));
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  gnio::gpu g_;
+  gnio::port p_;
+  dev::rxq rx_{};
+  dev::txq tx_{}, tx_exec_{};
+  std::string err_;
+};
+
+struct tcp_reply {
+  dev::parsed_pkt p{};
+  std::vector<uint8_t> frame;
+  std::string payload;
+};
+
+// Parses a reply from the app to the client and checks what every reply has:
+// addresses, IPv4 and TCP checksums.
+tcp_reply expect_tcp_reply(const std::optional<std::vector<uint8_t>>& f, uint16_t client_port_no) {
+  tcp_reply r;
+  EXPECT_TRUE(f.has_value()) << "no reply within 5 s";
+  if (!f) return r;
+  r.frame = *f;
+  dev::parse(r.frame.data(), static_cast<uint32_t>(r.frame.size()), r.p);
+  const auto& p = r.p;
+  EXPECT_FALSE(p.malformed) << dev::to_string(p.error);
+  EXPECT_EQ(p.l3, dev::l3_kind::ipv4);
+  EXPECT_EQ(p.l4, dev::l4_kind::tcp);
+  EXPECT_TRUE(std::equal(k_client_mac, k_client_mac + 6, r.frame.begin())) << "Ethernet destination";
+  EXPECT_TRUE(std::equal(k_app_mac, k_app_mac + 6, r.frame.begin() + 6)) << "Ethernet source";
+  EXPECT_EQ(p.ipv4.src, k_app_ip);
+  EXPECT_EQ(p.ipv4.dst, k_client_ip);
+  EXPECT_EQ(p.src_port, 80);
+  EXPECT_EQ(p.dst_port, client_port_no);
+  EXPECT_TRUE(dev::ipv4_checksum_ok(r.frame.data(), static_cast<uint32_t>(r.frame.size()), p)) << "IPv4 checksum";
+  EXPECT_TRUE(dev::l4_checksum_ok(r.frame.data(), static_cast<uint32_t>(r.frame.size()), p)) << "TCP checksum";
+  if (p.payload_len) r.payload.assign(reinterpret_cast<const char*>(r.frame.data() + p.payload_off), p.payload_len);
+  return r;
+}
+
+// Opens a connection: SYN -> SYN-ACK (checked) -> ACK. Returns the server's ISN.
+uint32_t handshake(client_port& c, uint16_t sport, uint32_t isn) {
+  EXPECT_TRUE(c.send(tcp_seg(sport, isn, 0, dev::tcp_syn)));
+  auto r = expect_tcp_reply(c.recv(), sport);
+  EXPECT_EQ(r.p.tcp.flags, dev::tcp_syn | dev::tcp_ack) << "SYN-ACK flags";
+  EXPECT_EQ(r.p.tcp.ack, isn + 1) << "SYN-ACK acknowledges the SYN";
+  EXPECT_EQ(r.p.payload_len, 0u);
+  EXPECT_TRUE(c.send(tcp_seg(sport, isn + 1, r.p.tcp.seq + 1, dev::tcp_ack)));
+  return r.p.tcp.seq;
+}
+
+void check_http_response(const tcp_reply& r, const std::string& page, const char* status, uint32_t server_isn,
+                         uint32_t ack) {
+  EXPECT_EQ(r.p.tcp.flags, dev::tcp_fin | dev::tcp_psh | dev::tcp_ack);
+  EXPECT_EQ(r.p.tcp.seq, server_isn + 1);
+  EXPECT_EQ(r.p.tcp.ack, ack);
+  EXPECT_EQ(r.payload, page) << "the exact page bytes";
+  EXPECT_EQ(r.payload.rfind(std::string("HTTP/1.1 ") + status + "\r\n", 0), 0u) << r.payload.substr(0, 40);
+  const auto hdr_end = r.payload.find("\r\n\r\n");
+  ASSERT_NE(hdr_end, std::string::npos);
+  const std::string body = r.payload.substr(hdr_end + 4);
+  EXPECT_NE(r.payload.find("Content-Length: " + std::to_string(body.size()) + "\r\n"), std::string::npos);
+  EXPECT_NE(r.payload.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_LE(r.payload.size(), 1460u);
+}
+
+TEST(HttpServer, PairClientGetsArpIcmpAndPages) {
+  REQUIRE_EXECUTOR();
+  const std::string name = "pp_test_http";
+  client_port c(name);
+  ASSERT_EQ(c.error(), "");
+  gnio::pp::options o;
+  o.port = "pair:name=" + name;
+  o.ip = "10.9.9.1";
+  o.http_server = true;
+  o.gpu = gpu_selector();
+  o.stats_interval = 0;
+  auto sh = std::make_shared<run_shared>();
+  o.quiet = true;
+  std::thread app([sh, o] {
+    json j;
+    const int rc = gnio::pp::run(o, &sh->stop, &j);
+    std::lock_guard lk(sh->mu);
+    sh->rc = rc;
+    sh->j = std::move(j);
+    sh->done = true;
+    sh->cv.notify_all();
+  });
+  struct joiner {
+    std::shared_ptr<run_shared> sh;
+    std::thread& t;
+    ~joiner() {
+      sh->stop.store(true);
+      if (t.joinable()) t.join();
+    }
+  } join_at_end{sh, app};
+
+  // ARP who-has 10.9.9.1 -> is-at 02:00:0a:09:09:01.
+  ASSERT_TRUE(c.send(arp_who_has(k_app_ip)));
+  {
+    auto f = c.recv();
+    ASSERT_TRUE(f) << "no ARP reply";
+    dev::parsed_pkt p;
+    dev::parse(f->data(), static_cast<uint32_t>(f->size()), p);
+    ASSERT_EQ(p.l3, dev::l3_kind::arp);
+    EXPECT_TRUE(p.arp.eth_ipv4);
+    EXPECT_EQ(p.arp.op, 2);
+    EXPECT_TRUE(std::equal(k_app_mac, k_app_mac + 6, p.arp.sha));
+    EXPECT_EQ(p.arp.spa, k_app_ip);
+    EXPECT_TRUE(std::equal(k_client_mac, k_client_mac + 6, p.arp.tha));
+    EXPECT_EQ(p.arp.tpa, k_client_ip);
+    EXPECT_TRUE(std::equal(k_client_mac, k_client_mac + 6, f->begin()));
+    EXPECT_TRUE(std::equal(k_app_mac, k_app_mac + 6, f->begin() + 6));
+  }
+
+  // ICMP echo -> echo reply with the same id, sequence and data.
+  const std::string ping_data = "gnio pp ping payload 0123456789";
+  ASSERT_TRUE(c.send(icmp_echo(0x4242, 7, ping_data)));
+  {
+    auto f = c.recv();
+    ASSERT_TRUE(f) << "no echo reply";
+    dev::parsed_pkt p;
+    dev::parse(f->data(), static_cast<uint32_t>(f->size()), p);
+    ASSERT_EQ(p.l4, dev::l4_kind::icmp);
+    EXPECT_EQ(p.icmp.type, 0);
+    EXPECT_EQ(p.icmp.code, 0);
+    EXPECT_EQ(p.icmp.rest, 0x42420007u);
+    EXPECT_EQ(p.ipv4.src, k_app_ip);
+    EXPECT_EQ(p.ipv4.dst, k_client_ip);
+    EXPECT_TRUE(dev::ipv4_checksum_ok(f->data(), static_cast<uint32_t>(f->size()), p));
+    EXPECT_TRUE(dev::l4_checksum_ok(f->data(), static_cast<uint32_t>(f->size()), p));
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(f->data() + p.payload_off), p.payload_len), ping_data);
+  }
+
+  // Connection 1: GET / -> the index page; then FIN -> FIN|ACK.
+  const uint32_t c1 = 1000;
+  const uint32_t s1 = handshake(c, 40000, c1);
+  const std::string get_index = "GET / HTTP/1.1\r\nHost: 10.9.9.1\r\nUser-Agent: pp_test\r\n\r\n";
+  ASSERT_TRUE(c.send(tcp_seg(40000, c1 + 1, s1 + 1, dev::tcp_psh | dev::tcp_ack, get_index)));
+  const auto index = gnio::pp::http_page("/");
+  EXPECT_NE(index.find("gnio"), std::string::npos) << "the index page names gnio";
+  {
+    auto r = expect_tcp_reply(c.recv(), 40000);
+    check_http_response(r, index, "200 OK", s1, c1 + 1 + static_cast<uint32_t>(get_index.size()));
+  }
+  const uint32_t fin_seq = c1 + 1 + static_cast<uint32_t>(get_index.size());
+  const uint32_t fin_ack = s1 + 1 + static_cast<uint32_t>(index.size()) + 1;  // the page and the server's FIN
+  ASSERT_TRUE(c.send(tcp_seg(40000, fin_seq, fin_ack, dev::tcp_fin | dev::tcp_ack)));
+  {
+    auto r = expect_tcp_reply(c.recv(), 40000);
+    EXPECT_EQ(r.p.tcp.flags, dev::tcp_fin | dev::tcp_ack);
+    EXPECT_EQ(r.p.tcp.seq, fin_ack) << "seq = the client's ack";
+    EXPECT_EQ(r.p.tcp.ack, fin_seq + 1) << "ack = the FIN's seq + 1";
+  }
+
+  // Connection 2: GET /missing -> 404; then RST (counted, not answered).
+  const uint32_t c2 = 0x7ffffff0;  // sequence numbers that wrap
+  const uint32_t s2 = handshake(c, 40001, c2);
+  const std::string get_missing = "GET /missing HTTP/1.1\r\nHost: 10.9.9.1\r\n\r\n";
+  ASSERT_TRUE(c.send(tcp_seg(40001, c2 + 1, s2 + 1, dev::tcp_psh | dev::tcp_ack, get_missing)));
+  {
+    auto r = expect_tcp_reply(c.recv(), 40001);
+    check_http_response(r, gnio::pp::http_page("/missing"), "404 Not Found", s2,
+                        c2 + 1 + static_cast<uint32_t>(get_missing.size()));
+  }
+  ASSERT_TRUE(c.send(tcp_seg(40001, c2 + 1 + static_cast<uint32_t>(get_missing.size()), 0, dev::tcp_rst)));
+  // Connection 3: a SYN behind the RST on the same CPU queue: its SYN-ACK
+  // shows the RST was handled (without a reply) before it.
+  {
+    ASSERT_TRUE(c.send(tcp_seg(40002, 5, 0, dev::tcp_syn)));
+    auto r = expect_tcp_reply(c.recv(), 40002);
+    EXPECT_EQ(r.p.tcp.flags, dev::tcp_syn | dev::tcp_ack) << "got a reply to the RST?";
+    EXPECT_EQ(r.p.tcp.ack, 6u);
+  }
+  EXPECT_FALSE(c.recv(200ms)) << "an unexpected extra frame";
+
+  sh->stop.store(true);
+  {
+    std::unique_lock lk(sh->mu);
+    ASSERT_TRUE(sh->cv.wait_for(lk, 30s, [&] { return sh->done; })) << "pp did not stop";
+  }
+  const json& j = sh->j;
+  ASSERT_EQ(sh->rc, 0) << j.dump(2);
+  EXPECT_TRUE(j.at("stopped_early").get<bool>());
+  EXPECT_FALSE(j.at("time_out").get<bool>());
+  // arp, icmp, then TCP: SYN ACK GET FIN, SYN ACK GET RST, SYN.
+  EXPECT_EQ(j.at("packets").get<int>(), 11);
+  EXPECT_EQ(j.at("arp").get<int>(), 1);
+  EXPECT_EQ(j.at("arp_requests").get<int>(), 1);
+  EXPECT_EQ(j.at("arp_replies_sent").get<int>(), 1);
+  EXPECT_EQ(j.at("icmp_echo_req").get<int>(), 1);
+  EXPECT_EQ(j.at("icmp_echo_reply_sent").get<int>(), 1);
+  EXPECT_EQ(j.at("tcp").get<int>(), 9);
+  EXPECT_EQ(j.at("tcp_syn").get<int>(), 3);
+  EXPECT_EQ(j.at("tcp_fin").get<int>(), 1);
+  EXPECT_EQ(j.at("tcp_rst").get<int>(), 1);
+  EXPECT_EQ(j.at("tcp_synack_sent").get<int>(), 3);
+  EXPECT_EQ(j.at("tcp_finack_sent").get<int>(), 1);
+  EXPECT_EQ(j.at("http_requests").get<int>(), 2);
+  EXPECT_EQ(j.at("http_get").get<int>(), 2);
+  EXPECT_EQ(j.at("http_pages_sent").get<int>(), 1);
+  EXPECT_EQ(j.at("http_404_sent").get<int>(), 1);
+  EXPECT_EQ(j.at("tx_failed").get<int>(), 0);
+  EXPECT_EQ(j.at("tcp_flows").get<int>(), 3);
+  EXPECT_EQ(j.at("tx_frames").get<int>(), 2 + 3 + 2 + 1);  // arp, icmp, syn-acks, pages, fin-ack
+  EXPECT_EQ(j.at("tx_bad_addr").get<int>(), 0);
+  expect_accounting(j);
+  // The CPU thread's queue is part of the accounting.
+  bool ctrl_queue = false;
+  for (const auto& q : j.at("per_queue"))
+    if (q.at("class") == "tcp_ctrl") {
+      ctrl_queue = true;
+      EXPECT_EQ(q.at("processed").get<int>(), 3 + 1 + 1);  // 3 SYN, 1 FIN, 1 RST
+    }
+  EXPECT_TRUE(ctrl_queue);
+}
+
+TEST(HttpServer, PagesAreCompleteResponses) {
+  for (const char* path : {"/", "/index.html", "/hello", "/nope"}) {
+    SCOPED_TRACE(path);
+    const std::string page = gnio::pp::http_page(path);
+    EXPECT_LE(page.size(), 1460u);
+    const auto hdr_end = page.find("\r\n\r\n");
+    ASSERT_NE(hdr_end, std::string::npos);
+    EXPECT_NE(page.find("Content-Length: " + std::to_string(page.size() - hdr_end - 4) + "\r\n"), std::string::npos);
+    EXPECT_NE(page.find("Connection: close\r\n"), std::string::npos);
+  }
+  EXPECT_EQ(gnio::pp::http_page("/"), gnio::pp::http_page("/index.html"));
+  EXPECT_EQ(gnio::pp::http_page("/hello").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(gnio::pp::http_page("/nope").rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// Live ports: stop through the flag; the generator across several queues
+// ---------------------------------------------------------------------------
+
+TEST(Lifecycle, StopFlagEndsALiveRunAndKeepsTheStats) {
+  REQUIRE_EXECUTOR();
+  gnio::pp::options o;
+  o.port = "pair:name=pp_test_idle";
+  o.gpu = gpu_selector();
+  o.stats_interval = 0.1;
+  auto r = run_app(o, 30s, 500ms);
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.rc, 0) << r.j.dump(2);
+  EXPECT_TRUE(r.j.at("stopped_early").get<bool>());
+  EXPECT_FALSE(r.j.at("time_out").get<bool>());
+  EXPECT_EQ(r.j.at("packets").get<int>(), 0);
+  EXPECT_GE(r.j.at("reports").get<int>(), 1) << "the kernels' semaphore reports";
+  expect_accounting(r.j);
+}
+
+TEST(Lifecycle, GeneratorOnFourQueuesPerClass) {
+  REQUIRE_EXECUTOR();
+  gnio::pp::options o;
+  o.port = "gen:mix=all,count=30000,flows=64";
+  o.gpu = gpu_selector();
+  o.queues = 4;
+  o.stats_interval = 0;
+  auto r = run_app(o);
+  ASSERT_TRUE(r.finished && !r.needed_stop);
+  ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+  const json& j = r.j;
+  EXPECT_EQ(j.at("packets").get<int>(), 30000);
+  EXPECT_EQ(j.at("tcp").get<int>() + j.at("udp").get<int>() + j.at("icmp").get<int>(), 30000);
+  EXPECT_EQ(j.at("icmp").get<int>(), j.at("icmp_echo_req").get<int>());
+  EXPECT_EQ(j.at("malformed").get<int>(), 0);
+  EXPECT_EQ(j.at("per_queue").size(), 13u);
+  // Each class's queues processed exactly that class's packets.
+  const json& pc = j.at("per_class");
+  EXPECT_EQ(pc.at("udp").at("processed").get<int>(), j.at("udp").get<int>());
+  EXPECT_EQ(pc.at("tcp").at("processed").get<int>(), j.at("tcp").get<int>());
+  EXPECT_EQ(pc.at("icmp").at("processed").get<int>(), j.at("icmp").get<int>());
+  EXPECT_EQ(pc.at("arp_other").at("processed").get<int>(), 0);
+  EXPECT_EQ(j.at("tcp_flows").get<int>() + j.at("udp_flows").get<int>() > 0, true);
+  expect_accounting(j);
+}
+
+// ---------------------------------------------------------------------------
+// The command line
+// ---------------------------------------------------------------------------
+
+TEST(Cli, RunsACaptureAndWritesTheJson) {
+  REQUIRE_EXECUTOR();
+  auto r = run_tool({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", gpu_selector(), "--queues", "2"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->at("packets").get<int>(), 32);
+  EXPECT_EQ(r.j->at("command").get<std::string>().rfind("gnio pp --port pcap:file=", 0), 0u) << r.j->at("command");
+  EXPECT_NE(r.out.find("pp: executor"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find(" udp: "), std::string::npos) << "the per-class stats line\n" << r.describe();
+  EXPECT_NE(r.out.find("echo req/reply/sent 12/10/0"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("received 32 = processed 32 + missed 0 + unsteered 0 + pending 0"), std::string::npos)
+      << r.describe();
+}
+
+TEST(Cli, SigintStopsCleanlyAndWritesTheStats) {
+  REQUIRE_EXECUTOR();
+  auto r = run_tool({"pp", "--port", "pair:name=sigint", "--gpu", gpu_selector(), "--stats-interval", "0.2"}, true,
+                    1500ms, 60s);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
+  EXPECT_FALSE(r.j->at("time_out").get<bool>());
+  EXPECT_NE(r.out.find("pp: 0."), std::string::npos) << "a stats line within the first second\n" << r.describe();
+}
+
+void expect_rejected(const proc_result& r, const std::vector<std::string>& mention) {
+  ASSERT_TRUE(r.exited) << "killed by a signal\n" << r.describe();
+  EXPECT_NE(r.code, 0) << r.describe();
+  EXPECT_LT(r.code, 124) << r.describe();
+  for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
+}
+
+TEST(Cli, MissingCaptureNamesTheStatusAndAHint) {
+  const std::string path = k_data + "/no_such_capture.pcap";
+  auto r = run_tool({"pp", "--port", "pcap:file=" + path, "--gpu", "host"});
+  expect_rejected(r, {"not_found", path, "hint"});
+  EXPECT_FALSE(r.j) << "no JSON for a run that never started";
+}
+
+TEST(Cli, BadOptionsAreRejected) {
+  expect_rejected(run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "host", "--queues", "16"}),
+                  {"--queues"});
+  expect_rejected(run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "host", "--queues", "0"}),
+                  {"--queues"});
+  expect_rejected(run_tool({"pp", "--port", "pair:name=bad1", "--gpu", "host", "--http-server"}), {"--ip"});
+  expect_rejected(run_tool({"pp", "--port", "pair:name=bad2", "--gpu", "host", "--ip", "10.0.0.300"}), {"--ip"});
+  expect_rejected(run_tool({"pp", "--port", "pair:name=bad3", "--gpu", "host", "--ip", "10.0.0.1", "--mac", "zz"}),
+                  {"--mac"});
+  expect_rejected(run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "host", "--ring", "1000"}),
+                  {"invalid_value", "power of two"});
+  expect_rejected(run_tool({"pp", "--port", "bogus:x=1", "--gpu", "host"}), {"bad_config", "bogus"});
+  expect_rejected(run_tool({"pp", "--gpu", "host"}), {"--port"});
+}
+
+TEST(Cli, CompressedCaptureSaysGunzip) {
+  auto r = run_tool({"pp", "--port", "pcap:file=" + data("dns+icmp.pcapng.gz"), "--gpu", "host"});
+  expect_rejected(r, {"not_supported", "gunzip"});
+}
+
+TEST(Cli, CudaWithoutAGpuSaysSo) {
+  if (have_gpu()) GTEST_SKIP() << "a CUDA GPU is present";
+  auto r = run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "0"});
+  expect_rejected(r, {"not_found"});
+}
+
+}  // namespace
