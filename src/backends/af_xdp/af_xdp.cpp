@@ -622,7 +622,10 @@ void af_xdp_caps(void* priv, port_caps* c) {
   *c = port_caps{};
   c->rx = true;
   c->tx = true;
-  c->max_rx_queues = p->channels;
+  // gnio RX queues are software rings fed by the engine's steering, whatever
+  // the number of XSK sockets (kernel channels) behind them.
+  (void)p->channels;
+  c->max_rx_queues = 64;
   // gnio TX queues are software queues that all drain into one XSK TX ring.
   c->max_tx_queues = 64;
   c->max_pkt_bytes = p->frame_size - XDP_PACKET_HEADROOM;
