@@ -399,18 +399,6 @@ const count_exception k_count_exceptions[] = {
     {"bad-ipv4-version-pgm-heapoverflow.pcap", "ipv6", 0,
      "ethertype IPv4 with version 6 in the header: pp counts ipv4 and malformed; tshark also hands the bytes to "
      "its IPv6 dissector"},
-    {"ipv6-bad-version.pcap", "ipv6", 4,
-     "two frames carry EtherType 0x86DD with a version nibble that is not 6: pp counts IPv6 by EtherType (and "
-     "flags them malformed), tshark dissects them as data"},
-    {"getname_2_read4_asan.pcap", "arp", 0,
-     "a RARP frame cut to 22 captured bytes: tshark names the protocol from the EtherType, pp counts ARP only "
-     "when the ARP header is there"},
-#define BAD_TCP_HDR \
-  "the TCP header (options or data offset) runs past the captured bytes: pp flags the segment malformed and keeps " \
-  "it out of the conversation table; tshark still gives it a tcp.stream"
-    {"mptcp-dss-oobr.pcap", "tcp_flows", 0, BAD_TCP_HDR},
-    {"heapoverflow-tcp_print.pcap", "tcp_flows", 0, BAD_TCP_HDR},
-    {"tcp-auth-heapoverflow.pcap", "tcp_flows", 0, BAD_TCP_HDR},
     {"tok2str-oobr-2.pcap", "ipv4", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},
     {"tok2str-oobr-2.pcap", "udp", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},
     {"tok2str-oobr-2.pcap", "udp_flows", 0, "MPLS (ethertype 0x8847) is not decoded: the IPv4/UDP inside is not counted"},

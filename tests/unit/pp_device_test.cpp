@@ -958,17 +958,6 @@ const count_exception k_exceptions[] = {
     {"malformed/dns-badlabel.pcap", "dns_responses", 0,
      "a fuzzed port-53 datagram (opcode 15, Z set, 64259 questions) fails dns_header_sane; tshark decodes anything "
      "on port 53 as DNS"},
-    {"malformed/ipv6-bad-version.pcap", "ipv6", 4,
-     "two of the four frames carry EtherType 0x86DD with a version nibble that is not 6; the kernel counts IPv6 by "
-     "EtherType (and flags the frames malformed), tshark dissects them as data"},
-    {"malformed/getname_2_read4_asan.pcap", "arp", 0,
-     "a RARP frame (EtherType 0x8035) cut to 22 captured bytes: tshark names the protocol from the EtherType, the "
-     "kernel counts ARP only when the ARP header is there"},
-    {"malformed/mptcp-dss-oobr.pcap", "tcp_streams", 0,
-     "the TCP header's options run past the captured bytes: the kernel flags the segment malformed and keeps it out "
-     "of the conversation table; tshark still gives it a tcp.stream"},
-    {"malformed/heapoverflow-tcp_print.pcap", "tcp_streams", 0,
-     "as mptcp-dss-oobr: a malformed TCP header stays out of the conversation table; tshark gives it a tcp.stream"},
     {"malformed/icmp-cksum-oobr-3.pcapng", "udp_streams", 0,
      "the only UDP header is quoted inside an ICMP error: it counts in udp (as for tshark) but the conversation "
      "table holds the frames' own 5-tuples, while tshark gives the quote a udp.stream"},
