@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
+#include <utility>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -128,6 +130,22 @@ TEST(Caps, BadInputIsAClearError) {
   r = run(tool() + " caps --gpu 0000:ff:1f.7 --port gen:");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("not_found"), std::string::npos) << r.out;
+}
+
+// Output recorded by `gnio doctor --gpu --json` and `gnio caps --gpu 0 --json`
+// on an H200 machine (scripts/gpu-check.sh): the GPU parts of the schemas,
+// which a machine without a GPU never fills in.
+TEST(Doctor, RecordedGpuMachineOutputValidates) {
+  const std::string dir = std::string(GNIO_SOURCE_DIR) + "/tests/data/diag/";
+  for (const auto& [file, schema] : {std::pair{"doctor-h200.json", "doctor.schema.json"}, {"caps-h200.json", "caps.schema.json"}}) {
+    std::ifstream f(dir + file);
+    ASSERT_TRUE(f) << file;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto j = nlohmann::json::parse(ss.str());
+    if (std::string(file).rfind("doctor", 0) == 0) EXPECT_FALSE(j["gpus"].empty());
+    expect_valid(ss.str(), schema);
+  }
 }
 
 TEST(Explain, EveryCodeByNumberNameAndDocaName) {
