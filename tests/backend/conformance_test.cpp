@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One ring conformance suite, run against every backend (pcap, gen, pair, and
-// af_packet on a veth pair) on the executor chosen by GNIO_TEST_EXEC (host, or
+// af_packet and af_xdp on a veth pair) on the executor chosen by GNIO_TEST_EXEC (host, or
 // cuda on a GPU machine), and the lifecycle rules of DESIGN §6.
 //
-// The af_packet cases need a veth pair whose ends are named by GNIO_CONF_IF
+// The af_packet and af_xdp cases need a veth pair whose ends are named by GNIO_CONF_IF
 // (the port under test) and GNIO_CONF_PEER (where a raw socket feeds frames
 // and reads what the port sends), both in this process's network namespace,
 // with IPv6 off so only the test's frames flow; tests/integration/netns.sh
@@ -118,9 +118,11 @@ frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds
   return out;
 }
 
-enum class kind { pcap, gen, pair, af_packet };
+enum class kind { pcap, gen, pair, af_packet, af_xdp };
+// Backends on a real link (the veth the harness made), fed from a raw socket on its peer.
+bool on_link(kind k) { return k == kind::af_packet || k == kind::af_xdp; }
 std::string to_string(kind k) {
-  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : "af_packet";
+  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : k == kind::af_packet ? "af_packet" : "af_xdp";
 }
 
 std::string env_str(const char* name) {
@@ -199,17 +201,17 @@ struct source {
   int raw_tx = -1, raw_rx = -1;
 
   // Sources that run until stopped and are fed by the test.
-  bool live() const { return k == kind::pair || k == kind::af_packet; }
+  bool live() const { return k == kind::pair || on_link(k); }
   void open_raw_peer() {
     raw_tx = open_raw(env_str("GNIO_CONF_PEER"), false);
     raw_rx = open_raw(env_str("GNIO_CONF_PEER"), true);
   }
   void send_one(const std::vector<uint8_t>& f) {
-    if (k == kind::af_packet) raw_send(raw_tx, f);
+    if (on_link(k)) raw_send(raw_tx, f);
     else host_send(peer_tx, f);
   }
   frames peer_recv(size_t n, std::chrono::milliseconds timeout) {
-    return k == kind::af_packet ? raw_recv(raw_rx, n, timeout) : host_recv(peer_rx, n, timeout);
+    return on_link(k) ? raw_recv(raw_rx, n, timeout) : host_recv(peer_rx, n, timeout);
   }
 
   void open_peer(const std::string& name) {
@@ -262,7 +264,7 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
   } else {
     // Generated frames have valid Ethernet/IP headers and fit a 1500-byte MTU,
     // so the veth passes them unchanged.
-    s->dev = "af_packet:if=" + env_str("GNIO_CONF_IF");
+    s->dev = (k == kind::af_packet ? "af_packet:if=" : "af_xdp:mode=skb,if=") + env_str("GNIO_CONF_IF");
     s->expected = gen_frames("gen:size=60-1514,flows=32,seed=11", n);
   }
   if (!extra.empty()) s->dev += "," + extra;
@@ -379,8 +381,8 @@ class ring_conformance : public testing::TestWithParam<kind> {
  protected:
   gnio::gpu g = open_gpu();
   void SetUp() override {
-    if (GetParam() != kind::af_packet) return;
-    if (!gnio::backend::find("af_packet")) GTEST_SKIP() << "the af_packet backend is not built";
+    if (!on_link(GetParam())) return;
+    if (!gnio::backend::find(to_string(GetParam()))) GTEST_SKIP() << "the " << to_string(GetParam()) << " backend is not built";
     if (env_str("GNIO_CONF_IF").empty() || env_str("GNIO_CONF_PEER").empty())
       GTEST_SKIP() << "GNIO_CONF_IF/GNIO_CONF_PEER unset: run tests/integration/netns.sh conformance";
   }
@@ -395,7 +397,7 @@ class ring_conformance : public testing::TestWithParam<kind> {
       std::string name = src->dev.substr(src->dev.find("name=") + 5);
       name = name.substr(0, name.find(','));
       src->open_peer(name);
-    } else if (src->k == kind::af_packet) {
+    } else if (on_link(src->k)) {
       src->open_raw_peer();
     }
     ASSERT_FALSE(d.start());
@@ -437,7 +439,7 @@ TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
   const uint64_t total = src->expected.size();
   dut d(g, src->dev, ring, total);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5, src->dev.find(',') - src->dev.find("name=") - 5));
-  if (src->k == kind::af_packet) src->open_raw_peer();
+  if (on_link(src->k)) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   // Fill the ring with no consumer running: everything past 64 must be dropped and counted.
   const auto end = std::chrono::steady_clock::now() + 30s;
@@ -470,7 +472,7 @@ TEST_P(ring_conformance, tx_round_trip) {
   if (src->k == kind::pcap) src->dev += ",tx=" + out;
   dut d(g, src->dev, 256, 0, true);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
-  if (src->k == kind::af_packet) src->open_raw_peer();
+  if (on_link(src->k)) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   ASSERT_FALSE(d.launch_echo());
   frames back;
@@ -509,7 +511,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   }
   dut d(g, src->dev, 256, 0);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
-  if (src->k == kind::af_packet) src->open_raw_peer();
+  if (on_link(src->k)) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   ASSERT_FALSE(d.launch_record());
   std::atomic<bool> feeding{true};
@@ -545,7 +547,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   EXPECT_FALSE(d.p.close());
 }
 
-INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet),
+INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp),
                          [](const auto& info) { return to_string(info.param); });
 
 // --- Semaphores ----------------------------------------------------------------

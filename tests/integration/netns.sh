@@ -445,7 +445,7 @@ cmd_conformance() {
   [[ -x $bin ]] || netns_skip "$bin is not built"
   netns_setup single
   in_a env GNIO_CONF_IF="$IF_A" GNIO_CONF_PEER="$IF_B" GNIO_TEST_EXEC="${GNIO_TEST_EXEC:-host}" \
-    "$bin" --gtest_filter='*/ring_conformance.*/af_packet' "$@"
+    "$bin" --gtest_filter='*/ring_conformance.*/af_packet:*/ring_conformance.*/af_xdp' "$@"
   exit $?  # 77 from the suite's main: GNIO_TEST_EXEC=cuda without a GPU
 }
 
