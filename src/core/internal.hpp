@@ -151,7 +151,6 @@ struct port_state {
   error engine_err;
   counter rx_unsteered;
   std::vector<region> regions;  // fixed at start
-  std::vector<rxq_state*> live_rx;
   std::vector<txq_state*> live_tx;
   mem_block tx_stage;
 

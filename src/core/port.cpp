@@ -733,7 +733,6 @@ error port::start() {
     }
   }
   s.regions = std::move(regions);
-  s.live_rx = std::move(rx);
   s.live_tx = std::move(tx);
   s.stop_req = false;
   s.rx_ended = false;
