@@ -57,18 +57,6 @@ std::string proto_text(uint8_t p, uint8_t family) {
   }
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
-
 int fail_with(const gnio::error& e, std::string_view step) {
   fmt::print(stderr, "flow_count: {}: {}\n", step, e.what());
   fmt::print(stderr, "flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
@@ -126,14 +114,13 @@ int main(int argc, char** argv) {
     std::vector<flow_count::totals> totals;
   };
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
-  for (const auto& sel : split_list(gpu_sel)) {
-    auto g = gnio::gpu::open(sel);
-    if (!g) return fail_with(g.err(), "gpu " + sel);
+  auto gpus = gnio::gpu::open_list(gpu_sel);
+  if (!gpus) return fail_with(gpus.err(), "gpu");
+  for (auto& g : *gpus) {
     auto c = std::make_unique<gpu_ctx>();
-    c->g = std::move(g).value();
+    c->g = std::move(g);
     ctxs.push_back(std::move(c));
   }
-  if (ctxs.empty()) return fail_with(gnio::error(gnio::status::invalid_value, "--gpu lists no GPU"), "gpu");
 
   auto p = gnio::port::open(ctxs.front()->g, port_dev);
   if (!p) return fail_with(p.err(), "port");

@@ -66,6 +66,10 @@ class gpu {
   // selector: "host"; "auto" (the first CUDA GPU, else the host); a CUDA
   // ordinal ("0"); or a PCIe bus id ("0000:ca:00.0" or "ca:00.0").
   [[nodiscard]] static result<gpu> open(std::string_view selector);
+  // A comma-separated list of selectors ("0,1", two bus ids, "host,host"):
+  // one context each, in order. invalid_value for an empty list or an empty
+  // entry; otherwise the first failing entry's error, naming the entry.
+  [[nodiscard]] static result<std::vector<gpu>> open_list(std::string_view selectors);
 
   [[nodiscard]] const gpu_info& info() const;
   [[nodiscard]] executor_kind executor() const { return info().executor; }

@@ -333,10 +333,11 @@ TEST(FlowCount, FourQueuesGiveTheSameTotalsAsOne) {
 
 // Several contexts (issue: multi-GPU): queues spread over two contexts give the
 // same counts and flow rows as one. Here two host executors stand in for two
-// GPUs; the GPU script runs it with "0,0"-style selectors on a GPU machine.
+// GPUs; on a GPU machine it runs on "0,0", or on the GPUs GNIO_TEST_GPUS names.
 TEST(FlowCount, TwoContextsGiveTheSameCountsAsOne) {
   REQUIRE_EXECUTOR();
-  const std::string sel = std::string(k_exec) == "cuda" ? "0,0" : "host,host";
+  const char* gpus = std::getenv("GNIO_TEST_GPUS");  // e.g. 0,1 on a machine with two GPUs
+  const std::string sel = gpus && *gpus ? gpus : std::string(k_exec) == "cuda" ? "0,0" : "host,host";
   for (const char* file : {"http.pcap", "dns_icmp.pcap", "QinQpacket.pcap"}) {
     auto one = flow_count({"--port", "pcap:file=" + data(file), "--exec", k_exec, "--queues", "4"});
     auto two = flow_count({"--port", "pcap:file=" + data(file), "--gpu", sel, "--queues", "4"});
