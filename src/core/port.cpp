@@ -394,7 +394,7 @@ result<port> port::open(gpu& g, std::string_view dev) {
       return fail(status::invalid_value, "{}: overflow={} must be drop or wait", args->name, overflow);
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "overflow"; });
   }
-  if (const auto* v = args->find("lanes")) {
+  if (args->find("lanes")) {
     uint64_t n = 0;
     if (auto e = backend::get_u64(*args, "lanes", 1, 64, &n); e) return e;
     st->num_lanes = static_cast<uint32_t>(n);
