@@ -15,7 +15,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -372,16 +374,82 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   const uint32_t n = opt.queues;
   const uint32_t num_blocks = 3 * n + 1;
 
-  // --- gpu and port ----------------------------------------------------------
-  auto g = gpu::open(opt.gpu.empty() ? "auto" : opt.gpu);
-  if (!g) return report_error(g.err(), "gpu", result);
-  const gpu_info info = g->info();
-  con.out("pp: executor {} on {}{}\n", to_string(info.executor), info.name,
-          info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+  // --- gpus and port -------------------------------------------------------
+  // One context per selected GPU ("0,1", bus ids, or "host,host"). Each has
+  // its own kernel body, memory, semaphore and persistent kernel; the port's
+  // RSS spreads every class's queues over them.
+  auto gpus = gpu::open_list(opt.gpu.empty() ? "auto" : opt.gpu);
+  if (!gpus) return report_error(gpus.err(), "gpu", result);
+  struct gpu_ctx {
+    gpu g;
+    gpu_info info;
+    body b{};
+    std::vector<uint32_t> global;  // local block -> the app's block number
+    std::vector<uint32_t> rx_ids;  // the port's RX queues its kernel consumes
+    std::vector<mem_block> mem;
+    mem_block ctr_mem, conv_mem, dns_mem;
+    std::optional<semaphore> sem;
+    device::sem sem_host{};
+    std::optional<kernel_runner> runner;
+    bool returned = false;  // the kernel returned by itself (or was stopped)
+  };
+  std::vector<std::unique_ptr<gpu_ctx>> ctxs;
+  for (auto& g : *gpus) {
+    auto c = std::make_unique<gpu_ctx>();
+    c->g = std::move(g);
+    c->info = c->g.info();
+    ctxs.push_back(std::move(c));
+  }
+  for (const auto& c : ctxs)
+    con.out("pp: executor {} on {}{}\n", to_string(c->info.executor), c->info.name,
+            c->info.bus_id.empty() ? "" : " (" + c->info.bus_id + ")");
 
   std::string used_dev;
-  auto p = open_port(*g, opt, con, &used_dev);
+  auto p = open_port(ctxs.front()->g, opt, con, &used_dev);
   if (!p) return report_error(p.err(), "port", result);
+
+  if (!p->caps().rx)
+    return report_error(error(status::not_supported, fmt::format("port {} cannot receive", used_dev)), "port", result);
+  // A GPU that fails the capability check for this port is reported and left
+  // out. The port lives in the first context, so when that one goes the port
+  // is opened again on the next.
+  json left_out = json::array();
+  {
+    std::string last_why;
+    for (auto it = ctxs.begin(); it != ctxs.end();) {
+      std::string why;
+      for (const auto& v : evaluate_caps(p->caps(), backend_of(opt.port), (*it)->info, built_with_cuda()))
+        if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success) why = v.reason;
+      if (why.empty()) {
+        ++it;
+        continue;
+      }
+      fmt::print(stderr, "pp: leaving out {}{}: {}\n", (*it)->info.name,
+                 (*it)->info.bus_id.empty() ? "" : " (" + (*it)->info.bus_id + ")", why);
+      left_out.push_back({{"device", (*it)->info.name}, {"bus_id", (*it)->info.bus_id}, {"reason", why}});
+      last_why = why;
+      const bool held_port = it == ctxs.begin();
+      if (held_port) (void)p->close();
+      it = ctxs.erase(it);
+      if (held_port) {
+        if (ctxs.empty()) break;
+        p = open_port(ctxs.front()->g, opt, con, &used_dev);
+        if (!p) return report_error(p.err(), "port", result);
+        it = ctxs.begin();
+      }
+    }
+    if (ctxs.empty()) {
+      if (result) (*result)["left_out"] = left_out;
+      return report_error(error(status::not_supported, "no selected GPU can run the kernels: " + last_why), "gpu", result);
+    }
+  }
+  const uint32_t num_ctx = static_cast<uint32_t>(ctxs.size());
+  if (n < num_ctx)
+    return bad_option(fmt::format("--queues {} is fewer than the {} GPUs: each GPU needs at least one queue of every "
+                                  "class, so give --queues {} or more",
+                                  n, num_ctx, num_ctx),
+                      result);
+  const gpu_info& info = ctxs.front()->info;
   const bool can_tx = p->caps().tx;
   if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
     con.out("pp: port {} cannot transmit: replies are counted, not sent\n", opt.port);
@@ -393,28 +461,42 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     int block;  // -1: the CPU thread
   };
   std::vector<rxq_info> rxqs;
-  body b{};
-  b.num_blocks = num_blocks;
-  b.cfg = cfg;
-  b.batch = opt.batch;
-  b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
   auto role_of = [&](uint32_t blk) {
     if (blk < n) return role::udp;
     if (blk < 2 * n) return role::tcp;
     if (blk < 3 * n) return role::icmp;
     return role::arp_other;
   };
+  // Queue i of each class runs on GPU i mod N; arp/other on the first.
+  std::vector<uint32_t> block_ctx(num_blocks), block_local(num_blocks);
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    block_ctx[blk] = role_of(blk) == role::arp_other ? 0 : (blk % n) % num_ctx;
+    auto& c = *ctxs[block_ctx[blk]];
+    block_local[blk] = static_cast<uint32_t>(c.global.size());
+    c.global.push_back(blk);
+  }
+  for (auto& c : ctxs) {
+    c->b.num_blocks = static_cast<uint32_t>(c->global.size());
+    c->b.cfg = cfg;
+    c->b.batch = opt.batch;
+    c->b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
+  }
+  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[block_local[blk]]; };
+
   std::vector<uint32_t> group[4];
   for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    auto& c = *ctxs[block_ctx[blk]];
     rxq_config rc;
     rc.num_descs = opt.ring;
+    rc.owner = &c.g;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);
     auto v = p->rxq(*id);
     if (!v) return report_error(v.err(), "rxq", result);
     const role r = role_of(blk);
-    b.blocks[blk].r = r;
-    b.blocks[blk].rx = *v;
+    block_of(blk).r = r;
+    block_of(blk).rx = *v;
+    c.rx_ids.push_back(*id);
     group[static_cast<uint32_t>(r)].push_back(*id);
     rxqs.push_back({role_name(r), static_cast<uint32_t>(group[static_cast<uint32_t>(r)].size() - 1), static_cast<int>(blk)});
   }
@@ -430,18 +512,20 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   }
 
   // TX queues: one per icmp block, one for arp_other, one per tcp block with
-  // the HTTP server, and one the CPU thread fills.
+  // the HTTP server (each in its block's GPU context), and one the CPU thread fills.
   int ctrl_txq = -1;
   if (can_tx) {
     for (uint32_t blk = 0; blk < num_blocks; ++blk) {
       const role r = role_of(blk);
       if (r == role::udp || (r == role::tcp && !opt.http_server)) continue;
-      auto id = p->create_txq();
+      txq_config tc;
+      tc.owner = &ctxs[block_ctx[blk]]->g;
+      auto id = p->create_txq(tc);
       if (!id) return report_error(id.err(), "create_txq", result);
       auto v = p->txq(*id);
       if (!v) return report_error(v.err(), "txq", result);
-      b.blocks[blk].tx = *v;
-      b.blocks[blk].has_tx = 1;
+      block_of(blk).tx = *v;
+      block_of(blk).has_tx = 1;
     }
     if (opt.http_server) {
       txq_config tc;
@@ -466,44 +550,49 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     if (auto e = p->set_steering(std::move(rules), group[3]); e) return report_error(e, "set_steering", result);
   }
 
-  // --- executor memory -------------------------------------------------------
-  std::vector<mem_block> blocks_to_free;
-  auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
-    auto m = g->alloc(bytes, mem_type::gpu);
-    if (!m) return error(m.err().code(), fmt::format("{}: {}", what, m.err().message()));
-    *out = *m;
-    blocks_to_free.push_back(*m);
-    return {};
-  };
-  mem_block ctr_mem, conv_mem, dns_mem, pages_mem;
-  if (auto e = alloc(sizeof(counters) * num_blocks, "counters", &ctr_mem); e) return report_error(e, "alloc", result);
-  if (auto e = alloc(sizeof(device::flow_entry) * k_conv_capacity, "conversation table", &conv_mem); e)
-    return report_error(e, "alloc", result);
-  if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &dns_mem); e)
-    return report_error(e, "alloc", result);
+  // --- executor memory, one set per context ----------------------------------
   std::string pages = index_page();
-  b.pages.index_off = 0;
-  b.pages.index_len = static_cast<uint32_t>(index_page().size());
-  b.pages.second_off = static_cast<uint32_t>(pages.size());
-  b.pages.second_len = static_cast<uint32_t>(hello_page().size());
+  http_pages page_index{};
+  page_index.index_off = 0;
+  page_index.index_len = static_cast<uint32_t>(index_page().size());
+  page_index.second_off = static_cast<uint32_t>(pages.size());
+  page_index.second_len = static_cast<uint32_t>(hello_page().size());
   pages += hello_page();
-  b.pages.missing_off = static_cast<uint32_t>(pages.size());
-  b.pages.missing_len = static_cast<uint32_t>(missing_page().size());
+  page_index.missing_off = static_cast<uint32_t>(pages.size());
+  page_index.missing_len = static_cast<uint32_t>(missing_page().size());
   pages += missing_page();
-  std::snprintf(b.pages.second_path, sizeof b.pages.second_path, "%s", "/hello");
-  if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
-  if (auto e = g->copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
-  b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
-  b.ctr = static_cast<counters*>(ctr_mem.exec_ptr);
-  b.conv = static_cast<device::flow_entry*>(conv_mem.exec_ptr);
-  b.conv_capacity = k_conv_capacity;
-  b.dns = static_cast<dns_entry*>(dns_mem.exec_ptr);
-  b.dns_capacity = k_dns_capacity;
+  std::snprintf(page_index.second_path, sizeof page_index.second_path, "%s", "/hello");
+  for (auto& cp : ctxs) {
+    gpu_ctx& c = *cp;
+    auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
+      auto m = c.g.alloc(bytes, mem_type::gpu);
+      if (!m) return error(m.err().code(), fmt::format("{} on {}: {}", what, c.info.name, m.err().message()));
+      *out = *m;
+      c.mem.push_back(*m);
+      return {};
+    };
+    mem_block pages_mem;
+    if (auto e = alloc(sizeof(counters) * c.b.num_blocks, "counters", &c.ctr_mem); e) return report_error(e, "alloc", result);
+    if (auto e = alloc(sizeof(device::flow_entry) * k_conv_capacity, "conversation table", &c.conv_mem); e)
+      return report_error(e, "alloc", result);
+    if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &c.dns_mem); e)
+      return report_error(e, "alloc", result);
+    if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
+    if (auto e = c.g.copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
+    c.b.pages = page_index;
+    c.b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
+    c.b.ctr = static_cast<counters*>(c.ctr_mem.exec_ptr);
+    c.b.conv = static_cast<device::flow_entry*>(c.conv_mem.exec_ptr);
+    c.b.conv_capacity = k_conv_capacity;
+    c.b.dns = static_cast<dns_entry*>(c.dns_mem.exec_ptr);
+    c.b.dns_capacity = k_dns_capacity;
 
-  auto sem = semaphore::create(*g, num_blocks, sizeof(report));
-  if (!sem) return report_error(sem.err(), "semaphore", result);
-  b.sem = sem->view();
-  const device::sem sem_host = sem->host_view();
+    auto sem = semaphore::create(c.g, c.b.num_blocks, sizeof(report));
+    if (!sem) return report_error(sem.err(), "semaphore", result);
+    c.sem = std::move(sem).value();
+    c.b.sem = c.sem->view();
+    c.sem_host = c.sem->host_view();
+  }
 
   // --- the CPU thread's queues ---------------------------------------------
   auto ctrl = std::make_unique<ctrl_state>();
@@ -525,50 +614,75 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     ctrl->isn_secret = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   }
 
-  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}\n", used_dev, n,
+  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}{}\n", used_dev, n,
           opt.http_server ? " + TCP control on a CPU thread" : "", num_blocks,
+          num_ctx > 1 ? fmt::format(" over {} GPUs", num_ctx) : std::string(),
           cfg.ip ? fmt::format("; ip {} mac {}", ip_text(cfg.ip), mac_text(cfg.mac)) : std::string());
 
   // --- start -----------------------------------------------------------------
-  if (auto e = p->start(); e) return report_error(e, "start", result);
-  auto runner = kernel_runner::create(*g, {&*p});
-  if (!runner) {
-    (void)p->stop();
-    return report_error(runner.err(), "runner", result);
-  }
   std::thread ctrl_thread;
-  if (ctrl_rxq >= 0) ctrl_thread = std::thread(ctrl_main, ctrl.get());
   auto stop_ctrl = [&] {
     if (ctrl_thread.joinable()) {
       ctrl->stop.store(true, std::memory_order_release);
       ctrl_thread.join();
     }
   };
-  launch_dims dims;
-  dims.blocks = num_blocks;
-  dims.threads = opt.threads;
+  // Stops every kernel still running; the first error wins.
+  auto stop_kernels = [&](error* first) {
+    for (auto& c : ctxs)
+      if (c->runner && !c->returned && c->runner->running())
+        if (auto e = c->runner->stop(k_stop_deadline); e && first && !*first) *first = e;
+  };
+  if (auto e = p->start(); e) return report_error(e, "start", result);
+  if (ctrl_rxq >= 0) ctrl_thread = std::thread(ctrl_main, ctrl.get());
   const auto t0 = clock_type::now();
-  if (auto e = launch(*runner, dims, b); e) {
-    stop_ctrl();
-    (void)runner->destroy();
-    (void)p->stop();
-    return report_error(e, "launch", result);
+  for (auto& c : ctxs) {
+    auto runner = kernel_runner::create(c->g, {&*p});
+    error e = runner ? error{} : runner.err();
+    if (runner) {
+      c->runner = std::move(runner).value();
+      launch_dims dims;
+      dims.blocks = c->b.num_blocks;
+      dims.threads = opt.threads;
+      e = launch(*c->runner, dims, c->b);
+    }
+    if (e) {
+      stop_ctrl();
+      error stop_err;
+      stop_kernels(&stop_err);
+      if (stop_err) {
+        // A kernel that does not stop keeps its memory: fail closed.
+        new port(std::move(*p));
+        for (auto& o : ctxs) {
+          if (o->runner) new kernel_runner(std::move(*o->runner));
+          if (o->sem) new semaphore(std::move(*o->sem));
+        }
+        return report_error(stop_err, "stop after a failed launch (a kernel is still running; its memory is kept)", result);
+      }
+      for (auto& o : ctxs)
+        if (o->runner) (void)o->runner->destroy();
+      (void)p->stop();
+      return report_error(e, c->runner ? "launch" : "runner", result);
+    }
   }
 
-  // --- run: reports from the semaphore, stats lines, stop conditions ---------
+  // --- run: reports from the semaphores, stats lines, stop conditions ---------
   std::vector<report> latest(num_blocks);
   std::vector<bool> got_final(num_blocks, false);
   uint64_t reports = 0;
   auto drain_sem = [&] {
-    for (uint32_t i = 0; i < num_blocks; ++i) {
-      if (device::sem_get_status(sem_host, i) != device::sem_status::ready) continue;
-      report r;
-      std::memcpy(&r, device::sem_custom(sem_host, i), sizeof r);
-      device::sem_set_status(sem_host, i, device::sem_status::free);
-      const uint32_t blk = r.block < num_blocks ? r.block : i;
-      latest[blk] = r;
-      if (r.final_report) got_final[blk] = true;
-      ++reports;
+    for (auto& c : ctxs) {
+      const uint32_t local_n = c->b.num_blocks;
+      for (uint32_t i = 0; i < local_n; ++i) {
+        if (device::sem_get_status(c->sem_host, i) != device::sem_status::ready) continue;
+        report r;
+        std::memcpy(&r, device::sem_custom(c->sem_host, i), sizeof r);
+        device::sem_set_status(c->sem_host, i, device::sem_status::free);
+        const uint32_t blk = c->global[r.block < local_n ? r.block : i];
+        latest[blk] = r;
+        if (r.final_report) got_final[blk] = true;
+        ++reports;
+      }
     }
   };
   counters prev_cls[4]{};
@@ -583,14 +697,22 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   auto last_line = t0;
   bool stopped_early = false, timed_out = false;
   error run_err;
+  const auto wait_slice = std::chrono::milliseconds(num_ctx > 1 ? 10 : 50);
   for (;;) {
-    const error w = runner->wait(std::chrono::milliseconds(50));
-    drain_sem();
-    if (!w) break;  // returned by itself: every queue ended
-    if (w.code() != status::time_out) {
-      run_err = w;
-      break;
+    uint32_t done = 0;
+    for (auto& c : ctxs) {
+      if (!c->returned) {
+        const error w = c->runner->wait(wait_slice);
+        if (!w) c->returned = true;  // returned by itself: its queues ended
+        else if (w.code() != status::time_out) {
+          run_err = w;
+          break;
+        }
+      }
+      done += c->returned ? 1 : 0;
     }
+    drain_sem();
+    if (run_err || done == num_ctx) break;
     const auto now = clock_type::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (opt.stats_interval > 0 && std::chrono::duration<double>(now - last_line).count() >= opt.stats_interval) {
@@ -602,19 +724,23 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     }
     if ((stop && stop->load()) || (opt.duration > 0 && elapsed >= opt.duration)) {
       stopped_early = true;
-      if (auto e = runner->stop(k_stop_deadline); e) {
-        run_err = e;
-        timed_out = e.code() == status::time_out;
-      }
+      stop_kernels(&run_err);
+      timed_out = run_err && run_err.code() == status::time_out;
       break;
     }
+  }
+  if (run_err && !timed_out) {
+    // One kernel failed: the others are stopped too (their queues stay fed
+    // otherwise), and everything is kept, below.
+    error ignored;
+    stop_kernels(&ignored);
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   stop_ctrl();
   drain_sem();
 
   if (run_err) {
-    // Fail closed: the kernel may still run, so nothing it can touch is freed
+    // Fail closed: a kernel may still run, so nothing it can touch is freed
     // or stopped. The last reports are all there is.
     counters cls[4];
     class_totals(cls);
@@ -632,11 +758,13 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
       j["last_reports"] = partial;
     }
     const int rc = report_error(run_err, timed_out ? "stop (kernel still running; its memory is kept)" : "kernel", result);
-    // Keep the semaphore (the kernel writes to it) and the port for the
-    // life of the process; the port's own teardown also fails closed.
-    new semaphore(std::move(*sem));
+    // Keep the semaphores (the kernels write to them), the runners and the
+    // port for the life of the process; the port's own teardown also fails closed.
+    for (auto& c : ctxs) {
+      new semaphore(std::move(*c->sem));
+      new kernel_runner(std::move(*c->runner));
+    }
     new port(std::move(*p));
-    new kernel_runner(std::move(*runner));
     return rc;
   }
 
@@ -646,12 +774,22 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
 
   // --- the authoritative totals ----------------------------------------------
   std::vector<counters> per_block(num_blocks);
-  std::vector<device::flow_entry> conv(k_conv_capacity);
-  std::vector<dns_entry> dns(k_dns_capacity);
-  if (auto e = g->copy_to_host(per_block.data(), ctr_mem, 0, ctr_mem.bytes); e) return report_error(e, "read counters", result);
-  if (auto e = g->copy_to_host(conv.data(), conv_mem, 0, conv_mem.bytes); e)
-    return report_error(e, "read conversations", result);
-  if (auto e = g->copy_to_host(dns.data(), dns_mem, 0, dns_mem.bytes); e) return report_error(e, "read DNS names", result);
+  std::vector<std::vector<device::flow_entry>> conv_tables;
+  std::vector<std::vector<dns_entry>> dns_tables;
+  for (auto& c : ctxs) {
+    std::vector<counters> local(c->b.num_blocks);
+    if (auto e = c->g.copy_to_host(local.data(), c->ctr_mem, 0, c->ctr_mem.bytes); e)
+      return report_error(e, "read counters", result);
+    for (uint32_t k = 0; k < c->b.num_blocks; ++k) per_block[c->global[k]] = local[k];
+    conv_tables.emplace_back(k_conv_capacity);
+    dns_tables.emplace_back(k_dns_capacity);
+    if (auto e = c->g.copy_to_host(conv_tables.back().data(), c->conv_mem, 0, c->conv_mem.bytes); e)
+      return report_error(e, "read conversations", result);
+    if (auto e = c->g.copy_to_host(dns_tables.back().data(), c->dns_mem, 0, c->dns_mem.bytes); e)
+      return report_error(e, "read DNS names", result);
+  }
+  conv_tables.push_back(ctrl->conv);
+  dns_tables.push_back(ctrl->dns);
 
   counters total{};
   counters cls[4]{};
@@ -663,18 +801,15 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   counters tcp_with_ctrl = cls[1];
   add_into(tcp_with_ctrl, ctrl->c);
 
-  // Conversations: a set of canonical keys, so one seen by a kernel and by
-  // the CPU thread counts once.
+  // Conversations: a set of canonical keys, so one seen by several kernels
+  // (or by a kernel and the CPU thread) counts once.
   std::set<std::string> tcp_conv, udp_conv;
-  auto add_conv = [&](const std::vector<device::flow_entry>& table) {
+  for (const auto& table : conv_tables)
     for (const auto& e : table) {
       if (e.state != device::flow_slot_used) continue;
       if (e.key.proto == device::ipproto_tcp) tcp_conv.insert(conv_key(e.key));
       else if (e.key.proto == device::ipproto_udp) udp_conv.insert(conv_key(e.key));
     }
-  };
-  add_conv(conv);
-  add_conv(ctrl->conv);
 
   struct dns_row {
     std::string name;
@@ -683,8 +818,8 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   std::vector<dns_row> names;
   {
     std::map<std::string, uint64_t> by_name;
-    for (const auto* table : {&dns, &ctrl->dns})
-      for (const auto& d : *table)
+    for (const auto& table : dns_tables)
+      for (const auto& d : table)
         if (d.state == device::flow_slot_used) by_name[std::string(d.name, strnlen(d.name, dns_name_bytes))] += d.count;
     for (auto& [name, count] : by_name) names.push_back({name, count});
   }
@@ -729,6 +864,14 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
   for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
     con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);
+  // Per context: what its kernel processed.
+  std::vector<counters> per_ctx(num_ctx);
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) add_into(per_ctx[block_ctx[blk]], per_block[blk]);
+  if (num_ctx > 1)
+    for (uint32_t k = 0; k < num_ctx; ++k)
+      con.out("pp: gpu {} {}{}: {} blocks, {} packets ({:.3f} Mpps)\n", k, ctxs[k]->info.name,
+              ctxs[k]->info.bus_id.empty() ? "" : " (" + ctxs[k]->info.bus_id + ")", ctxs[k]->b.num_blocks,
+              per_ctx[k].packets, seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0);
 
   // --- JSON --------------------------------------------------------------------
   json j = json::object();
@@ -740,6 +883,7 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   j["gpu_bus_id"] = info.bus_id;
   j["queues"] = n;
   j["blocks"] = num_blocks;
+  j["gpus"] = num_ctx;
   j["http_server"] = opt.http_server;
   j["reply_all"] = opt.reply_all;
   j["ip"] = cfg.ip ? ip_text(cfg.ip) : "";
@@ -799,6 +943,16 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     top.push_back({{"name", names[i].name}, {"count", names[i].count}});
   j["top_dns"] = top;
   j["dns_names"] = names.size();
+  json per_gpu = json::array();
+  for (uint32_t k = 0; k < num_ctx; ++k) {
+    const auto& c = *ctxs[k];
+    per_gpu.push_back({{"executor", std::string(to_string(c.info.executor))}, {"device", c.info.name},
+                       {"bus_id", c.info.bus_id}, {"blocks", c.global}, {"queues", c.rx_ids},
+                       {"packets", per_ctx[k].packets}, {"mpps", seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0},
+                       {"counters", counters_json(per_ctx[k])}});
+  }
+  j["per_gpu"] = per_gpu;
+  j["left_out"] = left_out;
 
   int rc = 0;
   if (!opt.json_path.empty()) {
@@ -812,13 +966,16 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   if (result) *result = j;
 
   // --- the lifecycle in reverse ----------------------------------------------------
-  (void)runner->destroy();
-  (void)sem->destroy();
-  for (auto& m : blocks_to_free) (void)g->free(m);
+  for (auto& c : ctxs) {
+    (void)c->runner->destroy();
+    (void)c->sem->destroy();
+    for (auto& m : c->mem) (void)c->g.free(m);
+  }
   for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
   for (uint32_t q = 0; q < p->num_txq(); ++q) (void)p->destroy_txq(q);
   if (auto e = p->close(); e && !opt.quiet) fmt::print(stderr, "pp: close: {}\n", e.what());
-  if (auto e = g->destroy(); e && !opt.quiet) fmt::print(stderr, "pp: gpu destroy: {}\n", e.what());
+  for (auto& c : ctxs)
+    if (auto e = c->g.destroy(); e && !opt.quiet) fmt::print(stderr, "pp: gpu destroy: {}\n", e.what());
 
   if (engine_err) {
     fmt::print(stderr, "pp: the port's engine failed: {}\n", engine_err.what());
@@ -844,7 +1001,9 @@ void add_command(CLI::App& app) {
             "HTTP server (the open counterpart of DOCA's GPU Packet Processing application; see docs/pp.md)");
   sub->add_option("--port", opt->port, "device string, e.g. pcap:file=x.pcap, pair:name=a, gen:mix=all,count=1000")
       ->required();
-  sub->add_option("--gpu", opt->gpu, "PCIe bus id, CUDA ordinal, host, or auto (first GPU, else the host executor)")
+  sub->add_option("--gpu", opt->gpu,
+                  "PCIe bus id, CUDA ordinal, host, or auto (first GPU, else the host executor); a comma-separated "
+                  "list (0,1) spreads every class's queues over several GPUs, one context and kernel each")
       ->capture_default_str();
   sub->add_option("--queues", opt->queues, "RX queues (kernel blocks) per traffic class: udp, tcp and icmp")
       ->check(CLI::Range(1u, k_max_queues))

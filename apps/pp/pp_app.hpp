@@ -20,7 +20,8 @@ namespace gnio::pp {
 
 struct options {
   std::string port;            // device string (required): pcap:file=x.pcap, pair:name=a, gen:...
-  std::string gpu = "auto";    // PCIe bus id, CUDA ordinal, host or auto (first GPU, else host)
+  std::string gpu = "auto";    // PCIe bus id, CUDA ordinal, host or auto (first GPU, else host);
+                               // a comma-separated list (0,1) runs one context and kernel per GPU
   uint32_t queues = 1;         // RX queues per traffic class (udp, tcp, icmp), 1..15
   std::string ip;              // own IPv4 address (ARP, ICMP echo, HTTP); empty = none
   std::string mac;             // own MAC; empty = 02:00 + the 4 bytes of ip

@@ -66,6 +66,13 @@ bool have_gpu() {
 // --gpu for the runs: the host executor, or the first CUDA GPU.
 std::string gpu_selector() { return k_exec == "cuda" ? "0" : k_exec == "auto" ? "auto" : "host"; }
 
+// --gpu for the multi-context runs: GNIO_TEST_GPUS (e.g. 0,1 on a machine
+// with two GPUs), else two contexts on the executor above.
+std::string multi_gpu_selector() {
+  const std::string sel = gpu_selector() == "auto" ? "host" : gpu_selector();
+  return env_or("GNIO_TEST_GPUS", sel + "," + sel);
+}
+
 #define REQUIRE_EXECUTOR()                                                                      \
   do {                                                                                          \
     if (k_exec == "cuda" && !have_gpu()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no CUDA GPU"; \
@@ -598,6 +605,53 @@ std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Bundled, Counts, ::testing::ValuesIn(bundled_selection()), param_name);
 
+// Several GPU contexts (multi_gpu_selector: two host executors here, both
+// GPUs on a two-GPU machine): every class's queues spread over the contexts
+// give the same counters, conversations, DNS names and per-queue work as one
+// context, and still match tshark.
+class TwoContexts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TwoContexts, GiveTheSameResultsAsOne) {
+  REQUIRE_EXECUTOR();
+  const std::string path = GetParam();
+  const manifest_row row = bundled_row(path);
+  ASSERT_FALSE(row.empty()) << path;
+  auto one = run_app(capture_options(data(path), 3));
+  auto o = capture_options(data(path), 3);
+  o.gpu = multi_gpu_selector();
+  auto two = run_app(o);
+  ASSERT_TRUE(one.finished && two.finished && !two.needed_stop) << "did not end by itself";
+  ASSERT_EQ(one.rc, 0) << one.j.dump(2);
+  ASSERT_EQ(two.rc, 0) << two.j.dump(2);
+  EXPECT_EQ(two.j.at("gpus").get<uint32_t>(), 2u);
+  ASSERT_EQ(two.j.at("per_gpu").size(), 2u);
+  EXPECT_EQ(two.j.at("left_out").size(), 0u);
+  for (const char* k : {"packets", "bytes", "ipv4", "ipv6", "tcp", "udp", "icmp", "icmpv6", "arp", "vlan", "other",
+                        "malformed", "fragments", "dns_queries", "dns_responses", "udp_other", "http_requests",
+                        "http_responses", "tcp_syn", "tcp_fin", "tcp_rst", "icmp_echo_req", "icmp_echo_reply",
+                        "arp_requests", "arp_replies", "tcp_flows", "udp_flows", "dns_names", "top_dns", "received",
+                        "missed", "source_errors"})
+    EXPECT_EQ(one.j.at(k), two.j.at(k)) << k;
+  // The same steering: each queue got and processed the same packets, whichever context owns it.
+  ASSERT_EQ(one.j.at("per_queue").size(), two.j.at("per_queue").size());
+  for (size_t q = 0; q < one.j.at("per_queue").size(); ++q)
+    EXPECT_EQ(one.j["per_queue"][q].at("processed"), two.j["per_queue"][q].at("processed")) << "queue " << q;
+  // Blocks alternate between the contexts per class; arp/other is on the first.
+  uint64_t per_gpu = 0;
+  std::vector<uint32_t> blocks;
+  for (const auto& g : two.j.at("per_gpu")) {
+    per_gpu += g.at("packets").get<uint64_t>();
+    for (const auto& b : g.at("blocks")) blocks.push_back(b.get<uint32_t>());
+  }
+  EXPECT_EQ(per_gpu, two.j.at("packets").get<uint64_t>()) << "per-GPU packets add up";
+  EXPECT_EQ(two.j["per_gpu"][0].at("blocks"), json({0, 2, 3, 5, 6, 8, 9}));
+  EXPECT_EQ(two.j["per_gpu"][1].at("blocks"), json({1, 4, 7}));
+  EXPECT_EQ(two.j.at("final_reports").get<uint32_t>(), 10u) << "every block's final semaphore report";
+  check_counts(path, row, two.j);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, TwoContexts, ::testing::ValuesIn(bundled_selection()), param_name);
+
 TEST(Bundle, HasEveryCaptureTheCountsCover) {
   // The bundle stands alone: every selected corpus capture is here, byte for
   // byte (same size and sha256 prefix), under its name or in malformed/.
@@ -1004,16 +1058,17 @@ void check_http_response(const tcp_reply& r, const std::string& page, const char
   EXPECT_LE(r.payload.size(), 1460u);
 }
 
-TEST(HttpServer, PairClientGetsArpIcmpAndPages) {
-  REQUIRE_EXECUTOR();
-  const std::string name = "pp_test_http";
+// A scripted client session against pp on a pair port: ARP, ping, two HTTP
+// connections and a SYN behind a RST, then the app's stats.
+void pair_client_session(const std::string& name, const std::string& gpu, uint32_t queues) {
   client_port c(name);
   ASSERT_EQ(c.error(), "");
   gnio::pp::options o;
   o.port = "pair:name=" + name;
   o.ip = "10.9.9.1";
   o.http_server = true;
-  o.gpu = gpu_selector();
+  o.gpu = gpu;
+  o.queues = queues;
   o.stats_interval = 0;
   auto sh = std::make_shared<run_shared>();
   o.quiet = true;
@@ -1153,6 +1208,22 @@ TEST(HttpServer, PairClientGetsArpIcmpAndPages) {
       EXPECT_EQ(q.at("processed").get<int>(), 3 + 1 + 1);  // 3 SYN, 1 FIN, 1 RST
     }
   EXPECT_TRUE(ctrl_queue);
+  // Per GPU context: what the kernels processed (the CPU thread's 5 are its own).
+  uint64_t per_gpu = 0;
+  for (const auto& g : j.at("per_gpu")) per_gpu += g.at("packets").get<uint64_t>();
+  EXPECT_EQ(per_gpu + 5, j.at("packets").get<uint64_t>());
+}
+
+TEST(HttpServer, PairClientGetsArpIcmpAndPages) {
+  REQUIRE_EXECUTOR();
+  pair_client_session("pp_test_http", gpu_selector(), 1);
+}
+
+// The same session with every class's queues spread over two contexts: the
+// replies come from whichever context's kernel owns the flow's queue.
+TEST(HttpServer, PairClientOnTwoContexts) {
+  REQUIRE_EXECUTOR();
+  pair_client_session("pp_test_http2", multi_gpu_selector(), 2);
 }
 
 TEST(HttpServer, PagesAreCompleteResponses) {
@@ -1274,6 +1345,36 @@ TEST(Cli, BadOptionsAreRejected) {
                   {"invalid_value", "power of two"});
   expect_rejected(run_tool({"pp", "--port", "bogus:x=1", "--gpu", "host"}), {"bad_config", "bogus"});
   expect_rejected(run_tool({"pp", "--gpu", "host"}), {"--port"});
+}
+
+TEST(Cli, GpuListsAreChecked) {
+  const std::string cap = "pcap:file=" + data("http.pcap");
+  expect_rejected(run_tool({"pp", "--port", cap, "--gpu", "host,host", "--queues", "1"}),
+                  {"--queues 1 is fewer than the 2 GPUs"});
+  auto empty = run_tool({"pp", "--port", cap, "--gpu", "host,"});
+  EXPECT_EQ(empty.code, 1) << empty.describe();
+  EXPECT_NE(empty.err.find("entry 2 is empty"), std::string::npos) << empty.describe();
+  if (!have_gpu()) {
+    auto none = run_tool({"pp", "--port", cap, "--gpu", "host,7"});
+    EXPECT_EQ(none.code, 1) << none.describe();
+    EXPECT_NE(none.err.find("gpu list entry 2 (7)"), std::string::npos) << none.describe();
+  }
+  // A port that cannot receive is named as such, not blamed on the GPUs.
+  auto tx_only = run_tool({"pp", "--port", "pcap:tx=" + temp_path("txonly"), "--gpu", "host,host", "--queues", "2"});
+  EXPECT_EQ(tx_only.code, 1) << tx_only.describe();
+  EXPECT_NE(tx_only.err.find("cannot receive"), std::string::npos) << tx_only.describe();
+}
+
+TEST(Cli, TwoContextsPrintPerGpuLines) {
+  REQUIRE_EXECUTOR();
+  auto r = run_tool({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", multi_gpu_selector(), "--queues",
+                     "2", "--stats-interval", "0"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("over 2 GPUs"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("pp: gpu 0 "), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("pp: gpu 1 "), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->at("packets").get<int>(), 32);
 }
 
 TEST(Cli, CompressedCaptureSaysGunzip) {
