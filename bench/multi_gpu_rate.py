@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""GPU receive-rate scaling: flow_count with a gen port per GPU, one GPU alone
+"""GPU receive-rate scaling: an app with a gen port per GPU, one GPU alone
 next to every GPU at once (one process per GPU, started together), in one run;
 plus one process spreading its queues over all GPUs (--gpu 0,1,...). Prints the
 commands, the machine and the inputs, writes JSON with the scaling ratio.
+The app is flow_count (--app flow_count, the default) or gnio pp (--app pp,
+--bin pointing at the gnio tool; the generator sends its udp/tcp/icmp mix and
+--queues is per traffic class).
 
   bench/multi_gpu_rate.py --bin build-gpu/examples/flow_count/flow_count --json out.json
+  bench/multi_gpu_rate.py --app pp --bin build-gpu/tools/gnio/gnio --json pp.json --count 20000000
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -12,8 +16,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flow_count_rate import machine  # noqa: E402
 
 
+APP = "flow_count"
+
+
 def cmd_for(binary, gpu, port, queues, path):
-    return [binary, "--port", port, "--gpu", gpu, "--queues", str(queues), "--stats-interval", "0", "--json", path]
+    sub = ["pp"] if APP == "pp" else []
+    return [binary, *sub, "--port", port, "--gpu", gpu, "--queues", str(queues), "--stats-interval", "0", "--json", path]
 
 
 def run_many(cmds):
@@ -37,19 +45,26 @@ def run_many(cmds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True)
+    ap.add_argument("--bin", required=True, help="flow_count, or the gnio tool with --app pp")
+    ap.add_argument("--app", choices=["flow_count", "pp"], default="flow_count")
     ap.add_argument("--json", required=True)
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--count", type=int, default=40_000_000)
     ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--queues", type=int, default=4, help="RX queues per GPU")
+    ap.add_argument("--queues", type=int, default=4, help="RX queues per GPU (per traffic class for pp)")
     ap.add_argument("--lanes", type=int, default=4, help="engine threads per gen port")
     ap.add_argument("--host", action="store_true", help="host executors instead of GPUs (to try the script)")
     a = ap.parse_args()
+    global APP
+    APP = a.app
     m = machine()
-    print(f"bench: multi-GPU receive rate, machine {json.dumps(m)}")
+    print(f"bench: multi-GPU receive rate of {a.app}, machine {json.dumps(m)}")
     tmp = tempfile.mkdtemp()
-    port = f"gen:size={a.size},flows=4096,count={a.count},lanes={a.lanes}"
+    # pp steers by traffic class, which engine lanes do not combine with: its
+    # gen port has one engine thread, so "spread" shows that thread's limit.
+    mix = ",mix=all" if a.app == "pp" else ""
+    lanes = (lambda n: "") if a.app == "pp" else (lambda n: f",lanes={n}")
+    port = f"gen:size={a.size},flows=4096,count={a.count}{lanes(a.lanes)}{mix}"
     sel = (lambda g: "host") if a.host else str
     single = run_many([cmd_for(a.bin, sel(0), port, a.queues, f"{tmp}/single.json")])[0]
     print(f"bench: {single['command']}\n       -> {single.get('mpps', 0):.2f} Mpps (rc {single['rc']})")
@@ -59,13 +74,13 @@ def main():
     total = sum(r.get("mpps", 0) for r in together)
     ratio = total / single["mpps"] if single.get("mpps") else 0
     gpus = ",".join(sel(g) for g in range(a.gpus))
-    port_all = f"gen:size={a.size},flows=4096,count={a.count},lanes={a.lanes * a.gpus}"
+    port_all = f"gen:size={a.size},flows=4096,count={a.count}{lanes(a.lanes * a.gpus)}{mix}"
     spread = run_many([cmd_for(a.bin, gpus, port_all, a.queues * a.gpus, f"{tmp}/spread.json")])[0]
     print(f"bench: {spread['command']}\n       -> {spread.get('mpps', 0):.2f} Mpps (rc {spread['rc']})")
     print(f"\nbench: one GPU {single.get('mpps', 0):.2f} Mpps; {a.gpus} GPUs, a gen port each: {total:.2f} Mpps "
           f"= {ratio:.2f}x; one process over {a.gpus} GPUs: {spread.get('mpps', 0):.2f} Mpps")
     with open(a.json, "w") as f:
-        json.dump({"benchmark": "multi_gpu_rate", "machine": m, "argv": sys.argv, "single": single, "together": together,
+        json.dump({"benchmark": "multi_gpu_rate", "app": a.app, "machine": m, "argv": sys.argv, "single": single, "together": together,
                    "total_mpps": total, "scaling": ratio, "spread": spread}, f, indent=2)
     ok = single["rc"] == 0 and all(r["rc"] == 0 for r in together) and spread["rc"] == 0
     return 0 if ok else 1

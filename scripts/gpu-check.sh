@@ -9,6 +9,9 @@
 #
 # Results (logs and JSON) go to $OUT when set, else to gpu-results/. The run
 # prints one summary line per step and exits non-zero if any step failed.
+# With two or more GPUs it also runs the suites on GPU 1, the multi-context
+# tests over GPUs 0 and 1, and the multi-GPU scaling benchmarks.
+# GPU_CHECK_BENCH=0 leaves out the single-GPU rate sweep.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -53,8 +56,27 @@ do_run() {
   # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
   step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
   step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
-  step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
-    --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
+  local ngpu
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ "${ngpu:-0}" -ge 2 ]; then
+    # Two GPUs: the suites again on the second one alone, then the
+    # multi-context tests spread over both, then the scaling benchmarks.
+    step conformance_cuda_gpu1 env CUDA_VISIBLE_DEVICES=1 GNIO_TEST_EXEC=cuda "$build/tests/conformance_test"
+    step flow_count_cuda_gpu1 env CUDA_VISIBLE_DEVICES=1 GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test"
+    step pp_cuda_gpu1 env CUDA_VISIBLE_DEVICES=1 GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
+    step flow_count_gpus_0_1 env GNIO_TEST_GPUS=0,1 GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test" \
+      --gtest_filter='*TwoContexts*'
+    step pp_gpus_0_1 env GNIO_TEST_GPUS=0,1 GNIO_TEST_EXEC=cuda "$build/tests/pp_test" \
+      --gtest_filter='*TwoContexts*:HttpServer.PairClientOnTwoContexts'
+    step bench_multi_gpu_flow_count python3 bench/multi_gpu_rate.py --bin "$GNIO_FLOW_COUNT_BIN" \
+      --json "$out/bench_multi_gpu_flow_count.json" --count 40000000 --queues 4 --lanes 4
+    step bench_multi_gpu_pp python3 bench/multi_gpu_rate.py --app pp --bin "$GNIO_TOOL_BIN" \
+      --json "$out/bench_multi_gpu_pp.json" --count 20000000 --queues 2
+  fi
+  if [ "${GPU_CHECK_BENCH:-1}" != 0 ]; then
+    step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
+      --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
+  fi
   echo
   echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
   printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
