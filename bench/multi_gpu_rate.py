@@ -10,7 +10,7 @@ The app is flow_count (--app flow_count, the default) or gnio pp (--app pp,
   bench/multi_gpu_rate.py --bin build-gpu/examples/flow_count/flow_count --json out.json
   bench/multi_gpu_rate.py --app pp --bin build-gpu/tools/gnio/gnio --json pp.json --count 20000000
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flow_count_rate import machine  # noqa: E402
@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--queues", type=int, default=4, help="RX queues per GPU (per traffic class for pp)")
     ap.add_argument("--lanes", type=int, default=4, help="engine threads per gen port")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported")
     ap.add_argument("--host", action="store_true", help="host executors instead of GPUs (to try the script)")
     a = ap.parse_args()
     global APP
@@ -66,23 +67,33 @@ def main():
     lanes = (lambda n: "") if a.app == "pp" else (lambda n: f",lanes={n}")
     port = f"gen:size={a.size},flows=4096,count={a.count}{lanes(a.lanes)}{mix}"
     sel = (lambda g: "host") if a.host else str
-    single = run_many([cmd_for(a.bin, sel(0), port, a.queues, f"{tmp}/single.json")])[0]
-    print(f"bench: {single['command']}\n       -> {single.get('mpps', 0):.2f} Mpps (rc {single['rc']})")
-    together = run_many([cmd_for(a.bin, sel(g), port, a.queues, f"{tmp}/g{g}.json") for g in range(a.gpus)])
-    for r in together:
-        print(f"bench: {r['command']}\n       -> {r.get('mpps', 0):.2f} Mpps (rc {r['rc']})")
-    total = sum(r.get("mpps", 0) for r in together)
-    ratio = total / single["mpps"] if single.get("mpps") else 0
     gpus = ",".join(sel(g) for g in range(a.gpus))
     port_all = f"gen:size={a.size},flows=4096,count={a.count}{lanes(a.lanes * a.gpus)}{mix}"
-    spread = run_many([cmd_for(a.bin, gpus, port_all, a.queues * a.gpus, f"{tmp}/spread.json")])[0]
-    print(f"bench: {spread['command']}\n       -> {spread.get('mpps', 0):.2f} Mpps (rc {spread['rc']})")
-    print(f"\nbench: one GPU {single.get('mpps', 0):.2f} Mpps; {a.gpus} GPUs, a gen port each: {total:.2f} Mpps "
-          f"= {ratio:.2f}x; one process over {a.gpus} GPUs: {spread.get('mpps', 0):.2f} Mpps")
+    # Rounds interleave the three setups so that drift hits them alike; the
+    # ratio is taken between medians.
+    rounds = []
+    for k in range(a.repeat):
+        single = run_many([cmd_for(a.bin, sel(0), port, a.queues, f"{tmp}/single.json")])[0]
+        together = run_many([cmd_for(a.bin, sel(g), port, a.queues, f"{tmp}/g{g}.json") for g in range(a.gpus)])
+        spread = run_many([cmd_for(a.bin, gpus, port_all, a.queues * a.gpus, f"{tmp}/spread.json")])[0]
+        total = sum(r.get("mpps", 0) for r in together)
+        for r in [single, *together, spread]:
+            print(f"bench: round {k + 1}: {r['command']}\n       -> {r.get('mpps', 0):.2f} Mpps (rc {r['rc']})")
+        rounds.append({"single": single, "together": together, "total_mpps": total, "spread": spread})
+    med = lambda xs: statistics.median(xs) if xs else 0
+    single_m = med([r["single"].get("mpps", 0) for r in rounds])
+    total_m = med([r["total_mpps"] for r in rounds])
+    spread_m = med([r["spread"].get("mpps", 0) for r in rounds])
+    ratio = total_m / single_m if single_m else 0
+    print(f"\nbench: medians of {a.repeat} round(s): one GPU {single_m:.2f} Mpps; {a.gpus} GPUs, a gen port each: "
+          f"{total_m:.2f} Mpps = {ratio:.2f}x; one process over {a.gpus} GPUs: {spread_m:.2f} Mpps "
+          f"({spread_m / single_m if single_m else 0:.2f}x)")
     with open(a.json, "w") as f:
-        json.dump({"benchmark": "multi_gpu_rate", "app": a.app, "machine": m, "argv": sys.argv, "single": single, "together": together,
-                   "total_mpps": total, "scaling": ratio, "spread": spread}, f, indent=2)
-    ok = single["rc"] == 0 and all(r["rc"] == 0 for r in together) and spread["rc"] == 0
+        json.dump({"benchmark": "multi_gpu_rate", "app": a.app, "machine": m, "argv": sys.argv, "rounds": rounds,
+                   "single_mpps": single_m, "total_mpps": total_m, "scaling": ratio, "spread_mpps": spread_m,
+                   "spread_scaling": spread_m / single_m if single_m else 0}, f, indent=2)
+    ok = all(r["single"]["rc"] == 0 and all(t["rc"] == 0 for t in r["together"]) and r["spread"]["rc"] == 0
+             for r in rounds)
     return 0 if ok else 1
 
 
