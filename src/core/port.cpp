@@ -307,7 +307,9 @@ void port_state::engine_main(lane& l) {
         if (s == status::shutdown) {
           mark_eos(l);
         } else if (s != status::success && s != status::again) {
-          set_engine_error(error(s, fmt::format("{}: receive failed", name)));
+          const char* why = ops->last_error ? ops->last_error(priv) : nullptr;
+          set_engine_error(why && *why ? error(s, fmt::format("{}: receive failed: {}", name, why))
+                                       : error(s, fmt::format("{}: receive failed", name)));
           mark_eos(l);
         }
       }

@@ -482,6 +482,7 @@ TEST_F(af_packet, interface_removed_while_running_ends_the_stream_with_an_error)
   ASSERT_TRUE(p.rx_ended()) << "the engine did not notice the interface disappearing";
   const auto e = p.engine_error();
   EXPECT_EQ(e.code(), gnio::status::io_failed) << e.what();
+  EXPECT_NE(std::string(e.what()).find("was removed"), std::string::npos) << "the error says why: " << e.what();
   // A consumer sees end of stream rather than waiting forever.
   uint64_t first = 0;
   uint32_t num = 0;

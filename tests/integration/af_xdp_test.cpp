@@ -581,6 +581,8 @@ TEST_F(af_xdp, interface_removed_while_running_is_an_engine_error_and_stats_stay
   ASSERT_TRUE(wait_for([&] { return static_cast<bool>(o.p.engine_error()); }, 5s)) << "the removal went unnoticed";
   EXPECT_EQ(o.p.engine_error().code(), gnio::status::io_failed) << o.p.engine_error().what();
   EXPECT_TRUE(logs.has("removed")) << "the backend must say why";
+  EXPECT_NE(std::string(o.p.engine_error().what()).find("removed"), std::string::npos)
+      << "engine_error() carries the reason: " << o.p.engine_error().what();
   // The consumer sees the end of the stream, not a hang.
   c.drain(q, 101, 5s);
   EXPECT_EQ(c.frames.size(), 100u);

@@ -100,6 +100,10 @@ struct ops {
   // Lanes must not share a flow.
   error (*set_lanes)(void* priv, uint32_t lanes);
   status (*rx_burst_lane)(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced);
+  // Optional: why the last rx_burst or rx_burst_lane that returned an error
+  // failed (e.g. "eth1 was removed"), or null. The core puts it in the port's
+  // engine_error(). The text must stay valid until the backend is closed.
+  const char* (*last_error)(void* priv);
 };
 
 // Backends compiled into this build.

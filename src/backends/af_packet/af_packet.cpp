@@ -116,6 +116,7 @@ struct rx_sock {
 };
 
 struct port {
+  std::string last_error;  // why the last receive failed (last_error op)
   // options
   std::string ifname;
   uint32_t nqueues = 1;
@@ -664,16 +665,24 @@ bool interface_exists(const port* p, bool* up) {
   return true;
 }
 
+// Logs why receive failed and keeps the text for the last_error op.
+status rx_failed(port* p, status s, std::string why) {
+  detail::log(log_level::error, "{}", why);
+  p->last_error = std::move(why);
+  return s;
+}
+
+const char* af_packet_last_error(void* priv) { return static_cast<port*>(priv)->last_error.c_str(); }
+
 // Runs when a burst found nothing: notices an interface that went down or away.
 status check_health(port* p) {
   const uint64_t now = mono_ns();
   if (p->gone) {
     if (now - p->gone_at_ns < k_gone_grace_ns) return status::again;
-    detail::log(log_level::error,
-                "af_packet: interface {} (index {}) was removed while the port was running ({}); receive stopped, "
-                "counters are kept",
-                p->ifname, p->ifindex, err_text(ENODEV));
-    return status::io_failed;
+    return rx_failed(p, status::io_failed,
+                     fmt::format("af_packet: interface {} (index {}) was removed while the port was running ({}); "
+                                 "receive stopped, counters are kept",
+                                 p->ifname, p->ifindex, err_text(ENODEV)));
   }
   if (now < p->next_check_ns) return status::again;
   p->next_check_ns = now + k_health_period_ns;
@@ -684,8 +693,7 @@ status check_health(port* p) {
   if (rc < 0) {
     const int e = errno;
     if (e == EINTR) return status::again;
-    detail::log(log_level::error, "af_packet: {}: poll failed: {}", p->ifname, err_text(e));
-    return status::io_failed;
+    return rx_failed(p, status::io_failed, fmt::format("af_packet: {}: poll failed: {}", p->ifname, err_text(e)));
   }
   bool saw_error = false;
   int last_err = 0;
@@ -724,8 +732,8 @@ status af_packet_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint
   auto* p = static_cast<port*>(priv);
   *produced = 0;
   if (!p->started || p->rx.empty()) {
-    detail::log(log_level::error, "af_packet: {}: receive called on a port that is not started", p->ifname);
-    return status::bad_state;
+    return rx_failed(p, status::bad_state,
+                     fmt::format("af_packet: {}: receive called on a port that is not started", p->ifname));
   }
   const uint32_t ns = static_cast<uint32_t>(p->rx.size());
   uint32_t n = 0;
@@ -855,6 +863,7 @@ const ops af_packet_ops = {
     .stop = af_packet_stop,
     .close = af_packet_close,
     .get_counters = af_packet_counters,
+    .last_error = af_packet_last_error,
 };
 
 }  // namespace gnio::backend

@@ -102,6 +102,7 @@ struct xsk_queue {
 };
 
 struct port {
+  std::string last_error;  // why receive failed (last_error op)
   std::string ifname;
   unsigned ifindex = 0;
   uint32_t first_queue = 0;
@@ -497,9 +498,13 @@ error check_health(port* p) {
 
 void fail_engine(port* p, const error& e) {
   p->failed = true;
-  // The engine reports only the status; the reason goes to the log.
+  // The reason goes to the log and, through the last_error op, into the
+  // port's engine_error().
   detail::log(log_level::error, "{}", e.message());
+  p->last_error = e.message();
 }
+
+const char* af_xdp_last_error(void* priv) { return static_cast<port*>(priv)->last_error.c_str(); }
 
 error parse_mode(const devargs& a, port* p) {
   std::string m = "auto";
@@ -856,6 +861,7 @@ const ops af_xdp_ops = {
     .stop = af_xdp_stop,
     .close = af_xdp_close,
     .get_counters = af_xdp_counters,
+    .last_error = af_xdp_last_error,
 };
 
 }  // namespace gnio::backend
