@@ -6,11 +6,6 @@
 // Environment: GNIO_TEST_EXEC=host|cuda|auto picks the executor of the counting
 // runs (default host; cuda skips them without a GPU); GNIO_TEST_DATA_DIR and
 // GNIO_FLOW_COUNT_BIN override the paths compiled in.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -29,16 +24,14 @@
 
 #include <gnio/gpu.hpp>
 
-extern char** environ;
+#include "support/process.hpp"
 
 namespace {
 
 using json = nlohmann::json;
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+using gnio::test::env_or;
+using gnio::test::temp_path;
+using run_result = gnio::test::proc_result;
 
 // The environment may point elsewhere (scripts/gpu-check.sh runs a build
 // copied to another machine).
@@ -63,126 +56,27 @@ std::string data(const std::string& name) { return k_data + "/" + name; }
 // Running the program
 // ---------------------------------------------------------------------------
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string temp_path(const char* tag) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/gnio_flow_count_test_" + tag + "_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = ::mkstemp(buf.data());
-  if (fd >= 0) ::close(fd);
-  return buf.data();
-}
-
-struct run_result {
-  bool spawned = false;
-  bool exited = false;  // false: killed by a signal
-  int code = -1;        // exit status when exited
-  int signal = 0;
-  std::string out, err;
-  std::optional<json> j;  // the --json output, when the file was written
-
-  [[nodiscard]] std::string both() const { return out + "\n" + err; }
-  [[nodiscard]] std::string describe() const {
-    std::ostringstream s;
-    s << (exited ? "exit " + std::to_string(code) : "signal " + std::to_string(signal)) << "\n--- stdout:\n"
-      << out << "--- stderr:\n"
-      << err;
-    return s.str();
-  }
-  // Exited by itself with a status that is not timeout's (124..127) nor a
-  // shell's 128+signal.
-  [[nodiscard]] bool exited_cleanly() const { return spawned && exited && code < 124; }
-};
-
-// Runs flow_count ARGS under `timeout 30` with --json to a temporary file.
+// Runs flow_count ARGS with --json to a temporary file, killed after 30 s.
 // The GNIO_LOG_LEVEL of the test's environment is removed so that messages are
 // as a user sees them by default.
 run_result flow_count(std::vector<std::string> args, bool with_json = true) {
-  run_result r;
-  const std::string json_path = temp_path("json"), out_path = temp_path("out"), err_path = temp_path("err");
-  std::remove(json_path.c_str());  // present afterwards only if flow_count wrote it
-  std::vector<std::string> argv{"timeout", "--kill-after=5", "30", k_bin};
-  argv.insert(argv.end(), args.begin(), args.end());
-  if (with_json) {
-    argv.push_back("--json");
-    argv.push_back(json_path);
-  }
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  std::vector<char*> av, ev;
-  for (auto& a : argv) av.push_back(a.data());
-  av.push_back(nullptr);
-  for (auto& e : env) ev.push_back(e.data());
-  ev.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, "timeout", &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = std::string("posix_spawnp(timeout) failed: ") + std::strerror(rc);
-  } else {
-    r.spawned = true;
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    r.exited = WIFEXITED(st);
-    r.code = r.exited ? WEXITSTATUS(st) : -1;
-    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    std::ifstream jf(json_path);
-    if (jf) {
-      try {
-        r.j = json::parse(jf);
-      } catch (const std::exception& e) {
-        r.err += std::string("\n[test] could not parse the JSON output: ") + e.what();
-      }
-    }
-  }
-  std::remove(json_path.c_str());
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  return r;
+  args.insert(args.begin(), k_bin);
+  gnio::test::run_options o;
+  o.with_json = with_json;
+  o.limit = std::chrono::seconds(30);
+  return gnio::test::run_process(std::move(args), o);
 }
 
 // ---------------------------------------------------------------------------
 // tests/data/MANIFEST.tsv: tshark's counts per file
 // ---------------------------------------------------------------------------
 
-using manifest_row = std::map<std::string, std::string>;
+using gnio::test::manifest_row;
 
 const std::map<std::string, manifest_row>& manifest() {
   static const std::map<std::string, manifest_row> rows = [] {
     std::map<std::string, manifest_row> m;
-    std::ifstream in(data("MANIFEST.tsv"));
-    std::string line;
-    auto split = [](const std::string& s) {
-      std::vector<std::string> v;
-      std::stringstream ss(s);
-      std::string f;
-      while (std::getline(ss, f, '\t')) v.push_back(f);
-      return v;
-    };
-    if (!std::getline(in, line)) return m;
-    const auto header = split(line);
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      const auto fields = split(line);
-      manifest_row row;
-      for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
-      m[fields.at(0)] = row;
-    }
+    for (auto& r : gnio::test::read_manifest(data("MANIFEST.tsv"))) m[r["path"]] = r;
     return m;
   }();
   return rows;
@@ -190,10 +84,7 @@ const std::map<std::string, manifest_row>& manifest() {
 
 long manifest_count(const std::string& file, const std::string& column) {
   auto it = manifest().find(file);
-  if (it == manifest().end()) return -1;
-  auto c = it->second.find(column);
-  if (c == it->second.end()) return -1;
-  return std::stol(c->second);
+  return it == manifest().end() ? -1 : gnio::test::manifest_num(it->second, column);
 }
 
 // received = processed + missed + unsteered + pending, with nothing unaccounted.

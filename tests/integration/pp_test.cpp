@@ -7,12 +7,6 @@
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
 // GPU) picks the executor of gnio::pp::run; GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN
 // and GNIO_CORPUS_DIR override the paths compiled in.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -39,8 +33,7 @@
 #include <gnio/gnio.hpp>
 
 #include "pp_app.hpp"
-
-extern char** environ;
+#include "support/process.hpp"
 
 namespace {
 
@@ -48,10 +41,10 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+using gnio::test::env_or;
+using gnio::test::proc_result;
+using gnio::test::slurp;
+using gnio::test::temp_path;
 
 const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
 const std::string k_tool = env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
@@ -80,21 +73,6 @@ std::string multi_gpu_selector() {
 
 std::string data(const std::string& name) { return k_data + "/" + name; }
 
-std::string temp_path(const char* tag) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/gnio_pp_test_" + tag + "_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = ::mkstemp(buf.data());
-  if (fd >= 0) ::close(fd);
-  return buf.data();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::string basename_of(const std::string& p) {
   auto s = p.find_last_of('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -120,15 +98,9 @@ struct run_shared {
   std::atomic<bool> stop{false};
 };
 
-// Runs pp with o in a thread. After `limit` the stop flag is set (a hang on
-// bad input shows up as needed_stop); a run that does not return 20 s after
-// that is abandoned (its thread detached) and reported as not finished.
-// stop_after: set the stop flag after this time on purpose (live ports).
-app_run run_app(gnio::pp::options o, std::chrono::milliseconds limit = 30s,
-                std::chrono::milliseconds stop_after = std::chrono::hours(24)) {
-  o.quiet = true;
-  auto sh = std::make_shared<run_shared>();
-  std::thread t([sh, o] {
+// Starts gnio::pp::run(o) on a thread that reports into sh.
+std::thread start_app(const gnio::pp::options& o, std::shared_ptr<run_shared> sh) {
+  return std::thread([sh, o] {
     json j;
     const int rc = gnio::pp::run(o, &sh->stop, &j);
     std::lock_guard lk(sh->mu);
@@ -137,6 +109,17 @@ app_run run_app(gnio::pp::options o, std::chrono::milliseconds limit = 30s,
     sh->done = true;
     sh->cv.notify_all();
   });
+}
+
+// Runs pp with o in a thread. After `limit` the stop flag is set (a hang on
+// bad input shows up as needed_stop); a run that does not return 20 s after
+// that is abandoned (its thread detached) and reported as not finished.
+// stop_after: set the stop flag after this time on purpose (live ports).
+app_run run_app(gnio::pp::options o, std::chrono::milliseconds limit = 30s,
+                std::chrono::milliseconds stop_after = std::chrono::hours(24)) {
+  o.quiet = true;
+  auto sh = std::make_shared<run_shared>();
+  std::thread t = start_app(o, sh);
   app_run r;
   std::unique_lock lk(sh->mu);
   const auto first = std::min(limit, stop_after);
@@ -171,123 +154,26 @@ gnio::pp::options capture_options(const std::string& path, uint32_t queues = 1) 
 // Running the gnio tool
 // ---------------------------------------------------------------------------
 
-struct proc_result {
-  bool spawned = false, exited = false;
-  int code = -1, signal = 0;
-  std::string out, err;
-  std::optional<json> j;
-  std::string describe() const {
-    return (exited ? "exit " + std::to_string(code) : "signal " + std::to_string(signal)) + "\n--- stdout:\n" + out +
-           "--- stderr:\n" + err;
-  }
-};
-
 // Spawns `gnio ARGS` (no shell), optionally sends SIGINT after signal_after,
 // and SIGKILLs it at limit.
 proc_result run_tool(std::vector<std::string> args, bool with_json = true,
                      std::chrono::milliseconds signal_after = std::chrono::hours(24),
                      std::chrono::milliseconds limit = 60s) {
-  proc_result r;
-  const std::string json_path = temp_path("json"), out_path = temp_path("out"), err_path = temp_path("err");
-  std::remove(json_path.c_str());
-  std::vector<std::string> argv{k_tool};
-  argv.insert(argv.end(), args.begin(), args.end());
-  if (with_json) {
-    argv.push_back("--json");
-    argv.push_back(json_path);
-  }
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  std::vector<char*> av, ev;
-  for (auto& a : argv) av.push_back(a.data());
-  av.push_back(nullptr);
-  for (auto& e : env) ev.push_back(e.data());
-  ev.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, k_tool.c_str(), &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = std::string("posix_spawn(") + k_tool + ") failed: " + std::strerror(rc);
-    return r;
-  }
-  r.spawned = true;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool signalled = false;
-  int st = 0;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &st, WNOHANG);
-    if (w == pid) break;
-    const auto el = std::chrono::steady_clock::now() - t0;
-    if (!signalled && el >= signal_after) {
-      ::kill(pid, SIGINT);
-      signalled = true;
-    }
-    if (el >= limit) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  r.exited = WIFEXITED(st);
-  r.code = r.exited ? WEXITSTATUS(st) : -1;
-  r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  std::ifstream jf(json_path);
-  if (jf) {
-    try {
-      r.j = json::parse(jf);
-    } catch (const std::exception& e) {
-      r.err += std::string("\n[test] bad JSON: ") + e.what();
-    }
-  }
-  std::remove(json_path.c_str());
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  return r;
+  args.insert(args.begin(), k_tool);
+  gnio::test::run_options o;
+  o.with_json = with_json;
+  o.signal_after = signal_after;
+  o.limit = limit;
+  return gnio::test::run_process(std::move(args), o);
 }
 
 // ---------------------------------------------------------------------------
 // MANIFEST.tsv (tshark 4.0.17's counts per file)
 // ---------------------------------------------------------------------------
 
-using manifest_row = std::map<std::string, std::string>;
-using manifest = std::vector<manifest_row>;
-
-manifest read_manifest(const std::string& path) {
-  manifest m;
-  std::ifstream in(path);
-  std::string line;
-  auto split = [](const std::string& s) {
-    std::vector<std::string> v;
-    std::stringstream ss(s);
-    std::string f;
-    while (std::getline(ss, f, '\t')) v.push_back(f);
-    return v;
-  };
-  if (!std::getline(in, line)) return m;
-  const auto header = split(line);
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const auto fields = split(line);
-    manifest_row row;
-    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
-    m.push_back(row);
-  }
-  return m;
-}
-
-long num(const manifest_row& r, const std::string& col) {
-  auto it = r.find(col);
-  return it == r.end() || it->second.empty() || it->second == "-" ? -1 : std::stol(it->second);
-}
+using gnio::test::manifest_row;
+using gnio::test::read_manifest;
+long num(const manifest_row& r, const std::string& col) { return gnio::test::manifest_num(r, col); }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -1072,15 +958,7 @@ void pair_client_session(const std::string& name, const std::string& gpu, uint32
   o.stats_interval = 0;
   auto sh = std::make_shared<run_shared>();
   o.quiet = true;
-  std::thread app([sh, o] {
-    json j;
-    const int rc = gnio::pp::run(o, &sh->stop, &j);
-    std::lock_guard lk(sh->mu);
-    sh->rc = rc;
-    sh->j = std::move(j);
-    sh->done = true;
-    sh->cv.notify_all();
-  });
+  std::thread app = start_app(o, sh);
   struct joiner {
     std::shared_ptr<run_shared> sh;
     std::thread& t;

@@ -28,6 +28,7 @@
 
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "support/process.hpp"
 
 using namespace std::chrono_literals;
 using gnio::device::parsed_pkt;
@@ -768,24 +769,10 @@ TEST(pp_reply, tcp_segment_syn_ack_is_padded) {
 
 std::string data(const std::string& name) { return std::string(GNIO_TEST_DATA_DIR) + "/" + name; }
 
-std::map<std::string, std::map<std::string, long>> manifest() {
-  std::map<std::string, std::map<std::string, long>> m;
-  std::ifstream in(data("MANIFEST.tsv"));
-  std::string line;
-  auto split = [](const std::string& s) {
-    std::vector<std::string> v;
-    std::stringstream ss(s);
-    std::string f;
-    while (std::getline(ss, f, '\t')) v.push_back(f);
-    return v;
-  };
-  if (!std::getline(in, line)) return m;
-  const auto header = split(line);
-  while (std::getline(in, line)) {
-    const auto f = split(line);
-    if (f.size() != header.size()) continue;
-    for (size_t i = 5; i < header.size(); ++i) m[f[0]][header[i]] = std::atol(f[i].c_str());
-  }
+// MANIFEST.tsv rows by file.
+std::map<std::string, gnio::test::manifest_row> manifest() {
+  std::map<std::string, gnio::test::manifest_row> m;
+  for (auto& r : gnio::test::read_manifest(data("MANIFEST.tsv"))) m[r["path"]] = r;
   return m;
 }
 
@@ -963,10 +950,10 @@ const count_exception k_exceptions[] = {
      "table holds the frames' own 5-tuples, while tshark gives the quote a udp.stream"},
 };
 
-long expected(const std::string& file, const std::map<std::string, long>& want, const char* column) {
+long expected(const std::string& file, const gnio::test::manifest_row& want, const char* column) {
   for (const auto& e : k_exceptions)
     if (file == e.file && std::string(column) == e.column) return e.value;
-  return want.at(column);
+  return gnio::test::manifest_num(want, column);
 }
 
 // Every MANIFEST column the kernel counts, compared with tshark's numbers.

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The status taxonomy (names, meanings, layers, parsing, error text) and the
 // logging levels, hook and GNIO_LOG_LEVEL.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,8 +22,7 @@
 #include <gnio/status.hpp>
 
 #include "log_internal.hpp"  // gnio::detail::log / fail, as library code logs
-
-extern char** environ;
+#include "support/process.hpp"
 
 namespace {
 
@@ -374,67 +369,12 @@ TEST(LogLevel, ParseRejectsOthers) {
 // in the library, whose fail() logs a debug line.
 // ---------------------------------------------------------------------------
 
-struct child_result {
-  bool exited = false;
-  int code = -1;
-  int signal = 0;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string temp_path(const char* tag) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/gnio_status_test_" + tag + "_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = ::mkstemp(buf.data());
-  if (fd >= 0) ::close(fd);
-  return buf.data();
-}
-
-// Runs argv under `timeout` with GNIO_LOG_LEVEL set to *level, or unset when nullopt.
-child_result run_child(const std::vector<std::string>& args, std::optional<std::string> level) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
-  if (level) env.push_back("GNIO_LOG_LEVEL=" + *level);
-  std::vector<std::string> argv{"timeout", "--kill-after=5", "30"};
-  argv.insert(argv.end(), args.begin(), args.end());
-
-  const std::string out_path = temp_path("out"), err_path = temp_path("err");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  std::vector<char*> av, ev;
-  for (auto& a : argv) av.push_back(a.data());
-  av.push_back(nullptr);
-  for (auto& e : env) ev.push_back(e.data());
-  ev.push_back(nullptr);
-  child_result r;
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, "timeout", &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = std::string("posix_spawnp failed: ") + std::strerror(rc);
-  } else {
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    r.exited = WIFEXITED(st);
-    r.code = r.exited ? WEXITSTATUS(st) : -1;
-    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-  }
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  return r;
+// Runs args with GNIO_LOG_LEVEL set to *level, or unset when nullopt; killed after 30 s.
+gnio::test::proc_result run_child(const std::vector<std::string>& args, std::optional<std::string> level) {
+  gnio::test::run_options o;
+  o.log_level = std::move(level);
+  o.limit = std::chrono::seconds(30);
+  return gnio::test::run_process(args, o);
 }
 
 std::string flow_count_bin() {

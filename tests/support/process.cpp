@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "support/process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace gnio::test {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string temp_path(const char* tag) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/gnio_test_" + tag + "_XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  const int fd = ::mkstemp(buf.data());
+  if (fd >= 0) ::close(fd);
+  return buf.data();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string proc_result::describe() const {
+  std::ostringstream s;
+  if (!spawned) s << "not started";
+  else if (exited) s << "exit " << code;
+  else s << "signal " << signal << (killed_at_limit ? " (killed at the test's time limit)" : "");
+  s << "\n--- stdout:\n" << out << "--- stderr:\n" << err;
+  return s.str();
+}
+
+proc_result run_process(std::vector<std::string> argv, const run_options& o) {
+  proc_result r;
+  if (argv.empty()) {
+    r.err = "run_process: no program";
+    return r;
+  }
+  const std::string json_path = o.with_json ? temp_path("json") : "";
+  const std::string out_path = temp_path("out"), err_path = temp_path("err");
+  if (o.with_json) {
+    std::remove(json_path.c_str());  // present afterwards only if the program wrote it
+    argv.push_back("--json");
+    argv.push_back(json_path);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
+  if (o.log_level) env.push_back("GNIO_LOG_LEVEL=" + *o.log_level);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
+  std::vector<char*> av, ev;
+  for (auto& a : argv) av.push_back(a.data());
+  av.push_back(nullptr);
+  for (auto& e : env) ev.push_back(e.data());
+  ev.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, av.data(), ev.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    r.err = "posix_spawnp(" + argv[0] + ") failed: " + std::strerror(rc);
+  } else {
+    r.spawned = true;
+    const auto t0 = std::chrono::steady_clock::now();
+    bool signalled = false;
+    int st = 0;
+    for (;;) {
+      const pid_t w = ::waitpid(pid, &st, WNOHANG);
+      if (w == pid || (w < 0 && errno != EINTR)) break;
+      const auto el = std::chrono::steady_clock::now() - t0;
+      if (!signalled && el >= o.signal_after) {
+        ::kill(pid, SIGINT);
+        signalled = true;
+      }
+      if (el >= o.limit) {
+        ::kill(pid, SIGKILL);
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        r.killed_at_limit = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    r.exited = WIFEXITED(st);
+    r.code = r.exited ? WEXITSTATUS(st) : -1;
+    r.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    if (o.with_json) {
+      std::ifstream jf(json_path);
+      if (jf) {
+        try {
+          r.j = nlohmann::json::parse(jf);
+        } catch (const std::exception& e) {
+          r.err += std::string("\n[test] could not parse the JSON output: ") + e.what();
+        }
+      }
+    }
+  }
+  if (o.with_json) std::remove(json_path.c_str());
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+std::vector<manifest_row> read_manifest(const std::string& path) {
+  std::vector<manifest_row> m;
+  std::ifstream in(path);
+  std::string line;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string f;
+    while (std::getline(ss, f, '\t')) v.push_back(f);
+    return v;
+  };
+  if (!std::getline(in, line)) return m;
+  const auto header = split(line);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    manifest_row row;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
+    m.push_back(std::move(row));
+  }
+  return m;
+}
+
+long manifest_num(const manifest_row& r, const std::string& column) {
+  auto it = r.find(column);
+  return it == r.end() || it->second.empty() || it->second == "-" ? -1 : std::stol(it->second);
+}
+
+}  // namespace gnio::test

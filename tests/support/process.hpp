@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test support: running a program the way a user does (its own process, its
+// stdout/stderr and --json output collected), temporary files, and the
+// MANIFEST.tsv reader. Shared by the integration tests.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gnio::test {
+
+// The variable's value when set and not empty, else fallback.
+std::string env_or(const char* name, const std::string& fallback);
+
+// A fresh empty file under $TMPDIR (else /tmp), named after tag.
+std::string temp_path(const char* tag);
+
+// The whole file, or "" when it cannot be read.
+std::string slurp(const std::string& path);
+
+struct proc_result {
+  bool spawned = false;
+  bool exited = false;  // false: ended by a signal (or never spawned)
+  int code = -1;        // exit status when exited
+  int signal = 0;
+  bool killed_at_limit = false;  // the test's time limit passed: SIGKILL
+  std::string out, err;
+  std::optional<nlohmann::json> j;  // the --json output, when asked for and written
+
+  [[nodiscard]] std::string both() const { return out + "\n" + err; }
+  [[nodiscard]] std::string describe() const;
+  // Exited by itself with a status that is not a shell's 124..127 or 128+N.
+  [[nodiscard]] bool exited_cleanly() const { return spawned && exited && code < 124; }
+};
+
+struct run_options {
+  // Appends "--json FILE" and parses FILE afterwards into proc_result::j.
+  bool with_json = false;
+  // GNIO_LOG_LEVEL for the child; nullopt removes it, so messages are as a
+  // user sees them by default.
+  std::optional<std::string> log_level;
+  // SIGINT after this long (a user's Ctrl-C); SIGKILL at limit.
+  std::chrono::milliseconds signal_after = std::chrono::hours(24);
+  std::chrono::milliseconds limit = std::chrono::seconds(60);
+};
+
+// Runs argv[0] (a path, or a name looked up in PATH) with the rest as
+// arguments, stdin from /dev/null, no shell.
+proc_result run_process(std::vector<std::string> argv, const run_options& o = {});
+
+// tests/data/MANIFEST.tsv: tshark's counts per capture, one row per file
+// keyed by the header's column names.
+using manifest_row = std::map<std::string, std::string>;
+std::vector<manifest_row> read_manifest(const std::string& path);
+// A row's number, or -1 when the column is missing, empty or "-".
+long manifest_num(const manifest_row& r, const std::string& column);
+
+}  // namespace gnio::test
