@@ -448,61 +448,88 @@ error check_ring(const char* what, uint32_t num_descs, uint32_t stride, const po
 
 mem_type resolve(mem_type t) { return t == mem_type::automatic ? mem_type::cpu_gpu : t; }
 
+// The checks create_rxq and create_txq share: port state, capability, queue
+// count and ring shape.
+template <class Queues>
+error check_new_queue(const detail::port_state& s, const char* fn, bool capable, const char* cannot,
+                      const Queues& queues, uint32_t max_queues, const char* kind, uint32_t num_descs, uint32_t stride) {
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "{}: port {} is {}; create queues before start()", fn, s.name,
+                s.phase == port_phase::started ? "started" : "stopped");
+  if (!capable) return fail(status::not_supported, "{}: port {} cannot {}", fn, s.name, cannot);
+  uint32_t live = 0;
+  for (auto& q : queues) live += q->alive;
+  if (live >= max_queues)
+    return fail(status::invalid_value, "{}: port {} allows at most {} {} queues", fn, s.name, max_queues, kind);
+  return check_ring(fn, num_descs, stride, s.caps);
+}
+
+// The GPU context whose memory holds a new queue: its owner, else the port's.
+result<std::shared_ptr<detail::gpu_state>> queue_owner(const detail::port_state& s, const char* fn, gpu* owner) {
+  if (!owner) return s.gpu;
+  if (!owner->valid()) return fail(status::bad_state, "{}: the owner gpu was destroyed", fn);
+  return owner->state();
+}
+
+// A queue's allocations in its owner's memory: all of them are released if
+// one fails (release_all), none once the queue is built.
+struct queue_memory {
+  detail::gpu_state& owner;
+  std::vector<mem_block*> held;
+  error take(mem_block& dst, size_t bytes, mem_type t) {
+    auto r = owner.alloc(bytes, t);
+    if (!r) return r.err();
+    dst = *r;
+    held.push_back(&dst);
+    return {};
+  }
+  error take_staging(mem_block& dst, size_t bytes) {
+    auto r = owner.dev->alloc_staging(bytes);
+    if (!r) return r.err();
+    dst = *r;
+    held.push_back(&dst);
+    return {};
+  }
+  void release_all() noexcept {
+    for (auto* b : held) owner.dev->release(*b);
+    held.clear();
+  }
+};
+
 }  // namespace
 
 result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   if (!state_) return fail(status::bad_state, "create_rxq: the port is closed");
   auto& s = *state_;
   std::lock_guard lk(s.mu);
-  if (s.phase != port_phase::configured)
-    return fail(status::bad_state, "create_rxq: port {} is {}; create queues before start()", s.name,
-                s.phase == port_phase::started ? "started" : "stopped");
-  if (!s.caps.rx) return fail(status::not_supported, "create_rxq: port {} cannot receive", s.name);
-  uint32_t live = 0;
-  for (auto& q : s.rxqs) live += q->alive;
-  if (live >= s.caps.max_rx_queues)
-    return fail(status::invalid_value, "create_rxq: port {} allows at most {} RX queues", s.name, s.caps.max_rx_queues);
-  if (auto e = check_ring("create_rxq", cfg.num_descs, cfg.stride, s.caps); e) return e;
+  if (auto e = check_new_queue(s, "create_rxq", s.caps.rx, "receive", s.rxqs, s.caps.max_rx_queues, "RX",
+                               cfg.num_descs, cfg.stride);
+      e)
+    return e;
 
   auto q = std::make_unique<detail::rxq_state>();
   q->id = static_cast<uint32_t>(s.rxqs.size());
   q->cfg = cfg;
   q->mask = cfg.num_descs - 1;
   q->log2 = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
-  if (cfg.owner && !cfg.owner->valid()) return fail(status::bad_state, "create_rxq: the owner gpu was destroyed");
-  q->owner = cfg.owner ? cfg.owner->state() : s.gpu;
-  auto& dev = *q->owner->dev;
+  auto owner = queue_owner(s, "create_rxq", cfg.owner);
+  if (!owner) return owner.err();
+  q->owner = std::move(owner).value();
   const bool host_exec = q->owner->info.executor == executor_kind::host;
-  auto cleanup = [&] {
-    for (auto* b : {&q->stage, &q->eos, &q->next, &q->cons, &q->cq, &q->pkts})
-      if (b->exec_ptr || b->host_ptr) dev.release(*b);
-  };
-  auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
-    auto r = q->owner->alloc(bytes, t);
-    if (!r) return r.err();
-    dst = *r;
-    return {};
-  };
-  error e;
   if (cfg.host_consumer && cfg.pkt_mem != mem_type::automatic && cfg.pkt_mem != mem_type::cpu_gpu)
     return fail(status::invalid_value, "create_rxq: a host-consumed queue needs host-visible packet memory (cpu_gpu)");
   const mem_type pm = cfg.host_consumer ? mem_type::cpu_gpu : resolve(cfg.pkt_mem);
   const mem_type private_mem = host_exec || cfg.host_consumer ? mem_type::cpu_gpu : mem_type::gpu;
-  if ((e = take(q->pkts, static_cast<size_t>(cfg.num_descs) * cfg.stride, pm)) ||
-      (e = take(q->cq, sizeof(device::rx_cqe) * cfg.num_descs, mem_type::cpu_gpu)) ||
-      (e = take(q->cons, 64, mem_type::cpu_gpu)) ||
-      (e = take(q->next, 64, private_mem)) ||
-      (e = take(q->eos, 64, mem_type::cpu_gpu))) {
-    cleanup();
+  queue_memory mem{*q->owner, {}};
+  error e;
+  if ((e = mem.take(q->pkts, static_cast<size_t>(cfg.num_descs) * cfg.stride, pm)) ||
+      (e = mem.take(q->cq, sizeof(device::rx_cqe) * cfg.num_descs, mem_type::cpu_gpu)) ||
+      (e = mem.take(q->cons, 64, mem_type::cpu_gpu)) || (e = mem.take(q->next, 64, private_mem)) ||
+      (e = mem.take(q->eos, 64, mem_type::cpu_gpu)) ||
+      // Packet memory the host cannot write is filled through a pinned staging copy.
+      (!q->pkts.host_ptr && (e = mem.take_staging(q->stage, q->pkts.bytes)))) {
+    mem.release_all();
     return e;
-  }
-  if (!q->pkts.host_ptr) {
-    auto st = dev.alloc_staging(q->pkts.bytes);
-    if (!st) {
-      cleanup();
-      return st.err();
-    }
-    q->stage = *st;
   }
   q->pkts_host = static_cast<uint8_t*>(q->pkts.host_ptr ? q->pkts.host_ptr : q->stage.host_ptr);
   q->cq_host = static_cast<device::rx_cqe*>(q->cq.host_ptr);
@@ -535,44 +562,30 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   if (!state_) return fail(status::bad_state, "create_txq: the port is closed");
   auto& s = *state_;
   std::lock_guard lk(s.mu);
-  if (s.phase != port_phase::configured)
-    return fail(status::bad_state, "create_txq: port {} is {}; create queues before start()", s.name,
-                s.phase == port_phase::started ? "started" : "stopped");
-  if (!s.caps.tx) return fail(status::not_supported, "create_txq: port {} cannot transmit", s.name);
-  uint32_t live = 0;
-  for (auto& q : s.txqs) live += q->alive;
-  if (live >= s.caps.max_tx_queues)
-    return fail(status::invalid_value, "create_txq: port {} allows at most {} TX queues", s.name, s.caps.max_tx_queues);
-  if (auto e = check_ring("create_txq", cfg.num_descs, cfg.stride, s.caps); e) return e;
+  if (auto e = check_new_queue(s, "create_txq", s.caps.tx, "transmit", s.txqs, s.caps.max_tx_queues, "TX",
+                               cfg.num_descs, cfg.stride);
+      e)
+    return e;
   if (cfg.stride > s.caps.max_pkt_bytes && cfg.stride > 2048)
     detail::log(log_level::info, "create_txq: stride {} exceeds the port's largest frame {}", cfg.stride, s.caps.max_pkt_bytes);
 
   auto q = std::make_unique<detail::txq_state>();
   q->id = static_cast<uint32_t>(s.txqs.size());
   q->cfg = cfg;
-  if (cfg.owner && !cfg.owner->valid()) return fail(status::bad_state, "create_txq: the owner gpu was destroyed");
-  q->owner = cfg.owner ? cfg.owner->state() : s.gpu;
-  auto& dev = *q->owner->dev;
+  auto owner = queue_owner(s, "create_txq", cfg.owner);
+  if (!owner) return owner.err();
+  q->owner = std::move(owner).value();
   const bool host_exec = q->owner->info.executor == executor_kind::host;
-  auto cleanup = [&] {
-    for (auto* b : {&q->prod, &q->done, &q->doorbell, &q->bufs, &q->ring})
-      if (b->exec_ptr || b->host_ptr) dev.release(*b);
-  };
-  auto take = [&](mem_block& dst, size_t bytes, mem_type t) -> error {
-    auto r = q->owner->alloc(bytes, t);
-    if (!r) return r.err();
-    dst = *r;
-    return {};
-  };
-  error e;
   if (cfg.host_producer && cfg.pkt_mem != mem_type::automatic && cfg.pkt_mem != mem_type::cpu_gpu)
     return fail(status::invalid_value, "create_txq: a host-produced queue needs host-visible buffers (cpu_gpu)");
   const mem_type bm = cfg.host_producer ? mem_type::cpu_gpu : resolve(cfg.pkt_mem);
-  if ((e = take(q->ring, sizeof(device::tx_desc) * cfg.num_descs, mem_type::cpu_gpu)) ||
-      (e = take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, bm)) ||
-      (e = take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = take(q->done, 64, mem_type::cpu_gpu)) ||
-      (e = take(q->prod, 64, host_exec || cfg.host_producer ? mem_type::cpu_gpu : mem_type::gpu))) {
-    cleanup();
+  queue_memory mem{*q->owner, {}};
+  error e;
+  if ((e = mem.take(q->ring, sizeof(device::tx_desc) * cfg.num_descs, mem_type::cpu_gpu)) ||
+      (e = mem.take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, bm)) ||
+      (e = mem.take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = mem.take(q->done, 64, mem_type::cpu_gpu)) ||
+      (e = mem.take(q->prod, 64, host_exec || cfg.host_producer ? mem_type::cpu_gpu : mem_type::gpu))) {
+    mem.release_all();
     return e;
   }
   q->ring_host = static_cast<device::tx_desc*>(q->ring.host_ptr);
