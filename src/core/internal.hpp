@@ -164,6 +164,7 @@ struct port_state {
   void mark_eos(lane& l);
   void set_engine_error(error e);
   void close_tx_pcap() noexcept;
+  void release_tx_stage() noexcept;  // the engine's TX staging buffer, if any
 };
 
 struct sem_state {

@@ -327,6 +327,11 @@ void port_state::engine_main(lane& l) {
   if (tx) drain_tx();
 }
 
+void port_state::release_tx_stage() noexcept {
+  if (tx_stage.host_ptr) gpu->dev->release(tx_stage);
+  tx_stage = {};
+}
+
 void port_state::close_tx_pcap() noexcept {
   if (tx_dumper) pcap_dump_close(static_cast<pcap_dumper_t*>(tx_dumper));
   if (tx_pcap) pcap_close(static_cast<pcap_t*>(tx_pcap));
@@ -733,8 +738,7 @@ error port::start() {
     if (!d) {
       std::string why = dead ? pcap_geterr(dead) : "pcap_open_dead failed";
       if (dead) pcap_close(dead);
-      if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
-      s.tx_stage = {};
+      s.release_tx_stage();
       return fail(status::io_failed, "tx_pcap={}: cannot write it: {}", s.tx_pcap_path, why);
     }
     s.tx_pcap = dead;
@@ -742,8 +746,8 @@ error port::start() {
   }
   if (s.ops->start) {
     if (auto e = s.ops->start(s.priv); e) {
-      if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
-      s.tx_stage = {};
+      s.close_tx_pcap();
+      s.release_tx_stage();
       return e;
     }
   }
@@ -769,8 +773,7 @@ error port::stop() {
   error e;
   if (s.ops->stop) e = s.ops->stop(s.priv);
   s.close_tx_pcap();
-  if (s.tx_stage.host_ptr) s.gpu->dev->release(s.tx_stage);
-  s.tx_stage = {};
+  s.release_tx_stage();
   s.phase = port_phase::stopped;
   return e;
 }

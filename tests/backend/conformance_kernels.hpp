@@ -22,8 +22,7 @@ GNIO_HOST_DEVICE inline uint64_t fnv64(const uint8_t* p, uint32_t n) {
   return h;
 }
 
-template <class T>
-using dev_atomic = cuda::atomic_ref<T, cuda::thread_scope_device>;
+using gnio::device::dev_atomic_ref;
 
 // Records length and hash of every packet by its stream position.
 struct record_body {
@@ -53,7 +52,7 @@ struct record_body {
       }
     }
     if (thread_rank() == 0) release_all(q);
-    dev_atomic<uint64_t>(*processed).fetch_add(n_local, cuda::std::memory_order_relaxed);
+    dev_atomic_ref<uint64_t>(*processed).fetch_add(n_local, cuda::std::memory_order_relaxed);
   }
 };
 
@@ -98,8 +97,8 @@ struct echo_body {
 #endif
     }
     if (thread_rank() == 0) release_all(q);
-    dev_atomic<uint64_t>(*processed).fetch_add(n_local, cuda::std::memory_order_relaxed);
-    dev_atomic<uint64_t>(*tx_failed).fetch_add(failed, cuda::std::memory_order_relaxed);
+    dev_atomic_ref<uint64_t>(*processed).fetch_add(n_local, cuda::std::memory_order_relaxed);
+    dev_atomic_ref<uint64_t>(*tx_failed).fetch_add(failed, cuda::std::memory_order_relaxed);
   }
 };
 

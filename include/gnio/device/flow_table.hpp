@@ -6,6 +6,7 @@
 #include <cuda/atomic>
 
 #include "gnio/device/pkt.hpp"
+#include "gnio/device/ring.hpp"  // dev_atomic_ref
 
 namespace gnio::device {
 
@@ -18,9 +19,6 @@ struct flow_entry {
   uint64_t packets;
   uint64_t bytes;
 };
-
-template <class T>
-using dev_atomic_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
 
 GNIO_HOST_DEVICE inline uint64_t flow_key_hash64(const flow_key& k) {
   // FNV-1a over the key bytes: the table only needs spreading.

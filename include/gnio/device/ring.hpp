@@ -30,6 +30,10 @@ namespace gnio::device {
 // CPU thread and a GPU thread.
 template <class T>
 using sys_atomic_ref = cuda::atomic_ref<T, cuda::thread_scope_system>;
+// Atomics among the threads of one executor only (counters and tables in
+// executor memory that the host reads after the kernel returned).
+template <class T>
+using dev_atomic_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
 
 // Completion entry flags.
 enum rx_flags : uint16_t {
