@@ -89,8 +89,22 @@ struct rxq_state {
   counter offered, delivered, missed, bytes, truncated;
   device::rxq view{};
   device::rxq host_view{};  // valid when host_consumer
+  // Engine lanes that write this queue (fixed at start). With more than one
+  // (steering a small group under lanes=N) the queue is shared: every write
+  // and publish holds `lock`, and the end mark waits for the last writer.
+  bool shared = false;
+  std::atomic<bool> lock{false};
+  std::atomic<uint32_t> writers_left{0};
 
   [[nodiscard]] uint32_t free_slots() noexcept;
+  void acquire() noexcept {
+    // Pairs with the release in release(): the previous writer's slots and
+    // indices are visible to the next.
+    while (lock.exchange(true, std::memory_order_acquire))
+      while (lock.load(std::memory_order_relaxed)) {
+      }
+  }
+  void release() noexcept { lock.store(false, std::memory_order_release); }
 };
 
 struct txq_state {
@@ -137,7 +151,7 @@ struct port_state {
   struct lane {
     port_state* port = nullptr;
     uint32_t index = 0;
-    std::vector<rxq_state*> rx;
+    std::vector<rxq_state*> rx;       // the queues this lane writes (some maybe shared)
     std::vector<uint32_t> groups[8];  // per rx_class: indices into rx
     bool ended = false;
   };
@@ -158,7 +172,10 @@ struct port_state {
   void teardown() noexcept;
   void engine_main(lane& l);
   bool deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns);
+  bool put(rxq_state& q, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns, uint32_t hash,
+           uint16_t cls, uint16_t flags);
   void flush_rx(lane& l);
+  void publish(rxq_state& q);
   void join_engines() noexcept;
   bool drain_tx();
   void mark_eos(lane& l);

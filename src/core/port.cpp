@@ -125,6 +125,25 @@ bool port_state::deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t w
     }
     q = l.rx[group[hash % group.size()]];
   }
+  if (!q->shared) return put(*q, frame, len, wire_len, ts_ns, hash, cls, flags);
+  // A queue other lanes write too. The budget check in engine_main covers
+  // only this lane's own queues, so a lossless port waits here for space.
+  q->acquire();
+  while (overflow_wait && q->free_slots() == 0 && !stop_req.load(std::memory_order_relaxed)) {
+    q->release();
+    std::this_thread::yield();
+    q->acquire();
+  }
+  const bool ok = put(*q, frame, len, wire_len, ts_ns, hash, cls, flags);
+  q->release();
+  return ok;
+}
+
+// Writes one frame into q's next slot (not yet published), or counts it
+// missed when q is full. The caller is q's only writer at the time.
+bool port_state::put(rxq_state& qs, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns,
+                     uint32_t hash, uint16_t cls, uint16_t flags) {
+  rxq_state* q = &qs;
   q->offered.add();
   if (q->free_slots() == 0) {
     q->missed.add();  // never overwrite a slot the kernel still owns
@@ -153,41 +172,57 @@ bool port_state::deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t w
   return true;
 }
 
-// Publishes every completion written since the last flush. With packet memory
-// on the GPU, the staged bytes are copied there first.
+// Publishes every completion this lane's queues got since the last flush.
 void port_state::flush_rx(lane& l) {
   for (rxq_state* q : l.rx) {
-    if (q->published == q->prod) continue;
-    if (q->stage.host_ptr) {
-      // Copy the slot range [published, prod), in at most two pieces around the wrap.
-      uint64_t from = q->published;
-      while (from < q->prod) {
-        uint32_t s = static_cast<uint32_t>(from & q->mask);
-        uint64_t n = std::min<uint64_t>(q->prod - from, q->cfg.num_descs - s);
-        size_t off = static_cast<size_t>(s) * q->cfg.stride;
-        if (auto e = q->owner->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
-                                             static_cast<size_t>(n) * q->cfg.stride);
-            e) {
-          set_engine_error(std::move(e));
-          return;
-        }
-        from += n;
-      }
+    if (q->shared) {
+      q->acquire();
+      publish(*q);
+      q->release();
+    } else {
+      publish(*q);
     }
-    for (uint64_t i = q->published; i < q->prod; ++i) {
-      // Pairs with the acquire fence in device::detail::poll(): the entry's
-      // fields and the packet bytes are written before the owner flips.
-      __atomic_store_n(&q->cq_host[i & q->mask].owner, device::rx_phase(i, q->log2), __ATOMIC_RELEASE);
-    }
-    q->delivered.add(q->prod - q->published);
-    q->published = q->prod;
   }
+}
+
+// Publishes q's completions written since the last publish. With packet
+// memory on the GPU, the staged bytes are copied there first. The caller is
+// q's only writer at the time.
+void port_state::publish(rxq_state& qs) {
+  rxq_state* q = &qs;
+  if (q->published == q->prod) return;
+  if (q->stage.host_ptr) {
+    // Copy the slot range [published, prod), in at most two pieces around the wrap.
+    uint64_t from = q->published;
+    while (from < q->prod) {
+      uint32_t s = static_cast<uint32_t>(from & q->mask);
+      uint64_t n = std::min<uint64_t>(q->prod - from, q->cfg.num_descs - s);
+      size_t off = static_cast<size_t>(s) * q->cfg.stride;
+      if (auto e = q->owner->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
+                                           static_cast<size_t>(n) * q->cfg.stride);
+          e) {
+        set_engine_error(std::move(e));
+        return;
+      }
+      from += n;
+    }
+  }
+  for (uint64_t i = q->published; i < q->prod; ++i) {
+    // Pairs with the acquire fence in device::detail::poll(): the entry's
+    // fields and the packet bytes are written before the owner flips.
+    __atomic_store_n(&q->cq_host[i & q->mask].owner, device::rx_phase(i, q->log2), __ATOMIC_RELEASE);
+  }
+  q->delivered.add(q->prod - q->published);
+  q->published = q->prod;
 }
 
 void port_state::mark_eos(lane& l) {
   if (l.ended) return;
   l.ended = true;
   for (rxq_state* q : l.rx) {
+    // A shared queue ends with its last writer. acq_rel pairs with the other
+    // writers' decrements: their last publish happens before the end mark.
+    if (q->writers_left.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     // Pairs with the acquire load in device::detail::eos_set(): every
     // completion published above is visible before the end mark.
     __atomic_store_n(q->eos_host, 1u, __ATOMIC_RELEASE);
@@ -296,7 +331,9 @@ void port_state::engine_main(lane& l) {
       uint32_t budget = 256;
       if (overflow_wait) {
         // Lossless replay: never ask for more frames than every queue can take.
-        for (rxq_state* q : l.rx) budget = std::min(budget, q->free_slots());
+        // Shared queues wait for space in deliver() instead.
+        for (rxq_state* q : l.rx)
+          if (!q->shared) budget = std::min(budget, q->free_slots());
       }
       if (budget > 0) {
         uint32_t produced = 0;
@@ -671,45 +708,68 @@ error port::start() {
 
   const uint32_t nl = s.num_lanes;
   if (nl > 1) {
-    if (!s.rules.empty() || !s.default_queues.empty())
-      return fail(status::bad_config, "start: port {}: lanes={} cannot be combined with steering rules", s.name, nl);
     if (rx.size() < nl)
       return fail(status::invalid_value, "start: port {}: lanes={} needs at least as many RX queues (has {})", s.name, nl,
                   rx.size());
     if (auto e = s.ops->set_lanes(s.priv, nl); e) return e;
   }
-  std::vector<std::unique_ptr<detail::port_state::lane>> lanes;
-  for (uint32_t i = 0; i < nl; ++i) {
-    auto l = std::make_unique<detail::port_state::lane>();
-    l->port = &s;
-    l->index = i;
-    for (size_t k = i; k < rx.size(); k += nl) l->rx.push_back(rx[k]);
-    lanes.push_back(std::move(l));
-  }
-  if (nl == 1) {
-    // Steering groups: queue ids -> positions in the lane's queue list.
-    auto& l = *lanes.front();
-    auto pos = [&](uint32_t id) {
-      for (size_t i = 0; i < rx.size(); ++i)
-        if (rx[i]->id == id) return static_cast<uint32_t>(i);
-      return 0u;
-    };
+  // Steering groups, per class, as queue positions in rx: a rule's queues,
+  // else the default queues, else every queue.
+  auto pos = [&](uint32_t id) {
+    for (size_t i = 0; i < rx.size(); ++i)
+      if (rx[i]->id == id) return static_cast<uint32_t>(i);
+    return 0u;
+  };
+  std::vector<uint32_t> groups[8];
+  {
     std::vector<uint32_t> defaults;
     if (s.default_queues.empty()) {
       for (size_t i = 0; i < rx.size(); ++i) defaults.push_back(static_cast<uint32_t>(i));
     } else {
       for (uint32_t id : s.default_queues) defaults.push_back(pos(id));
     }
-    for (auto& g : l.groups) g = defaults;
+    for (auto& g : groups) g = defaults;
     for (const auto& r : s.rules) {
-      auto& g = l.groups[r.cls];
+      auto& g = groups[r.cls];
       g.clear();
       for (uint32_t id : r.queues) g.push_back(pos(id));
     }
-  } else {
-    for (auto& l : lanes)
-      for (auto& g : l->groups)
-        for (uint32_t i = 0; i < l->rx.size(); ++i) g.push_back(i);
+  }
+  // Lanes: a source split into lanes never sends one flow through two lanes,
+  // so each lane may take its own share of a group (members i with
+  // i mod lanes = lane) and still keep every flow on one queue. A group with
+  // fewer members than lanes is shared by all lanes (those queues take a
+  // lock). With one lane this is plain steering over the whole group.
+  std::vector<std::unique_ptr<detail::port_state::lane>> lanes;
+  std::vector<std::vector<uint32_t>> writers(rx.size());  // per queue position: the lanes that write it
+  for (uint32_t i = 0; i < nl; ++i) {
+    auto l = std::make_unique<detail::port_state::lane>();
+    l->port = &s;
+    l->index = i;
+    std::vector<int> local(rx.size(), -1);  // queue position -> index in l->rx
+    auto use = [&](uint32_t p) {
+      if (local[p] < 0) {
+        local[p] = static_cast<int>(l->rx.size());
+        l->rx.push_back(rx[p]);
+        writers[p].push_back(i);
+      }
+      return static_cast<uint32_t>(local[p]);
+    };
+    for (size_t c = 0; c < 8; ++c) {
+      const auto& g = groups[c];
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g.size() < nl || k % nl == i) l->groups[c].push_back(use(g[k]));
+    }
+    lanes.push_back(std::move(l));
+  }
+  for (size_t p = 0; p < rx.size(); ++p) {
+    if (writers[p].empty()) {
+      // In no group: lane 0 carries its end mark.
+      lanes.front()->rx.push_back(rx[p]);
+      writers[p].push_back(0);
+    }
+    rx[p]->shared = writers[p].size() > 1;
+    rx[p]->writers_left.store(static_cast<uint32_t>(writers[p].size()), std::memory_order_relaxed);
   }
 
   std::vector<detail::region> regions;

@@ -1165,6 +1165,42 @@ TEST(Lifecycle, GeneratorOnFourQueuesPerClass) {
   expect_accounting(j);
 }
 
+// Engine lanes with pp's class steering: the generator split over 3 engine
+// threads, with 1 queue per class (every queue shared by the lanes) and 3
+// (split among them). Nothing is lost, each class's queues get exactly that
+// class, and the conversations are those of one lane.
+TEST(Lifecycle, GeneratorLanesWithClassSteering) {
+  REQUIRE_EXECUTOR();
+  auto opts = [](uint32_t lanes, uint32_t queues) {
+    gnio::pp::options o;
+    o.port = "gen:mix=all,count=200000,flows=999,lanes=" + std::to_string(lanes);
+    o.gpu = gpu_selector();
+    o.queues = queues;
+    o.stats_interval = 0;
+    return o;
+  };
+  auto one = run_app(opts(1, 3));
+  ASSERT_TRUE(one.finished && one.rc == 0) << one.j.dump(2);
+  for (uint32_t queues : {1u, 3u}) {
+    SCOPED_TRACE("--queues " + std::to_string(queues));
+    auto r = run_app(opts(3, queues));
+    ASSERT_TRUE(r.finished && !r.needed_stop);
+    ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+    const json& j = r.j;
+    EXPECT_EQ(j.at("packets").get<int>(), 200000);
+    EXPECT_EQ(j.at("missed").get<int>(), 0);
+    EXPECT_EQ(j.at("tcp").get<int>() + j.at("udp").get<int>() + j.at("icmp").get<int>(), 200000);
+    const json& pc = j.at("per_class");
+    EXPECT_EQ(pc.at("udp").at("processed").get<int>(), j.at("udp").get<int>());
+    EXPECT_EQ(pc.at("tcp").at("processed").get<int>(), j.at("tcp").get<int>());
+    EXPECT_EQ(pc.at("icmp").at("processed").get<int>(), j.at("icmp").get<int>());
+    EXPECT_EQ(j.at("tcp_flows"), one.j.at("tcp_flows"));
+    EXPECT_EQ(j.at("udp_flows"), one.j.at("udp_flows"));
+    EXPECT_EQ(j.at("final_reports").get<uint32_t>(), 3 * queues + 1) << "every queue saw the end of the stream";
+    expect_accounting(j);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The command line
 // ---------------------------------------------------------------------------
