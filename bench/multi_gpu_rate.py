@@ -61,10 +61,8 @@ def main():
     m = machine()
     print(f"bench: multi-GPU receive rate of {a.app}, machine {json.dumps(m)}")
     tmp = tempfile.mkdtemp()
-    # pp steers by traffic class, which engine lanes do not combine with: its
-    # gen port has one engine thread, so "spread" shows that thread's limit.
     mix = ",mix=all" if a.app == "pp" else ""
-    lanes = (lambda n: "") if a.app == "pp" else (lambda n: f",lanes={n}")
+    lanes = lambda n: f",lanes={n}" if n > 1 else ""
     port = f"gen:size={a.size},flows=4096,count={a.count}{lanes(a.lanes)}{mix}"
     sel = (lambda g: "host") if a.host else str
     gpus = ",".join(sel(g) for g in range(a.gpus))

@@ -71,7 +71,7 @@ do_run() {
     step bench_multi_gpu_flow_count python3 bench/multi_gpu_rate.py --bin "$GNIO_FLOW_COUNT_BIN" \
       --json "$out/bench_multi_gpu_flow_count.json" --count 40000000 --queues 4 --lanes 4
     step bench_multi_gpu_pp python3 bench/multi_gpu_rate.py --app pp --bin "$GNIO_TOOL_BIN" \
-      --json "$out/bench_multi_gpu_pp.json" --count 20000000 --queues 2
+      --json "$out/bench_multi_gpu_pp.json" --count 40000000 --queues 4 --lanes 4
   fi
   if [ "${GPU_CHECK_BENCH:-1}" != 0 ]; then
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
