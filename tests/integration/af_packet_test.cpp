@@ -264,6 +264,10 @@ class af_packet : public testing::Test {
     if (g) EXPECT_FALSE(g->destroy());
   }
 
+  // Sends 4000 frames of 256 flows from the peer into a 4-socket fanout port
+  // (device string + extra) and checks each arrives once, flows in order.
+  void fanout_run(const std::string& extra);
+
   // The veth pair with IPv6 off (no router solicitations or ND: only the
   // test's frames flow) and no addresses; up unless asked otherwise.
   void make_veth(bool up = true) {
@@ -498,6 +502,34 @@ TEST_F(af_packet, interface_removed_while_running_ends_the_stream_with_an_error)
   EXPECT_FALSE(p.close());
 }
 
+// With lanes=2, the lane that notices the removal ends the other lane too:
+// every queue sees the end of the stream and the error says why.
+TEST_F(af_packet, interface_removed_with_2_lanes_ends_every_queue) {
+  REQUIRE_NET();
+  make_veth();
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",queues=2,lanes=2");
+  ASSERT_TRUE(pr.ok()) << pr.err().what();
+  auto& p = *pr;
+  const uint32_t r0 = *p.create_rxq(), r1 = *p.create_rxq();
+  ASSERT_FALSE(p.start());
+  ASSERT_EQ(sh("ip link del " + a), 0);
+  created = false;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (!p.rx_ended() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(p.rx_ended()) << "a lane kept running after the interface disappeared";
+  EXPECT_NE(std::string(p.engine_error().what()).find("was removed"), std::string::npos) << p.engine_error().what();
+  for (uint32_t id : {r0, r1}) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    EXPECT_EQ(gnio::device::recv<gnio::device::scope::thread>(*p.rxq(id), 64, 1'000'000, &first, &num),
+              gnio::status::shutdown)
+        << "queue " << id;
+  }
+  EXPECT_FALSE(p.stop());
+  for (uint32_t id : {r0, r1}) EXPECT_FALSE(p.destroy_rxq(id));
+  EXPECT_FALSE(p.close());
+}
+
 TEST_F(af_packet, interface_down_while_running_waits_for_it_to_come_back) {
   REQUIRE_NET();
   make_veth();
@@ -532,7 +564,28 @@ TEST_F(af_packet, interface_down_while_running_waits_for_it_to_come_back) {
 TEST_F(af_packet, fanout_over_4_queues_delivers_every_frame_exactly_once) {
   REQUIRE_NET();
   make_veth();
-  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",queues=4,overflow=wait");
+  fanout_run("");
+}
+
+// lanes=2: two engine threads, each reading two of the four fanout sockets
+// and feeding its own two RX queues. Still every frame once, flows in order.
+TEST_F(af_packet, fanout_with_2_engine_lanes_delivers_every_frame_exactly_once) {
+  REQUIRE_NET();
+  make_veth();
+  fanout_run(",lanes=2");
+  auto bad = gnio::port::open(*g, "af_packet:if=" + a + ",queues=2,lanes=3");
+  ASSERT_TRUE(bad.ok()) << bad.err().what();
+  gnio::rxq_config rc;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(bad->create_rxq(rc).ok());
+  const auto e = bad->start();
+  EXPECT_EQ(e.code(), gnio::status::invalid_value) << e.what();
+  EXPECT_NE(std::string(e.what()).find("queues=3 or more"), std::string::npos) << e.what();
+  for (uint32_t i = 0; i < 3; ++i) (void)bad->destroy_rxq(i);
+  EXPECT_FALSE(bad->close());
+}
+
+void af_packet::fanout_run(const std::string& extra) {
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",queues=4,overflow=wait" + extra);
   ASSERT_TRUE(pr.ok()) << pr.err().what();
   auto& p = *pr;
   std::vector<uint32_t> ids;

@@ -115,8 +115,18 @@ struct rx_sock {
   const tpacket3_hdr* next = nullptr;
 };
 
+// What one engine lane (lanes=N) keeps to itself: it reads the sockets
+// i with i mod N = lane, so no socket has two readers.
+struct lane_state {
+  uint32_t rr = 0;               // socket to start the next burst at
+  std::vector<uint8_t> scratch;  // frames that need their VLAN tag or checksum restored
+};
+
 struct port {
-  std::string last_error;  // why the last receive failed (last_error op)
+  // Why receive failed: set once, under err_mu, before `failed` (last_error op).
+  std::mutex err_mu;
+  std::string last_error;
+  std::atomic<bool> failed{false};
   // options
   std::string ifname;
   uint32_t nqueues = 1;
@@ -132,15 +142,14 @@ struct port {
   int tx_fd = -1;
   bool started = false;
   bool ignore_outgoing = false;  // the kernel filters our own transmissions; else rx_burst does
-  uint32_t rr = 0;
-  std::vector<uint8_t> scratch;  // frames that need their VLAN tag or checksum restored
+  std::vector<lane_state> lanes = std::vector<lane_state>(1);
 
-  // health, engine thread only
+  // health, lane 0's engine thread only
   uint64_t next_check_ns = 0;
   bool warned_down = false;
   bool gone = false;
   uint64_t gone_at_ns = 0;
-  bool warned_corrupt = false;
+  std::atomic<bool> warned_corrupt{false};
 
   // Counters: the engine thread writes, any thread reads.
   std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, rx_bad{0}, kernel_drops{0};
@@ -562,7 +571,7 @@ void release_block(port* p, rx_sock& s) {
 enum class entry { delivered, skipped, damaged };
 
 // Hands one frame to the sink.
-entry deliver_one(port* p, const rx_sink& sink, const uint8_t* block_end, const tpacket3_hdr* h) {
+entry deliver_one(port* p, lane_state& l, const rx_sink& sink, const uint8_t* block_end, const tpacket3_hdr* h) {
   const auto* base = reinterpret_cast<const uint8_t*>(h);
   if (base + sizeof(tpacket3_hdr) > block_end || base + h->tp_mac + h->tp_snaplen > block_end) return entry::damaged;
   if (!p->ignore_outgoing) {
@@ -576,8 +585,8 @@ entry deliver_one(port* p, const rx_sink& sink, const uint8_t* block_end, const 
   const bool vlan = (st & TP_STATUS_VLAN_VALID) && len >= 12;
   const bool csum = st & TP_STATUS_CSUMNOTREADY;
   if (vlan || csum) {
-    if (p->scratch.size() < len + k_vlan_hdr) p->scratch.resize(len + k_vlan_hdr);
-    uint8_t* f = p->scratch.data();
+    if (l.scratch.size() < len + k_vlan_hdr) l.scratch.resize(len + k_vlan_hdr);
+    uint8_t* f = l.scratch.data();
     if (vlan) {
       // The stack moved the outer tag into metadata before packet sockets
       // saw the frame; put it back where it was on the wire.
@@ -604,7 +613,7 @@ entry deliver_one(port* p, const rx_sink& sink, const uint8_t* block_end, const 
   return entry::delivered;
 }
 
-uint32_t drain(port* p, rx_sock& s, const rx_sink& sink, uint32_t budget) {
+uint32_t drain(port* p, lane_state& l, rx_sock& s, const rx_sink& sink, uint32_t budget) {
   uint32_t got = 0;
   while (got < budget) {
     uint8_t* block = s.map + static_cast<size_t>(s.block) * p->block_size;
@@ -626,15 +635,14 @@ uint32_t drain(port* p, rx_sock& s, const rx_sink& sink, uint32_t budget) {
     }
     const tpacket3_hdr* h = s.next;
     const uint8_t* end = block + p->block_size;
-    const entry r = deliver_one(p, sink, end, h);
+    const entry r = deliver_one(p, l, sink, end, h);
     if (r == entry::damaged) {
       // Never seen in practice; skipping the rest of the block beats reading
       // outside it.
       bump(p->rx_bad, s.left);
-      if (!p->warned_corrupt)
+      if (!p->warned_corrupt.exchange(true, std::memory_order_relaxed))
         detail::log(log_level::warn, "af_packet: {}: a ring entry points outside its block; {} frame(s) skipped",
                     p->ifname, s.left);
-      p->warned_corrupt = true;
       release_block(p, s);
       continue;
     }
@@ -665,14 +673,23 @@ bool interface_exists(const port* p, bool* up) {
   return true;
 }
 
-// Logs why receive failed and keeps the text for the last_error op.
+// Logs why receive failed and keeps the first such text for the last_error
+// op; every lane then reports the failure, so the whole stream ends.
 status rx_failed(port* p, status s, std::string why) {
   detail::log(log_level::error, "{}", why);
-  p->last_error = std::move(why);
+  std::lock_guard lk(p->err_mu);
+  if (p->last_error.empty()) p->last_error = std::move(why);
+  // Pairs with the acquire load in af_packet_rx_burst_lane: a lane that sees
+  // the flag also sees last_error.
+  p->failed.store(true, std::memory_order_release);
   return s;
 }
 
-const char* af_packet_last_error(void* priv) { return static_cast<port*>(priv)->last_error.c_str(); }
+const char* af_packet_last_error(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  std::lock_guard lk(p->err_mu);
+  return p->last_error.c_str();  // written once, so the pointer stays valid
+}
 
 // Runs when a burst found nothing: notices an interface that went down or away.
 status check_health(port* p) {
@@ -728,22 +745,42 @@ status check_health(port* p) {
   return status::again;
 }
 
-status af_packet_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+// Lane `lane` of lanes=N reads sockets lane, lane + N, ...: the kernel's
+// fanout hash keeps a flow on one socket, so on one lane.
+status af_packet_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<port*>(priv);
   *produced = 0;
-  if (!p->started || p->rx.empty()) {
+  if (!p->started || p->rx.empty() || lane >= p->lanes.size()) {
     return rx_failed(p, status::bad_state,
                      fmt::format("af_packet: {}: receive called on a port that is not started", p->ifname));
   }
+  if (p->failed.load(std::memory_order_acquire)) return status::io_failed;
+  auto& l = p->lanes[lane];
+  const uint32_t nl = static_cast<uint32_t>(p->lanes.size());
   const uint32_t ns = static_cast<uint32_t>(p->rx.size());
+  const uint32_t mine = (ns - lane + nl - 1) / nl;  // sockets lane, lane + nl, ...
   uint32_t n = 0;
   // Starting at a different socket each call keeps one busy socket from
   // taking every burst.
-  for (uint32_t k = 0; k < ns && n < budget; ++k) n += drain(p, p->rx[(p->rr + k) % ns], sink, budget - n);
-  p->rr = (p->rr + 1) % ns;
+  for (uint32_t k = 0; k < mine && n < budget; ++k)
+    n += drain(p, l, p->rx[lane + ((l.rr + k) % mine) * nl], sink, budget - n);
+  l.rr = (l.rr + 1) % mine;
   *produced = n;
   if (n > 0) return status::success;
-  return check_health(p);
+  return lane == 0 ? check_health(p) : status::again;
+}
+
+status af_packet_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  return af_packet_rx_burst_lane(priv, 0, sink, budget, produced);
+}
+
+error af_packet_set_lanes(void* priv, uint32_t lanes) {
+  auto* p = static_cast<port*>(priv);
+  if (lanes == 0 || lanes > p->nqueues)
+    return fail(status::invalid_value,
+                "af_packet: lanes={} needs queues={} or more: each lane reads its own fanout sockets", lanes, lanes);
+  p->lanes.assign(lanes, lane_state{});
+  return {};
 }
 
 error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
@@ -844,6 +881,7 @@ const ops af_packet_ops = {
         "              and be up: one that is down fails with bad_state (ip link set NAME up), a missing one with\n"
         "              not_found, and no CAP_NET_RAW with not_permitted\n"
         "queues=N      packet sockets in one PACKET_FANOUT_HASH group, 1..64 (default 1); a flow stays on one socket\n"
+        "              (with the core option lanes=L, L <= N engine threads each read every L-th socket)\n"
         "blocks=N      TPACKET_V3 ring blocks per socket, 2..65536 (default 64)\n"
         "block_size=B  bytes per block: a power of two, a multiple of the page size, room for one MTU-sized frame\n"
         "              (default 262144); the kernel hands a block over when it is full or ~1 ms after its first frame\n"
@@ -863,6 +901,8 @@ const ops af_packet_ops = {
     .stop = af_packet_stop,
     .close = af_packet_close,
     .get_counters = af_packet_counters,
+    .set_lanes = af_packet_set_lanes,
+    .rx_burst_lane = af_packet_rx_burst_lane,
     .last_error = af_packet_last_error,
 };
 
