@@ -110,6 +110,12 @@ frame make_frame(const std::array<uint8_t, 6>& dst, const std::array<uint8_t, 6>
   return f;
 }
 
+std::string fmt_hex(unsigned long v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lx", v);
+  return buf;
+}
+
 uint64_t total_bytes(const std::vector<frame>& v) {
   uint64_t n = 0;
   for (const auto& f : v) n += f.size();
@@ -296,6 +302,7 @@ class af_xdp : public testing::Test {
   struct opened {
     gnio::port p;
     uint32_t rq = 0, tq = 0;
+    std::vector<uint32_t> extra_rq;  // more RX queues, destroyed with the port
   };
   void open_port(const std::string& opts, opened& o) {
     auto pr = gnio::port::open(*g, "af_xdp:if=" + a + opts);
@@ -312,6 +319,7 @@ class af_xdp : public testing::Test {
   }
   void close_port(opened& o) {
     EXPECT_FALSE(o.p.stop());
+    for (uint32_t id : o.extra_rq) EXPECT_FALSE(o.p.destroy_rxq(id));
     EXPECT_FALSE(o.p.destroy_rxq(o.rq));
     EXPECT_FALSE(o.p.destroy_txq(o.tq));
     EXPECT_FALSE(o.p.close());
@@ -348,17 +356,49 @@ class af_xdp : public testing::Test {
     EXPECT_EQ(st.rx_missed, 0u);
   }
 
-  void four_queues(const std::string& mode) {
+  // lanes > 1: that many engine threads, each reading its share of the four
+  // sockets into its own RX queue (one per lane).
+  void four_queues(const std::string& mode, uint32_t lanes = 1) {
     make_veth(true, 4);
     opened o;
-    ASSERT_NO_FATAL_FAILURE(open_port(",queues=4,mode=" + mode, o));
+    ASSERT_NO_FATAL_FAILURE(
+        open_port(",queues=4,mode=" + mode + (lanes > 1 ? ",lanes=" + std::to_string(lanes) : ""), o));
     EXPECT_EQ(o.p.caps().max_rx_queues, 64u) << "gnio RX queues are software rings, whatever the XSK sockets";
+    for (uint32_t i = 1; i < lanes; ++i) {
+      gnio::rxq_config rc;
+      rc.num_descs = 2048;
+      auto id = o.p.create_rxq(rc);
+      ASSERT_TRUE(id.ok()) << id.err().what();
+      o.extra_rq.push_back(*id);
+    }
+    const auto& extra = o.extra_rq;
     peer_socket peer;
     ASSERT_EQ(peer.open(ns, b), "");
     ASSERT_FALSE(o.p.start());
-    const auto q = *o.p.rxq(o.rq);
+    if (lanes > 1) {
+      // Transmit queue i of the peer for CPU i (XPS): as the sender moves over
+      // the CPUs its frames use several veth queues, so every lane gets some.
+      const long n = std::min(4L, std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+      for (long i = 0; i < n; ++i)
+        (void)sh("ip netns exec " + ns + " sh -c 'echo " + fmt_hex(1ul << i) + " > /sys/class/net/" + b + "/queues/tx-" +
+                 std::to_string(i) + "/xps_cpus'");
+    }
+    std::vector<gnio::device::rxq> qs{*o.p.rxq(o.rq)};
+    for (uint32_t id : extra) qs.push_back(*o.p.rxq(id));
     consumer c;
-    std::thread t([&] { c.drain(q, 1000, 20s); });
+    std::vector<consumer> more(extra.size());
+    std::thread t([&] {
+      // Round robin over the lanes' queues until all 1000 came.
+      const auto end = std::chrono::steady_clock::now() + 20s;
+      while (std::chrono::steady_clock::now() < end) {
+        size_t got = c.frames.size();
+        for (auto& m : more) got += m.frames.size();
+        if (got >= 1000) break;
+        c.drain(qs[0], c.frames.size() + 1, 2ms);
+        for (size_t i = 0; i < more.size(); ++i) more[i].drain(qs[i + 1], more[i].frames.size() + 1, 2ms);
+      }
+      for (auto& m : more) c.frames.insert(c.frames.end(), m.frames.begin(), m.frames.end());
+    });
     const long ncpu = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     std::atomic<bool> send_ok{true};
     std::thread sender([&] {
@@ -388,6 +428,12 @@ class af_xdp : public testing::Test {
     EXPECT_EQ(std::adjacent_find(seqs.begin(), seqs.end()), seqs.end()) << "a frame arrived twice";
     EXPECT_EQ(o.p.stats().rx_frames, 1000u);
     EXPECT_EQ(o.p.stats().rx_errors, 0u);
+    if (lanes > 1 && ncpu >= 2) {
+      // The sender moved over the CPUs, so veth used several kernel queues: each lane's queue got frames.
+      const auto st = o.p.stats();
+      EXPECT_GT(st.rxq[o.rq].delivered, 0u);
+      for (uint32_t id : extra) EXPECT_GT(st.rxq[id].delivered, 0u) << "lane of RX queue " << id;
+    }
     close_port(o);
     EXPECT_FALSE(xdp_attached()) << run("ip -d link show " + a);
   }
@@ -539,6 +585,7 @@ TEST_F(af_xdp, drv_mode_rx_and_tx_are_byte_exact) {
 // between CPUs feeds several of them. Every frame must arrive exactly once.
 TEST_F(af_xdp, four_queues_skb_mode_deliver_every_frame_once) { four_queues("skb"); }
 TEST_F(af_xdp, four_queues_drv_mode_deliver_every_frame_once) { four_queues("drv"); }
+TEST_F(af_xdp, four_queues_with_2_engine_lanes_deliver_every_frame_once) { four_queues("drv", 2); }
 
 TEST_F(af_xdp, oversized_tx_frame_is_counted_not_fatal) {
   make_veth();

@@ -102,7 +102,9 @@ struct xsk_queue {
 };
 
 struct port {
-  std::string last_error;  // why receive failed (last_error op)
+  // Why receive failed: set once, under err_mu, before `failed` (last_error op).
+  std::mutex err_mu;
+  std::string last_error;
   std::string ifname;
   unsigned ifindex = 0;
   uint32_t first_queue = 0;
@@ -120,10 +122,12 @@ struct port {
   size_t area_bytes = 0;
   std::vector<xsk_queue> q;
 
-  // Engine-thread state.
-  uint32_t rr = 0;
+  // Engine state. With lanes=N (core option), lane L reads the sockets
+  // L, L + N, ... and keeps its own rr; lane 0 also drives TX (it owns the
+  // first socket, which transmits) and the health check.
+  std::vector<uint32_t> lane_rr = std::vector<uint32_t>(1, 0);
   uint64_t next_health_ns = 0;
-  bool failed = false;
+  std::atomic<bool> failed{false};
   uint32_t tx_kick_warnings = 0;
 
   std::atomic<uint64_t> rx_pkts{0}, rx_bytes{0}, tx_pkts{0}, tx_bytes{0}, tx_errors{0};
@@ -497,14 +501,20 @@ error check_health(port* p) {
 }
 
 void fail_engine(port* p, const error& e) {
-  p->failed = true;
   // The reason goes to the log and, through the last_error op, into the
-  // port's engine_error().
+  // port's engine_error(). Every lane then reports the failure.
   detail::log(log_level::error, "{}", e.message());
-  p->last_error = e.message();
+  std::lock_guard lk(p->err_mu);
+  if (p->last_error.empty()) p->last_error = e.message();
+  // Pairs with the acquire loads of failed in af_xdp_rx_lane.
+  p->failed.store(true, std::memory_order_release);
 }
 
-const char* af_xdp_last_error(void* priv) { return static_cast<port*>(priv)->last_error.c_str(); }
+const char* af_xdp_last_error(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  std::lock_guard lk(p->err_mu);
+  return p->last_error.c_str();  // written once, so the pointer stays valid
+}
 
 error parse_mode(const devargs& a, port* p) {
   std::string m = "auto";
@@ -640,16 +650,18 @@ void af_xdp_caps(void* priv, port_caps* c) {
   c->finite = false;
 }
 
-status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<port*>(priv);
   *produced = 0;
-  if (p->failed) return status::io_failed;
+  if (p->failed.load(std::memory_order_acquire) || lane >= p->lane_rr.size()) return status::io_failed;
   const uint64_t ts = clock_ns(CLOCK_REALTIME);  // one stamp per burst: software time, not the wire's
   uint32_t total = 0;
   uint64_t bytes = 0;
-  const uint32_t nq = static_cast<uint32_t>(p->q.size());
-  for (uint32_t k = 0; k < nq && total < budget; ++k) {
-    auto& q = p->q[(p->rr + k) % nq];
+  const uint32_t nl = static_cast<uint32_t>(p->lane_rr.size());
+  const uint32_t mine = (static_cast<uint32_t>(p->q.size()) - lane + nl - 1) / nl;  // sockets lane, lane + nl, ...
+  uint32_t& rr = p->lane_rr[lane];
+  for (uint32_t k = 0; k < mine && total < budget; ++k) {
+    auto& q = p->q[lane + ((rr + k) % mine) * nl];
     refill(q);
     uint32_t idx = 0;
     const uint32_t n = xsk_ring_cons__peek(&q.rx, budget - total, &idx);
@@ -676,14 +688,19 @@ status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* pro
     refill(q);
     total += n;
   }
-  p->rr = (p->rr + 1) % nq;
+  rr = (rr + 1) % mine;
   if (total) {
     bump(p->rx_pkts, total);
     bump(p->rx_bytes, bytes);
   }
+  if (lane != 0) {
+    *produced = total;
+    if (p->failed.load(std::memory_order_acquire)) return total ? status::success : status::io_failed;
+    return total ? status::success : status::again;
+  }
   // Frames a busy kernel left in the TX ring after the last tx_burst.
   for (auto& q : p->q) {
-    if (p->failed || tx_in_flight(q) == 0) continue;
+    if (p->failed.load(std::memory_order_relaxed) || tx_in_flight(q) == 0) continue;
     reap(p, q);
     if (tx_in_flight(q) == 0) continue;
     if (auto e = kick_tx(p, q); e && p->tx_kick_warnings < 5) {
@@ -691,7 +708,7 @@ status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* pro
       detail::log(log_level::warn, "{}", e.message());
     }
   }
-  if (!p->failed) {
+  if (!p->failed.load(std::memory_order_relaxed)) {
     const uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
     if (now >= p->next_health_ns) {
       p->next_health_ns = now + k_health_period_ns;
@@ -700,14 +717,27 @@ status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* pro
   }
   *produced = total;
   // Frames delivered before the failure count; the next call reports it.
-  if (p->failed) return total ? status::success : status::io_failed;
+  if (p->failed.load(std::memory_order_acquire)) return total ? status::success : status::io_failed;
   return total ? status::success : status::again;
+}
+
+status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+  return af_xdp_rx_lane(priv, 0, sink, budget, produced);
+}
+
+error af_xdp_set_lanes(void* priv, uint32_t lanes) {
+  auto* p = static_cast<port*>(priv);
+  if (lanes == 0 || lanes > p->q.size())
+    return fail(status::invalid_value, "af_xdp: lanes={} needs queues={} or more: each lane reads its own XSK sockets",
+                lanes, lanes);
+  p->lane_rr.assign(lanes, 0);
+  return {};
 }
 
 error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
   auto* p = static_cast<port*>(priv);
   *sent = 0;
-  if (p->failed) {
+  if (p->failed.load(std::memory_order_acquire)) {
     bump(p->tx_errors, n);
     return fail(status::io_failed, "af_xdp: {} failed earlier (see the log); nothing is sent", p->ifname);
   }
@@ -792,7 +822,7 @@ error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) 
 
 error af_xdp_stop(void* priv) {
   auto* p = static_cast<port*>(priv);
-  if (p->failed) return {};
+  if (p->failed.load(std::memory_order_acquire)) return {};
   // Give frames still in the TX ring a last push and count what completed;
   // the port stops either way, so what cannot go out is counted, not fatal.
   for (auto& q : p->q) {
@@ -848,7 +878,8 @@ const ops af_xdp_ops = {
     .options =
         "if=NAME       interface to open (must be up); needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF (or root)\n"
         "queue=Q       first kernel RX queue (default 0)\n"
-        "queues=N      consecutive kernel queues from Q, one AF_XDP socket each (default 1, at most the channels)\n"
+        "queues=N      consecutive kernel queues from Q, one AF_XDP socket each (default 1, at most the channels);\n"
+        "              with the core option lanes=L, L <= N engine threads each read every L-th socket\n"
         "mode=M        skb (generic XDP), drv (native XDP) or auto: drv, else skb (default auto)\n"
         "zerocopy=0|1  1: require zero-copy (drv mode only); 0: force copy; default: whatever the driver offers\n"
         "frames=N      UMEM frames per queue, half RX and half TX, a power of two (default 4096)\n"
@@ -861,6 +892,8 @@ const ops af_xdp_ops = {
     .stop = af_xdp_stop,
     .close = af_xdp_close,
     .get_counters = af_xdp_counters,
+    .set_lanes = af_xdp_set_lanes,
+    .rx_burst_lane = af_xdp_rx_lane,
     .last_error = af_xdp_last_error,
 };
 
