@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Receive rate of flow_count on the gen backend, CUDA executor next to the host
-executor, in one run. Prints the commands, the machine and the inputs, and
-writes every run plus the cuda/host ratios as JSON.
+"""Receive rate of flow_count (or of gnio pp, --app pp) on the gen backend,
+CUDA executor next to the host executor, in one run. Prints the commands, the
+machine and the inputs, and writes every run plus the cuda/host ratios as JSON.
+For pp the generator sends its UDP/TCP/ICMP mix and --queues is per class.
 
   bench/flow_count_rate.py --bin build/examples/flow_count/flow_count --json out.json
+  bench/flow_count_rate.py --app pp --bin build/tools/gnio/gnio --json pp.json --queues 4 --lanes 1,4
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
@@ -23,11 +25,16 @@ def machine():
     return m
 
 
-def run(binary, execu, size, queues, count, extra, lanes=1):
+def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count"):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
     port = f"gen:size={size},flows=4096,count={count}" + (f",lanes={lanes}" if lanes > 1 else "")
-    cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json", path] + extra
+    if app == "pp":
+        cmd = [binary, "pp", "--port", port + ",mix=all", "--gpu", "0" if execu == "cuda" else execu, "--queues",
+               str(queues), "--stats-interval", "0", "--json", path] + extra
+    else:
+        cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json",
+               path] + extra
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wall = time.time() - t0
@@ -47,7 +54,8 @@ def run(binary, execu, size, queues, count, extra, lanes=1):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True, help="flow_count binary")
+    ap.add_argument("--bin", required=True, help="flow_count binary, or the gnio tool with --app pp")
+    ap.add_argument("--app", choices=["flow_count", "pp"], default="flow_count")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--sizes", default="64,1500")
     ap.add_argument("--queues", default="1,2,4")
@@ -57,14 +65,15 @@ def main():
     args = ap.parse_args()
 
     m = machine()
-    print(f"bench: flow_count receive rate, gen backend, machine {json.dumps(m)}")
+    print(f"bench: {args.app} receive rate, gen backend, machine {json.dumps(m)}")
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         count = args.count if size <= 128 else max(args.count // 5, 100_000)
         for q in [int(x) for x in args.queues.split(",")]:
-          for lanes in sorted({min(int(l), q) for l in args.lanes.split(",")}):
+          rx_queues = 3 * q + 1 if args.app == "pp" else q
+          for lanes in sorted({min(int(l), rx_queues) for l in args.lanes.split(",")}):
             for ex in args.executors.split(","):
-                r = run(args.bin, ex, size, q, count, [], lanes)
+                r = run(args.bin, ex, size, q, count, [], lanes, args.app)
                 rows.append(r)
                 status = f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']}" if r["rc"] == 0 else f"rc={r['rc']}"
                 print(f"bench: {r['command']}\n       -> {status}", flush=True)
@@ -83,7 +92,7 @@ def main():
         print(f"{x['size']:>4}  {x['queues']:>6}  {x['lanes']:>5}  {x['cuda_mpps']:>9.2f}  {x['host_mpps']:>9.2f}  "
               f"{x['cuda_over_host']:>9.2f}")
     with open(args.json, "w") as f:
-        json.dump({"benchmark": "flow_count_rate", "machine": m, "argv": sys.argv, "runs": rows, "ratios": ratios}, f, indent=2)
+        json.dump({"benchmark": f"{args.app}_rate", "app": args.app, "machine": m, "argv": sys.argv, "runs": rows, "ratios": ratios}, f, indent=2)
     print(f"bench: wrote {args.json}")
     return 0 if all(r["rc"] == 0 for r in rows) else 1
 

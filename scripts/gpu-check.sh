@@ -11,7 +11,7 @@
 # prints one summary line per step and exits non-zero if any step failed.
 # With two or more GPUs it also runs the suites on GPU 1, the multi-context
 # tests over GPUs 0 and 1, and the multi-GPU scaling benchmarks.
-# GPU_CHECK_BENCH=0 leaves out the single-GPU rate sweep.
+# GPU_CHECK_BENCH=0 leaves out the single-GPU rate sweeps (flow_count and pp).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -76,6 +76,8 @@ do_run() {
   if [ "${GPU_CHECK_BENCH:-1}" != 0 ]; then
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
       --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
+    step bench_pp python3 bench/flow_count_rate.py --app pp --bin "$GNIO_TOOL_BIN" --json "$out/bench_pp.json" \
+      --sizes 64,1500 --queues 1,4 --lanes 1,4 --count 20000000
   fi
   echo
   echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
