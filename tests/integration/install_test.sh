@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The README's "Using gnio from CMake and pkg-config": install the build into
+# a temporary prefix, then build and run a small program against it both
+# ways. The program opens the host executor and a pcap port on a bundled
+# capture and must see its 43 frames.
+#
+#   install_test.sh BUILD_DIR DATA_DIR
+set -euo pipefail
+build=$1
+data=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gnio_install_test_XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+
+mkdir -p "$tmp/app"
+cat >"$tmp/app/app.cpp" <<'CPP'
+#include <gnio/gnio.hpp>
+#include <cstdio>
+#include <string>
+
+int main(int argc, char** argv) {
+  auto g = gnio::gpu::open("host");
+  if (!g) return std::fprintf(stderr, "%s\n", g.err().what()), 1;
+  auto p = gnio::port::open(*g, std::string("pcap:file=") + argv[1]);
+  if (!p) return std::fprintf(stderr, "%s\n", p.err().what()), 1;
+  auto q = p->create_rxq();
+  if (!q || p->start()) return 1;
+  auto v = *p->rxq(*q);
+  uint64_t frames = 0;
+  for (;;) {
+    uint64_t first = 0;
+    uint32_t n = 0;
+    const auto s = gnio::device::recv<gnio::device::scope::thread>(v, 64, 1'000'000, &first, &n);
+    if (s == gnio::status::shutdown) break;
+    if (s != gnio::status::success) continue;
+    frames += n;
+    gnio::device::release_all(v);
+  }
+  (void)p->stop();
+  (void)p->destroy_rxq(*q);
+  (void)p->close();
+  (void)g->destroy();
+  std::printf("%llu frames\n", static_cast<unsigned long long>(frames));
+  return frames == 43 ? 0 : 1;
+}
+CPP
+cat >"$tmp/app/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(gnio_install_test CXX)
+find_package(gnio REQUIRED)
+add_executable(app app.cpp)
+target_link_libraries(app PRIVATE gnio::gnio)
+CMAKE
+cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/app/build" >/dev/null
+echo "install_test: CMake package: $("$tmp/app/build/app" "$data/http.pcap")"
+
+pc=$(find "$tmp/prefix" -name gnio.pc -printf '%h')
+PKG_CONFIG_PATH="$pc" g++ -O1 "$tmp/app/app.cpp" $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs gnio) -o "$tmp/app/app_pc"
+echo "install_test: pkg-config: $("$tmp/app/app_pc" "$data/http.pcap")"
