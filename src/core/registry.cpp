@@ -13,6 +13,9 @@ extern const ops af_packet_ops;
 #if defined(GNIO_HAVE_AF_XDP)
 extern const ops af_xdp_ops;
 #endif
+#if defined(GNIO_HAVE_DPDK)
+extern const ops dpdk_ops;
+#endif
 
 namespace {
 const ops* const k_backends[] = {
@@ -24,6 +27,9 @@ const ops* const k_backends[] = {
 #endif
 #if defined(GNIO_HAVE_AF_XDP)
     &af_xdp_ops,
+#endif
+#if defined(GNIO_HAVE_DPDK)
+    &dpdk_ops,
 #endif
 };
 }

@@ -10,6 +10,7 @@
 # the exit path (trap).
 #
 #   netns.sh pp-clients BACKEND   `gnio pp --port BACKEND:if=veth-a --ip 10.200.0.1 --http-server` in A answers
+#                                 (for dpdk: --port dpdk:vdev=net_af_packet0;iface=veth-a)
 #                                 ping, dig and curl from B; then, one pp run per capture, tcpreplay from B
 #                                 must give the counts of tests/data/MANIFEST.tsv with nothing missed
 #   netns.sh conformance          the ring conformance suite's af_packet cases, on a veth whose two ends are
@@ -308,6 +309,15 @@ pp_start() {  # pp_start NAME ARGS...: gnio pp in A, waits until its kernel runs
   fi
 }
 
+# The device string for a backend on the namespace's interface: dpdk reaches
+# it through DPDK's own AF_PACKET driver (net_af_packet).
+port_for() {  # port_for BACKEND
+  case $1 in
+    dpdk) echo "dpdk:vdev=net_af_packet0;iface=$IF_A" ;;
+    *) echo "$1:if=$IF_A" ;;
+  esac
+}
+
 replay_captures() {  # replay_captures BACKEND APP(pp|flow_count)
   local backend=$1 app=$2 cap file n pid
   in_b ip neigh flush dev "$IF_B" 2>/dev/null
@@ -324,13 +334,13 @@ replay_captures() {  # replay_captures BACKEND APP(pp|flow_count)
       netns_wait "$NETNS_LAST_PID" 120
       [[ $NETNS_RC == 0 ]] || { check "replay $cap: pp on the file (rc $NETNS_RC)" false; show_log "$NETNS_WORK/file-$cap.log"; continue; }
       # No --ip and no --reply-all: nothing is answered onto the wire.
-      pp_start "replay-$cap" --port "$backend:if=$IF_A" --gpu "${GNIO_TEST_GPU:-host}" --json "$live" || {
+      pp_start "replay-$cap" --port "$(port_for "$backend")" --gpu "${GNIO_TEST_GPU:-host}" --json "$live" || {
         check "replay $cap: pp started" false
         continue
       }
       pid=$PP_PID
     else
-      netns_bg "replay-$cap" ip netns exec "$NS_A" "$FLOW_COUNT_BIN" --port "$backend:if=$IF_A" --gpu "${GNIO_TEST_GPU:-host}" \
+      netns_bg "replay-$cap" ip netns exec "$NS_A" "$FLOW_COUNT_BIN" --port "$(port_for "$backend")" --gpu "${GNIO_TEST_GPU:-host}" \
         --stats-interval 0.2 --json "$live"
       pid=$NETNS_LAST_PID
       # flow_count prints a progress line once its kernel runs.
@@ -372,7 +382,7 @@ cmd_pp_clients() {
   local json=$NETNS_WORK/clients.json
   local mac
   mac=$(printf '02:00:%02x:%02x:%02x:%02x' ${APP_IP//./ })  # gnio pp's default: 02:00 + the IPv4 address
-  pp_start pp --port "$backend:if=$IF_A" --ip "$APP_IP" --http-server --gpu "${GNIO_TEST_GPU:-host}" --json "$json" ||
+  pp_start pp --port "$(port_for "$backend")" --ip "$APP_IP" --http-server --gpu "${GNIO_TEST_GPU:-host}" --json "$json" ||
     exit 1
   local pp=$PP_PID
 
