@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Receive rate of flow_count (or of gnio pp, --app pp) on the gen backend,
-CUDA executor next to the host executor, in one run. Prints the commands, the
-machine and the inputs, and writes every run plus the cuda/host ratios as JSON.
-For pp the generator sends its UDP/TCP/ICMP mix and --queues is per class.
+"""Rate of flow_count (or of gnio pp, --app pp, or of l2fwd, --app l2fwd) on
+the gen backend, CUDA executor next to the host executor, in one run. Prints
+the commands, the machine and the inputs, and writes every run plus the
+cuda/host ratios as JSON. For pp the generator sends its UDP/TCP/ICMP mix and
+--queues is per class; for l2fwd the rate is frames sent back out.
 
   bench/flow_count_rate.py --bin build/examples/flow_count/flow_count --json out.json
   bench/flow_count_rate.py --app pp --bin build/tools/gnio/gnio --json pp.json --queues 4 --lanes 1,4
+  bench/flow_count_rate.py --app l2fwd --bin build/examples/l2fwd/l2fwd --json l2fwd.json --queues 4 --lanes 1,4
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
@@ -29,7 +31,10 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count"):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
     port = f"gen:size={size},flows=4096,count={count}" + (f",lanes={lanes}" if lanes > 1 else "")
-    if app == "pp":
+    if app == "l2fwd":
+        cmd = [binary, "--port", port, "--gpu", "0" if execu == "cuda" else execu, "--queues", str(queues),
+               "--stats-interval", "0", "--json", path] + extra
+    elif app == "pp":
         cmd = [binary, "pp", "--port", port + ",mix=all", "--gpu", "0" if execu == "cuda" else execu, "--queues",
                str(queues), "--stats-interval", "0", "--json", path] + extra
     else:
@@ -55,7 +60,7 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="flow_count binary, or the gnio tool with --app pp")
-    ap.add_argument("--app", choices=["flow_count", "pp"], default="flow_count")
+    ap.add_argument("--app", choices=["flow_count", "pp", "l2fwd"], default="flow_count")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--sizes", default="64,1500")
     ap.add_argument("--queues", default="1,2,4")

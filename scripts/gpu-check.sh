@@ -19,10 +19,11 @@ build=build-gpu
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
-  ninja -C "$build" flow_count gnio_tool conformance_test flow_count_test pp_test || return 1
+  ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test || return 1
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
-  for bin in "$build/examples/flow_count/flow_count" "$build/tests/conformance_test" "$build/tools/gnio/gnio"; do
+  for bin in "$build/examples/flow_count/flow_count" "$build/examples/l2fwd/l2fwd" "$build/tests/conformance_test" \
+    "$build/tools/gnio/gnio"; do
     ldd "$bin" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
       xargs -r -I{} cp -L {} "$build/lib/"
   done
@@ -36,6 +37,7 @@ do_run() {
   export GNIO_TEST_DATA_DIR="$PWD/tests/data"
   export GNIO_FLOW_COUNT_BIN="$PWD/$build/examples/flow_count/flow_count"
   export GNIO_TOOL_BIN="$PWD/$build/tools/gnio/gnio"
+  export GNIO_L2FWD_BIN="$PWD/$build/examples/l2fwd/l2fwd"
   local fails=0 summary=()
   step() {  # step NAME COMMAND...: run, log to $out/NAME.log, record pass/fail/skip
     local name=$1; shift
@@ -53,6 +55,7 @@ do_run() {
   step conformance_host env GNIO_TEST_EXEC=host "$build/tests/conformance_test"
   step flow_count_cuda env GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test"
   step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
+  step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
   # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
   step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
   step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
@@ -77,6 +80,8 @@ do_run() {
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
       --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
     step bench_pp python3 bench/flow_count_rate.py --app pp --bin "$GNIO_TOOL_BIN" --json "$out/bench_pp.json" \
+      --sizes 64,1500 --queues 1,4 --lanes 1,4 --count 20000000
+    step bench_l2fwd python3 bench/flow_count_rate.py --app l2fwd --bin "$GNIO_L2FWD_BIN" --json "$out/bench_l2fwd.json" \
       --sizes 64,1500 --queues 1,4 --lanes 1,4 --count 20000000
   fi
   echo

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// l2fwd: receive on a port, swap the Ethernet addresses in place, send the
+// frames back out of the same port from their RX slots, in a persistent kernel
+// (or on the host executor). The gnio counterpart of DPDK's l2fwd and of
+// l2fwd-nv (DPDK + gpudev).
+//
+//   l2fwd --port pcap:file=tests/data/http.pcap,tx=out.pcap
+//   l2fwd --port gen:size=64,count=20000000 --gpu 0 --queues 4 --json out.json
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <gnio/gnio.hpp>
+
+#include "l2fwd.hpp"
+
+namespace l2fwd {
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const body& b);
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted.store(true); }
+
+int fail_with(const gnio::error& e, std::string_view step) {
+  fmt::print(stderr, "l2fwd: {}: {}\n", step, e.what());
+  fmt::print(stderr, "l2fwd: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
+             gnio::describe(e.code()).next);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
+               "from a persistent GPU kernel (or the host executor)"};
+  std::string port_dev, gpu_sel = "auto", json_path;
+  uint32_t queues = 1, ring = 1024, batch = 256, threads = 256;
+  double duration_s = 0, interval_s = 1.0;
+  bool no_swap = false;
+  app.add_option("--port", port_dev, "device string of a port that receives and transmits, e.g. "
+                                     "pcap:file=in.pcap,tx=out.pcap, pair:name=a, gen:size=64,count=1000000")
+      ->required();
+  app.add_option("--gpu", gpu_sel, "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
+      ->capture_default_str();
+  app.add_option("--queues", queues, "RX queues, each with its TX queue and kernel block")
+      ->check(CLI::Range(1u, l2fwd::max_queues))
+      ->capture_default_str();
+  app.add_option("--ring", ring, "descriptors per RX and TX queue (power of two)")->capture_default_str();
+  app.add_option("--batch", batch, "max frames per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  app.add_option("--threads", threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
+  app.add_flag("--no-mac-swap", no_swap, "forward frames unchanged");
+  app.add_option("--duration", duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stats-interval", interval_s, "seconds between progress lines on stderr (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--json", json_path, "write the results as JSON to FILE");
+  CLI11_PARSE(app, argc, argv);
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  auto g = gnio::gpu::open(gpu_sel);
+  if (!g) return fail_with(g.err(), "gpu");
+  const auto& info = g->info();
+  fmt::print("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
+             info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+  auto p = gnio::port::open(*g, port_dev);
+  if (!p) return fail_with(p.err(), "port");
+  if (!p->caps().rx || !p->caps().tx)
+    return fail_with(gnio::error(gnio::status::not_supported,
+                                 fmt::format("port {} must receive and transmit (pcap needs tx=FILE)", port_dev)),
+                     "port");
+
+  l2fwd::body b{};
+  b.num_queues = queues;
+  b.batch = batch;
+  b.swap_macs = no_swap ? 0 : 1;
+  b.tx_timeout_ns = 1'000'000'000;
+  for (uint32_t i = 0; i < queues; ++i) {
+    gnio::rxq_config rc;
+    rc.num_descs = ring;
+    auto rq = p->create_rxq(rc);
+    if (!rq) return fail_with(rq.err(), "create_rxq");
+    gnio::txq_config tc;
+    tc.num_descs = ring;
+    auto tq = p->create_txq(tc);
+    if (!tq) return fail_with(tq.err(), "create_txq");
+    b.rx[i] = *p->rxq(*rq);
+    b.tx[i] = *p->txq(*tq);
+  }
+  auto tot = g->alloc(sizeof(l2fwd::totals) * queues, gnio::mem_type::gpu);
+  if (!tot) return fail_with(tot.err(), "totals");
+  b.tot = static_cast<l2fwd::totals*>(tot->exec_ptr);
+
+  if (auto e = p->start(); e) return fail_with(e, "start");
+  auto runner = gnio::kernel_runner::create(*g, {&*p});
+  if (!runner) {
+    (void)p->stop();
+    return fail_with(runner.err(), "runner");
+  }
+  gnio::launch_dims dims;
+  dims.blocks = queues;
+  dims.threads = threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (auto e = l2fwd::launch(*runner, dims, b); e) {
+    (void)runner->destroy();
+    (void)p->stop();
+    return fail_with(e, "launch");
+  }
+
+  auto last = t0;
+  uint64_t last_tx = 0;
+  bool stopped_early = false;
+  gnio::error run_err;
+  for (;;) {
+    const auto w = runner->wait(std::chrono::milliseconds(50));
+    if (!w) break;
+    if (w.code() != gnio::status::time_out) {
+      run_err = w;
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (g_interrupted.load() || (duration_s > 0 && elapsed >= duration_s)) {
+      stopped_early = true;
+      if (auto e = runner->stop(std::chrono::seconds(5)); e) run_err = e;
+      break;
+    }
+    if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
+      const auto st = p->stats();
+      const double dt = std::chrono::duration<double>(now - last).count();
+      fmt::print(stderr, "l2fwd: {:.1f} s: {} received, {} sent ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
+                 st.tx_frames, (st.tx_frames - last_tx) / dt / 1e6, st.rx_missed);
+      last = now;
+      last_tx = st.tx_frames;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (run_err) return fail_with(run_err, "kernel");  // fail closed: nothing is freed while it may run
+
+  if (auto e = p->stop(); e) return fail_with(e, "stop");
+  const auto st = p->stats();
+  std::vector<l2fwd::totals> per(queues);
+  if (auto e = g->copy_to_host(per.data(), *tot, 0, tot->bytes); e) return fail_with(e, "read totals");
+  l2fwd::totals sum{};
+  for (const auto& t : per) {
+    sum.packets += t.packets;
+    sum.bytes += t.bytes;
+    sum.forwarded += t.forwarded;
+    sum.tx_failed += t.tx_failed;
+  }
+  const uint64_t pending = st.rx_delivered > sum.packets ? st.rx_delivered - sum.packets : 0;
+  const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
+                              static_cast<int64_t>(sum.packets + st.rx_missed + st.rx_unsteered + pending);
+  fmt::print("l2fwd: {} frames received, {} forwarded ({} sent by the port, {} TX errors), {} dropped on a full TX "
+             "ring, in {:.3f} s ({:.3f} Mpps)\n",
+             sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
+             seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
+  fmt::print("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
+             st.rx_missed, st.rx_unsteered, pending,
+             unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+
+  if (!json_path.empty()) {
+    nlohmann::json j;
+    std::string cmd;
+    for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+    j["command"] = cmd;
+    j["executor"] = std::string(gnio::to_string(info.executor));
+    j["device"] = info.name;
+    j["port"] = port_dev;
+    j["queues"] = queues;
+    j["seconds"] = seconds;
+    j["packets"] = sum.packets;
+    j["bytes"] = sum.bytes;
+    j["forwarded"] = sum.forwarded;
+    j["tx_failed"] = sum.tx_failed;
+    j["tx_frames"] = st.tx_frames;
+    j["tx_errors"] = st.tx_errors;
+    j["received"] = st.rx_frames;
+    j["missed"] = st.rx_missed;
+    j["unsteered"] = st.rx_unsteered;
+    j["pending"] = pending;
+    j["unaccounted"] = unaccounted;
+    j["stopped_early"] = stopped_early;
+    j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
+    j["engine_error"] = p->engine_error() ? p->engine_error().what() : "";
+    std::ofstream out(json_path);
+    out << j.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "l2fwd: could not write {}\n", json_path);
+      return 1;
+    }
+  }
+
+  const auto engine_err = p->engine_error();
+  (void)runner->destroy();
+  (void)g->free(*tot);
+  for (uint32_t i = 0; i < queues; ++i) {
+    (void)p->destroy_rxq(i);
+    (void)p->destroy_txq(i);
+  }
+  (void)p->close();
+  (void)g->destroy();
+  if (engine_err) {
+    fmt::print(stderr, "l2fwd: the port's engine failed: {}\n", engine_err.what());
+    return 1;
+  }
+  return unaccounted == 0 && sum.tx_failed == 0 ? 0 : 1;
+}
