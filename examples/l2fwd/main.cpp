@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
                "from a persistent GPU kernel (or the host executor)"};
   std::string port_dev, gpu_sel = "auto", json_path;
-  uint32_t queues = 1, ring = 1024, batch = 256, threads = 256;
+  // Large batches pay for the wait on each batch's transmission (see the README).
+  uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
   app.add_option("--port", port_dev, "device string of a port that receives and transmits, e.g. "
