@@ -9,8 +9,10 @@
 // state; backends just do the work.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,6 +106,31 @@ struct ops {
   // failed (e.g. "eth1 was removed"), or null. The core puts it in the port's
   // engine_error(). The text must stay valid until the backend is closed.
   const char* (*last_error)(void* priv);
+};
+
+// Why a backend's receive failed, for its last_error op and for its other
+// lanes: the first reason set wins and never changes (so the pointer text()
+// returns stays valid until the backend is closed), and failed() becomes true
+// once it is set. Any thread may call any member.
+class rx_failure {
+ public:
+  void set(std::string why) {
+    std::lock_guard lk(mu_);
+    if (text_.empty()) text_ = std::move(why);
+    // Pairs with the acquire load in failed(): a thread that sees the flag
+    // also sees the text.
+    failed_.store(true, std::memory_order_release);
+  }
+  [[nodiscard]] bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  [[nodiscard]] const char* text() const {
+    std::lock_guard lk(mu_);
+    return text_.c_str();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string text_;
+  std::atomic<bool> failed_{false};
 };
 
 // Backends compiled into this build.

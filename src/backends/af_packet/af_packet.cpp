@@ -123,10 +123,7 @@ struct lane_state {
 };
 
 struct port {
-  // Why receive failed: set once, under err_mu, before `failed` (last_error op).
-  std::mutex err_mu;
-  std::string last_error;
-  std::atomic<bool> failed{false};
+  rx_failure failure;  // why receive failed (last_error op); ends every lane
   // options
   std::string ifname;
   uint32_t nqueues = 1;
@@ -677,19 +674,11 @@ bool interface_exists(const port* p, bool* up) {
 // op; every lane then reports the failure, so the whole stream ends.
 status rx_failed(port* p, status s, std::string why) {
   detail::log(log_level::error, "{}", why);
-  std::lock_guard lk(p->err_mu);
-  if (p->last_error.empty()) p->last_error = std::move(why);
-  // Pairs with the acquire load in af_packet_rx_burst_lane: a lane that sees
-  // the flag also sees last_error.
-  p->failed.store(true, std::memory_order_release);
+  p->failure.set(std::move(why));
   return s;
 }
 
-const char* af_packet_last_error(void* priv) {
-  auto* p = static_cast<port*>(priv);
-  std::lock_guard lk(p->err_mu);
-  return p->last_error.c_str();  // written once, so the pointer stays valid
-}
+const char* af_packet_last_error(void* priv) { return static_cast<port*>(priv)->failure.text(); }
 
 // Runs when a burst found nothing: notices an interface that went down or away.
 status check_health(port* p) {
@@ -754,7 +743,7 @@ status af_packet_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, u
     return rx_failed(p, status::bad_state,
                      fmt::format("af_packet: {}: receive called on a port that is not started", p->ifname));
   }
-  if (p->failed.load(std::memory_order_acquire)) return status::io_failed;
+  if (p->failure.failed()) return status::io_failed;
   auto& l = p->lanes[lane];
   const uint32_t nl = static_cast<uint32_t>(p->lanes.size());
   const uint32_t ns = static_cast<uint32_t>(p->rx.size());

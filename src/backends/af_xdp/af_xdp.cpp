@@ -102,9 +102,7 @@ struct xsk_queue {
 };
 
 struct port {
-  // Why receive failed: set once, under err_mu, before `failed` (last_error op).
-  std::mutex err_mu;
-  std::string last_error;
+  rx_failure failure;  // why receive failed (last_error op); ends every lane
   std::string ifname;
   unsigned ifindex = 0;
   uint32_t first_queue = 0;
@@ -127,7 +125,6 @@ struct port {
   // first socket, which transmits) and the health check.
   std::vector<uint32_t> lane_rr = std::vector<uint32_t>(1, 0);
   uint64_t next_health_ns = 0;
-  std::atomic<bool> failed{false};
   uint32_t tx_kick_warnings = 0;
 
   std::atomic<uint64_t> rx_pkts{0}, rx_bytes{0}, tx_pkts{0}, tx_bytes{0}, tx_errors{0};
@@ -504,17 +501,10 @@ void fail_engine(port* p, const error& e) {
   // The reason goes to the log and, through the last_error op, into the
   // port's engine_error(). Every lane then reports the failure.
   detail::log(log_level::error, "{}", e.message());
-  std::lock_guard lk(p->err_mu);
-  if (p->last_error.empty()) p->last_error = e.message();
-  // Pairs with the acquire loads of failed in af_xdp_rx_lane.
-  p->failed.store(true, std::memory_order_release);
+  p->failure.set(e.message());
 }
 
-const char* af_xdp_last_error(void* priv) {
-  auto* p = static_cast<port*>(priv);
-  std::lock_guard lk(p->err_mu);
-  return p->last_error.c_str();  // written once, so the pointer stays valid
-}
+const char* af_xdp_last_error(void* priv) { return static_cast<port*>(priv)->failure.text(); }
 
 error parse_mode(const devargs& a, port* p) {
   std::string m = "auto";
@@ -653,7 +643,7 @@ void af_xdp_caps(void* priv, port_caps* c) {
 status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<port*>(priv);
   *produced = 0;
-  if (p->failed.load(std::memory_order_acquire) || lane >= p->lane_rr.size()) return status::io_failed;
+  if (p->failure.failed() || lane >= p->lane_rr.size()) return status::io_failed;
   const uint64_t ts = clock_ns(CLOCK_REALTIME);  // one stamp per burst: software time, not the wire's
   uint32_t total = 0;
   uint64_t bytes = 0;
@@ -695,12 +685,12 @@ status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t b
   }
   if (lane != 0) {
     *produced = total;
-    if (p->failed.load(std::memory_order_acquire)) return total ? status::success : status::io_failed;
+    if (p->failure.failed()) return total ? status::success : status::io_failed;
     return total ? status::success : status::again;
   }
   // Frames a busy kernel left in the TX ring after the last tx_burst.
   for (auto& q : p->q) {
-    if (p->failed.load(std::memory_order_relaxed) || tx_in_flight(q) == 0) continue;
+    if (p->failure.failed() || tx_in_flight(q) == 0) continue;
     reap(p, q);
     if (tx_in_flight(q) == 0) continue;
     if (auto e = kick_tx(p, q); e && p->tx_kick_warnings < 5) {
@@ -708,7 +698,7 @@ status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t b
       detail::log(log_level::warn, "{}", e.message());
     }
   }
-  if (!p->failed.load(std::memory_order_relaxed)) {
+  if (!p->failure.failed()) {
     const uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
     if (now >= p->next_health_ns) {
       p->next_health_ns = now + k_health_period_ns;
@@ -717,7 +707,7 @@ status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t b
   }
   *produced = total;
   // Frames delivered before the failure count; the next call reports it.
-  if (p->failed.load(std::memory_order_acquire)) return total ? status::success : status::io_failed;
+  if (p->failure.failed()) return total ? status::success : status::io_failed;
   return total ? status::success : status::again;
 }
 
@@ -737,7 +727,7 @@ error af_xdp_set_lanes(void* priv, uint32_t lanes) {
 error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
   auto* p = static_cast<port*>(priv);
   *sent = 0;
-  if (p->failed.load(std::memory_order_acquire)) {
+  if (p->failure.failed()) {
     bump(p->tx_errors, n);
     return fail(status::io_failed, "af_xdp: {} failed earlier (see the log); nothing is sent", p->ifname);
   }
@@ -822,7 +812,7 @@ error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) 
 
 error af_xdp_stop(void* priv) {
   auto* p = static_cast<port*>(priv);
-  if (p->failed.load(std::memory_order_acquire)) return {};
+  if (p->failure.failed()) return {};
   // Give frames still in the TX ring a last push and count what completed;
   // the port stops either way, so what cannot go out is counted, not fatal.
   for (auto& q : p->q) {

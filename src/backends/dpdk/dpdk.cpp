@@ -114,11 +114,15 @@ struct port {
   rte_eth_dev_info info{};
   rte_mempool* pool = nullptr;
   bool started = false;
-  std::vector<uint32_t> lane_rr = std::vector<uint32_t>(1, 0);
-  std::vector<std::vector<uint8_t>> lane_scratch = std::vector<std::vector<uint8_t>>(1);
+  // What one engine lane (lanes=N) keeps to itself: it polls the DPDK queues
+  // lane, lane + N, ...
+  struct lane_state {
+    uint32_t rr = 0;               // queue to start the next burst at
+    std::vector<uint8_t> scratch;  // chained (jumbo) frames made contiguous
+  };
+  std::vector<lane_state> lanes = std::vector<lane_state>(1);
 
-  std::mutex err_mu;
-  std::string last_error;  // set once (last_error op)
+  rx_failure failure;  // why receive failed (last_error op)
 
   std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, tx_frames{0}, tx_bytes{0}, tx_errors{0};
 };
@@ -175,19 +179,19 @@ error configure(port* p) {
     return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: rte_eth_dev_configure", p->port_id));
   uint16_t rxd = static_cast<uint16_t>(p->descs), txd = static_cast<uint16_t>(p->descs);
   (void)rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &rxd, &txd);
-  const int socket = rte_eth_dev_socket_id(p->port_id);
+  const int socket = rte_eth_dev_socket_id(p->port_id);  // SOCKET_ID_ANY when unknown
   const unsigned n_mbufs = std::max(8191u, p->nqueues * (rxd + txd) + 2u * k_burst * p->nqueues + 1024u);
   const std::string pool_name = fmt::format("gnio_dpdk_{}", p->port_id);
   p->pool = rte_pktmbuf_pool_create(pool_name.c_str(), n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                    socket < 0 ? SOCKET_ID_ANY : socket);
+                                    socket);
   if (!p->pool)
     return dpdk_fail(status::no_memory, rte_errno,
                      fmt::format("dpdk: port {}: creating a pool of {} mbufs (raise -m in eal=)", p->port_id, n_mbufs));
   for (uint16_t q = 0; q < p->nqueues; ++q) {
-    if (int rc = rte_eth_rx_queue_setup(p->port_id, q, rxd, socket < 0 ? SOCKET_ID_ANY : socket, nullptr, p->pool);
+    if (int rc = rte_eth_rx_queue_setup(p->port_id, q, rxd, socket, nullptr, p->pool);
         rc != 0)
       return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: RX queue {} setup", p->port_id, q));
-    if (int rc = rte_eth_tx_queue_setup(p->port_id, q, txd, socket < 0 ? SOCKET_ID_ANY : socket, nullptr); rc != 0)
+    if (int rc = rte_eth_tx_queue_setup(p->port_id, q, txd, socket, nullptr); rc != 0)
       return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: TX queue {} setup", p->port_id, q));
   }
   return {};
@@ -245,8 +249,7 @@ error dpdk_open(const devargs& a, void** priv) {
   return {};
 }
 
-void dpdk_caps(void* priv, port_caps* c) {
-  auto* p = static_cast<port*>(priv);
+void dpdk_caps(void*, port_caps* c) {
   c->rx = true;
   c->tx = true;
   c->max_rx_queues = k_max_queues;  // gnio RX rings are software rings the engine steers into
@@ -256,7 +259,6 @@ void dpdk_caps(void* priv, port_caps* c) {
   c->max_ring_descs = 1u << 20;
   c->rx_timestamps = false;
   c->finite = false;
-  (void)p;
 }
 
 error dpdk_start(void* priv) {
@@ -274,15 +276,14 @@ error dpdk_start(void* priv) {
 status dpdk_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<port*>(priv);
   *produced = 0;
-  if (!p->started || lane >= p->lane_rr.size()) {
-    std::lock_guard lk(p->err_mu);
-    if (p->last_error.empty()) p->last_error = fmt::format("dpdk: port {}: receive on a port that is not started", p->port_id);
+  if (!p->started || lane >= p->lanes.size()) {
+    p->failure.set(fmt::format("dpdk: port {}: receive on a port that is not started", p->port_id));
     return status::bad_state;
   }
-  const uint32_t nl = static_cast<uint32_t>(p->lane_rr.size());
+  const uint32_t nl = static_cast<uint32_t>(p->lanes.size());
   const uint32_t mine = (p->nqueues - lane + nl - 1) / nl;  // DPDK queues lane, lane + nl, ...
-  uint32_t& rr = p->lane_rr[lane];
-  auto& scratch = p->lane_scratch[lane];
+  uint32_t& rr = p->lanes[lane].rr;
+  auto& scratch = p->lanes[lane].scratch;
   uint32_t total = 0;
   uint64_t bytes = 0;
   rte_mbuf* bufs[k_burst];
@@ -322,8 +323,7 @@ error dpdk_set_lanes(void* priv, uint32_t lanes) {
   if (lanes == 0 || lanes > p->nqueues)
     return fail(status::invalid_value, "dpdk: lanes={} needs queues={} or more: each lane polls its own DPDK queues",
                 lanes, lanes);
-  p->lane_rr.assign(lanes, 0);
-  p->lane_scratch.assign(lanes, {});
+  p->lanes.assign(lanes, {});
   return {};
 }
 
@@ -333,8 +333,10 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
   if (!p->started) return fail(status::bad_state, "dpdk: port {}: transmit on a port that is not started", p->port_id);
   uint32_t too_big = 0, i = 0;
   uint64_t bytes = 0;
-  while (i < n) {
+  error stopped;  // why the rest of the frames (from i on) were not sent
+  while (i < n && !stopped) {
     rte_mbuf* bufs[k_burst];
+    uint32_t lens[k_burst];  // the driver may free an mbuf as soon as it takes it
     uint16_t m = 0;
     for (; i < n && m < k_burst; ++i) {
       if (frames[i].len == 0 || frames[i].len > k_max_frame) {
@@ -342,37 +344,32 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
         continue;
       }
       rte_mbuf* b = rte_pktmbuf_alloc(p->pool);
-      if (!b) break;
+      if (!b) {
+        stopped = fail(status::no_memory, "dpdk: port {}: no free mbuf for TX", p->port_id);
+        break;
+      }
       std::memcpy(rte_pktmbuf_append(b, static_cast<uint16_t>(frames[i].len)), frames[i].data, frames[i].len);
+      lens[m] = frames[i].len;
       bufs[m++] = b;
-      bytes += frames[i].len;
     }
     uint16_t done = 0;
     // A full TX ring drains within microseconds; give it a bounded while.
     for (int tries = 0; done < m && tries < 10000; ++tries)
       done = static_cast<uint16_t>(done + rte_eth_tx_burst(p->port_id, 0, bufs + done, static_cast<uint16_t>(m - done)));
+    for (uint16_t k = 0; k < done; ++k) bytes += lens[k];
     *sent += done;
     if (done < m) {
-      for (uint16_t k = done; k < m; ++k) bytes -= rte_pktmbuf_pkt_len(bufs[k]);
       rte_pktmbuf_free_bulk(bufs + done, m - done);
-      bump(p->tx_errors, n - *sent - too_big);
-      bump(p->tx_frames, *sent);
-      bump(p->tx_bytes, bytes);
-      return fail(status::full, "dpdk: port {}: the TX ring stayed full; {} frame(s) not sent", p->port_id,
-                  n - *sent - too_big);
-    }
-    if (m == 0 && i < n && too_big == 0) {
-      bump(p->tx_errors, n - *sent);
-      return fail(status::no_memory, "dpdk: port {}: no free mbuf for TX", p->port_id);
+      stopped = fail(status::full, "dpdk: port {}: the TX ring stayed full", p->port_id);
     }
   }
   bump(p->tx_frames, *sent);
   bump(p->tx_bytes, bytes);
-  if (too_big) {
-    bump(p->tx_errors, too_big);
+  if (*sent < n) bump(p->tx_errors, n - *sent);
+  if (stopped) return error(stopped.code(), fmt::format("{}; {} frame(s) not sent", stopped.message(), n - *sent));
+  if (too_big)
     return fail(status::too_big, "dpdk: port {}: {} frame(s) empty or longer than {} bytes not sent", p->port_id,
                 too_big, k_max_frame);
-  }
   return {};
 }
 
@@ -403,11 +400,7 @@ void dpdk_counters(void* priv, counters* c) {
   c->tx_errors = p->tx_errors.load(std::memory_order_relaxed);
 }
 
-const char* dpdk_last_error(void* priv) {
-  auto* p = static_cast<port*>(priv);
-  std::lock_guard lk(p->err_mu);
-  return p->last_error.c_str();
-}
+const char* dpdk_last_error(void* priv) { return static_cast<port*>(priv)->failure.text(); }
 
 }  // namespace
 
