@@ -417,9 +417,8 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   {
     std::string last_why;
     for (auto it = ctxs.begin(); it != ctxs.end();) {
-      std::string why;
-      for (const auto& v : evaluate_caps(p->caps(), backend_of(opt.port), (*it)->info, built_with_cuda()))
-        if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success) why = v.reason;
+      const error verdict = check_receive_kernels(p->caps(), backend_of(opt.port), (*it)->info, built_with_cuda());
+      const std::string why = verdict ? verdict.message() : "";
       if (why.empty()) {
         ++it;
         continue;

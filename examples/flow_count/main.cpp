@@ -126,10 +126,9 @@ int main(int argc, char** argv) {
   if (!p) return fail_with(p.err(), "port");
   // A GPU that fails the capability check for this port is reported and left out.
   for (auto it = ctxs.begin(); it != ctxs.end();) {
-    std::string why;
-    for (const auto& v : gnio::evaluate_caps(p->caps(), port_dev.substr(0, port_dev.find(':')), (*it)->g.info(),
-                                             gnio::built_with_cuda()))
-      if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != gnio::status::success) why = v.reason;
+    const auto verdict = gnio::check_receive_kernels(p->caps(), port_dev.substr(0, port_dev.find(':')),
+                                                     (*it)->g.info(), gnio::built_with_cuda());
+    const std::string why = verdict ? verdict.message() : "";
     if (!why.empty()) {
       fmt::print(stderr, "flow_count: leaving out {}: {}\n", (*it)->g.info().name, why);
       if (it == ctxs.begin()) return fail_with(gnio::error(gnio::status::not_supported, why), "gpu");

@@ -48,4 +48,11 @@ struct feature_verdict {
 [[nodiscard]] std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_view backend,
                                                          const gpu_info& dev, bool cuda_built);
 
+// What an application checks before it gives a device receive queues: can it
+// run persistent kernels that receive from this port at block scope (the
+// "kernels" and "recv_block" verdicts above)? success, or not_supported with
+// the reason.
+[[nodiscard]] error check_receive_kernels(const port_caps& port, std::string_view backend, const gpu_info& dev,
+                                          bool cuda_built);
+
 }  // namespace gnio

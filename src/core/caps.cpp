@@ -62,4 +62,10 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
   return out;
 }
 
+error check_receive_kernels(const port_caps& port, std::string_view backend, const gpu_info& dev, bool cuda_built) {
+  for (const auto& v : evaluate_caps(port, backend, dev, cuda_built))
+    if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success) return error(v.code, v.reason);
+  return {};
+}
+
 }  // namespace gnio

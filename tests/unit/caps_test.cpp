@@ -52,6 +52,24 @@ TEST(Caps, ModernGpuAndFullBackendSupportEverythingButGpuCpuMemory) {
   EXPECT_NE(gc.reason.find("GDRCopy"), std::string::npos);
 }
 
+// The summary apps use before giving a device receive queues.
+TEST(Caps, CheckReceiveKernelsGivesTheVerdictAndItsReason) {
+  EXPECT_FALSE(gnio::check_receive_kernels(full_port(), "gen", h200(), true));
+  auto old = h200();
+  old.cc_major = 3;
+  old.cc_minor = 7;
+  const auto e = gnio::check_receive_kernels(full_port(), "gen", old, true);
+  EXPECT_EQ(e.code(), gnio::status::not_supported);
+  EXPECT_NE(e.message().find("compute capability 3.7"), std::string::npos) << e.message();
+  auto no_rx = full_port();
+  no_rx.rx = false;
+  const auto r = gnio::check_receive_kernels(no_rx, "pcap", h200(), true);
+  EXPECT_EQ(r.code(), gnio::status::not_supported);
+  EXPECT_NE(r.message().find("backend pcap cannot receive"), std::string::npos) << r.message();
+  EXPECT_EQ(gnio::check_receive_kernels(full_port(), "gen", h200(), false).code(), gnio::status::not_supported)
+      << "a build without CUDA cannot run kernels on a GPU";
+}
+
 TEST(Caps, OldGpuIsRefusedWithItsComputeCapability) {
   auto g = h200();
   g.name = "Tesla K80";
