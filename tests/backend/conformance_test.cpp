@@ -32,6 +32,7 @@
 #include <gnio/gnio.hpp>
 
 #include "conformance_kernels.hpp"
+#include "support/frames.hpp"
 
 using namespace std::chrono_literals;
 using frames = std::vector<std::vector<uint8_t>>;
@@ -51,17 +52,11 @@ gnio::gpu open_gpu() {
   return std::move(g).value();
 }
 
-frames read_pcap(const std::string& path) {
-  char err[PCAP_ERRBUF_SIZE];
-  frames out;
-  pcap_t* p = pcap_open_offline(path.c_str(), err);
-  EXPECT_NE(p, nullptr) << err;
-  if (!p) return out;
-  EXPECT_EQ(pcap_datalink(p), DLT_EN10MB);
-  pcap_pkthdr* h;
-  const u_char* d;
-  while (pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
-  pcap_close(p);
+// A bundled capture's frames; the suite's ports deliver Ethernet.
+frames read_ethernet_pcap(const std::string& path) {
+  int link = -1;
+  frames out = gnio::test::read_pcap(path, &link);
+  EXPECT_EQ(link, DLT_EN10MB) << path;
   return out;
 }
 
@@ -91,16 +86,6 @@ frames gen_frames(const std::string& dev, size_t n) {
   return out;
 }
 
-// Sends frames from the host through a TX queue of a host-executor port.
-void host_send(const gnio::device::txq& t, const std::vector<uint8_t>& f) {
-  using namespace gnio::device;
-  uint64_t idx = 0;
-  ASSERT_EQ(tx_reserve(t, 1, 5'000'000'000ull, &idx), gnio::status::success);
-  std::memcpy(t.buf_addr(idx), f.data(), f.size());
-  tx_prepare(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()));
-  tx_commit(t, 1);
-  tx_doorbell(t);
-}
 
 // Receives n frames on the host from an RX queue of a host-executor port.
 frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds timeout) {
@@ -208,7 +193,7 @@ struct source {
   }
   void send_one(const std::vector<uint8_t>& f) {
     if (on_link(k)) raw_send(raw_tx, f);
-    else host_send(peer_tx, f);
+    else gnio::test::host_send(peer_tx, f);
   }
   frames peer_recv(size_t n, std::chrono::milliseconds timeout) {
     return on_link(k) ? raw_recv(raw_rx, n, timeout) : host_recv(peer_rx, n, timeout);
@@ -246,9 +231,9 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
   if (k == kind::pcap) {
     if (n == 1) {
       s->dev = "pcap:file=" + data("truncated_dns.pcap");
-      s->expected = read_pcap(data("truncated_dns.pcap"));
+      s->expected = read_ethernet_pcap(data("truncated_dns.pcap"));
     } else {
-      const frames one = read_pcap(data("dns_icmp.pcap"));
+      const frames one = read_ethernet_pcap(data("dns_icmp.pcap"));
       const size_t loops = (n + one.size() - 1) / one.size();
       s->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=" + std::to_string(loops);
       for (size_t i = 0; i < loops; ++i) s->expected.insert(s->expected.end(), one.begin(), one.end());
@@ -490,7 +475,7 @@ TEST_P(ring_conformance, tx_round_trip) {
   EXPECT_EQ(st.txq[*d.txq].bad_addr, 0u);
   EXPECT_EQ(st.tx_frames, total);
   d.finish();
-  if (src->k == kind::pcap) back = read_pcap(out);
+  if (src->k == kind::pcap) back = read_ethernet_pcap(out);
   if (src->k != kind::gen) {
     ASSERT_EQ(back.size(), total);
     for (size_t i = 0; i < total; ++i) ASSERT_EQ(back[i], src->expected[i]) << "frame " << i << " differs";

@@ -41,8 +41,12 @@
 #include <gnio/device/tx.hpp>
 #include <gnio/gnio.hpp>
 
+#include "support/frames.hpp"
+
 using namespace std::chrono_literals;
 using frame = std::vector<uint8_t>;
+using gnio::test::host_send;
+
 
 namespace {
 
@@ -202,16 +206,6 @@ void collect(const gnio::device::rxq& q, collected& c) {
     c.wire_lens.push_back(gnio::device::pkt_wire_len(q, first + i));
     c.ts.push_back(gnio::device::pkt_timestamp_ns(q, first + i));
   }
-}
-
-void host_send(const gnio::device::txq& t, const frame& f) {
-  using namespace gnio::device;
-  uint64_t idx = 0;
-  ASSERT_EQ(tx_reserve(t, 1, 5'000'000'000ull, &idx), gnio::status::success);
-  std::memcpy(t.buf_addr(idx), f.data(), f.size());
-  tx_prepare(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()));
-  tx_commit(t, 1);
-  tx_doorbell(t);
 }
 
 uint64_t realtime_ns() {

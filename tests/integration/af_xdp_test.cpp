@@ -42,8 +42,12 @@
 #include <thread>
 #include <vector>
 
+#include "support/frames.hpp"
+
 using namespace std::chrono_literals;
 using frame = std::vector<uint8_t>;
+using gnio::test::host_send;
+
 
 namespace {
 
@@ -204,16 +208,6 @@ struct consumer {
     }
   }
 };
-
-void host_send(const gnio::device::txq& t, const frame& f) {
-  using namespace gnio::device;
-  uint64_t idx = 0;
-  ASSERT_EQ(tx_reserve(t, 1, 5'000'000'000ull, &idx), gnio::status::success);
-  std::memcpy(t.buf_addr(idx), f.data(), f.size());
-  tx_prepare(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()));
-  tx_commit(t, 1);
-  tx_doorbell(t);
-}
 
 template <class Pred>
 bool wait_for(Pred pred, std::chrono::milliseconds timeout) {

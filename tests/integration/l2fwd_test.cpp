@@ -6,8 +6,6 @@
 //
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
 // GPU); GNIO_TEST_DATA_DIR and GNIO_L2FWD_BIN override the paths compiled in.
-#include <pcap/pcap.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -18,12 +16,14 @@
 
 #include <gnio/gpu.hpp>
 
+#include "support/frames.hpp"
 #include "support/process.hpp"
 
 namespace {
 
 using gnio::test::env_or;
 using frame = std::vector<uint8_t>;
+using gnio::test::read_pcap;
 
 const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
 const std::string k_bin = env_or("GNIO_L2FWD_BIN", GNIO_L2FWD_BIN);
@@ -35,18 +35,6 @@ std::string gpu_selector() { return k_exec == "cuda" ? "0" : "host"; }
   do {                                                                                               \
     if (k_exec == "cuda" && gnio::list_gpus().empty()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no GPU"; \
   } while (0)
-
-std::vector<frame> read_pcap(const std::string& path) {
-  std::vector<frame> out;
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline(path.c_str(), err);
-  if (!p) return out;
-  pcap_pkthdr* h;
-  const u_char* d;
-  while (pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
-  pcap_close(p);
-  return out;
-}
 
 frame swapped(frame f) {
   if (f.size() >= 12) std::swap_ranges(f.begin(), f.begin() + 6, f.begin() + 6);

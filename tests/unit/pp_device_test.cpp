@@ -28,12 +28,14 @@
 
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "support/frames.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
 using gnio::device::parsed_pkt;
 using gnio::pp::counters;
 using bytes = std::vector<uint8_t>;
+using gnio::test::read_pcap;
 
 namespace {
 
@@ -234,19 +236,6 @@ void write_pcap(const std::string& path, const std::vector<bytes>& frames) {
   }
   pcap_dump_close(d);
   pcap_close(dead);
-}
-
-std::vector<bytes> read_pcap(const std::string& path) {
-  char err[PCAP_ERRBUF_SIZE];
-  std::vector<bytes> out;
-  pcap_t* p = pcap_open_offline(path.c_str(), err);
-  EXPECT_NE(p, nullptr) << err;
-  if (!p) return out;
-  pcap_pkthdr* h;
-  const u_char* d;
-  while (pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
-  pcap_close(p);
-  return out;
 }
 
 // One line per frame, tab-separated fields, as tshark -T fields prints them.
