@@ -16,11 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flow_count_rate import machine  # noqa: E402
 
 
-APP = "flow_count"
-
-
-def cmd_for(binary, gpu, port, queues, path):
-    sub = ["pp"] if APP == "pp" else []
+def cmd_for(app, binary, gpu, port, queues, path):
+    sub = ["pp"] if app == "pp" else []
     return [binary, *sub, "--port", port, "--gpu", gpu, "--queues", str(queues), "--stats-interval", "0", "--json", path]
 
 
@@ -56,8 +53,6 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported")
     ap.add_argument("--host", action="store_true", help="host executors instead of GPUs (to try the script)")
     a = ap.parse_args()
-    global APP
-    APP = a.app
     m = machine()
     print(f"bench: multi-GPU receive rate of {a.app}, machine {json.dumps(m)}")
     tmp = tempfile.mkdtemp()
@@ -71,9 +66,9 @@ def main():
     # ratio is taken between medians.
     rounds = []
     for k in range(a.repeat):
-        single = run_many([cmd_for(a.bin, sel(0), port, a.queues, f"{tmp}/single.json")])[0]
-        together = run_many([cmd_for(a.bin, sel(g), port, a.queues, f"{tmp}/g{g}.json") for g in range(a.gpus)])
-        spread = run_many([cmd_for(a.bin, gpus, port_all, a.queues * a.gpus, f"{tmp}/spread.json")])[0]
+        single = run_many([cmd_for(a.app, a.bin, sel(0), port, a.queues, f"{tmp}/single.json")])[0]
+        together = run_many([cmd_for(a.app, a.bin, sel(g), port, a.queues, f"{tmp}/g{g}.json") for g in range(a.gpus)])
+        spread = run_many([cmd_for(a.app, a.bin, gpus, port_all, a.queues * a.gpus, f"{tmp}/spread.json")])[0]
         total = sum(r.get("mpps", 0) for r in together)
         for r in [single, *together, spread]:
             print(f"bench: round {k + 1}: {r['command']}\n       -> {r.get('mpps', 0):.2f} Mpps (rc {r['rc']})")
