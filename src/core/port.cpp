@@ -141,25 +141,24 @@ bool port_state::deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t w
 
 // Writes one frame into q's next slot (not yet published), or counts it
 // missed when q is full. The caller is q's only writer at the time.
-bool port_state::put(rxq_state& qs, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns,
+bool port_state::put(rxq_state& q, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns,
                      uint32_t hash, uint16_t cls, uint16_t flags) {
-  rxq_state* q = &qs;
-  q->offered.add();
-  if (q->free_slots() == 0) {
-    q->missed.add();  // never overwrite a slot the kernel still owns
+  q.offered.add();
+  if (q.free_slots() == 0) {
+    q.missed.add();  // never overwrite a slot the kernel still owns
     return false;
   }
-  const uint64_t idx = q->prod;
-  const uint32_t slot = static_cast<uint32_t>(idx & q->mask);
+  const uint64_t idx = q.prod;
+  const uint32_t slot = static_cast<uint32_t>(idx & q.mask);
   uint32_t n = len;
-  if (n > q->cfg.stride) {
-    n = q->cfg.stride;
+  if (n > q.cfg.stride) {
+    n = q.cfg.stride;
     flags |= device::rx_flag_truncated;
-    q->truncated.add();
+    q.truncated.add();
   }
   if (wire_len > len) flags |= device::rx_flag_truncated;
-  std::memcpy(q->pkts_host + static_cast<size_t>(slot) * q->cfg.stride, frame, n);
-  device::rx_cqe& c = q->cq_host[slot];
+  std::memcpy(q.pkts_host + static_cast<size_t>(slot) * q.cfg.stride, frame, n);
+  device::rx_cqe& c = q.cq_host[slot];
   c.len = n;
   c.wire_len = wire_len < n ? n : wire_len;
   c.ts_ns = ts_ns ? ts_ns : realtime_ns();
@@ -167,8 +166,8 @@ bool port_state::put(rxq_state& qs, const uint8_t* frame, uint32_t len, uint32_t
   c.cls = cls;
   c.flags = flags;
   c.port_id = 0;
-  q->prod = idx + 1;
-  q->bytes.add(n);
+  q.prod = idx + 1;
+  q.bytes.add(n);
   return true;
 }
 
@@ -188,18 +187,17 @@ void port_state::flush_rx(lane& l) {
 // Publishes q's completions written since the last publish. With packet
 // memory on the GPU, the staged bytes are copied there first. The caller is
 // q's only writer at the time.
-void port_state::publish(rxq_state& qs) {
-  rxq_state* q = &qs;
-  if (q->published == q->prod) return;
-  if (q->stage.host_ptr) {
+void port_state::publish(rxq_state& q) {
+  if (q.published == q.prod) return;
+  if (q.stage.host_ptr) {
     // Copy the slot range [published, prod), in at most two pieces around the wrap.
-    uint64_t from = q->published;
-    while (from < q->prod) {
-      uint32_t s = static_cast<uint32_t>(from & q->mask);
-      uint64_t n = std::min<uint64_t>(q->prod - from, q->cfg.num_descs - s);
-      size_t off = static_cast<size_t>(s) * q->cfg.stride;
-      if (auto e = q->owner->dev->copy_to_exec(static_cast<uint8_t*>(q->pkts.exec_ptr) + off, q->pkts_host + off,
-                                           static_cast<size_t>(n) * q->cfg.stride);
+    uint64_t from = q.published;
+    while (from < q.prod) {
+      uint32_t s = static_cast<uint32_t>(from & q.mask);
+      uint64_t n = std::min<uint64_t>(q.prod - from, q.cfg.num_descs - s);
+      size_t off = static_cast<size_t>(s) * q.cfg.stride;
+      if (auto e = q.owner->dev->copy_to_exec(static_cast<uint8_t*>(q.pkts.exec_ptr) + off, q.pkts_host + off,
+                                           static_cast<size_t>(n) * q.cfg.stride);
           e) {
         set_engine_error(std::move(e));
         return;
@@ -207,13 +205,13 @@ void port_state::publish(rxq_state& qs) {
       from += n;
     }
   }
-  for (uint64_t i = q->published; i < q->prod; ++i) {
+  for (uint64_t i = q.published; i < q.prod; ++i) {
     // Pairs with the acquire fence in device::detail::poll(): the entry's
     // fields and the packet bytes are written before the owner flips.
-    __atomic_store_n(&q->cq_host[i & q->mask].owner, device::rx_phase(i, q->log2), __ATOMIC_RELEASE);
+    __atomic_store_n(&q.cq_host[i & q.mask].owner, device::rx_phase(i, q.log2), __ATOMIC_RELEASE);
   }
-  q->delivered.add(q->prod - q->published);
-  q->published = q->prod;
+  q.delivered.add(q.prod - q.published);
+  q.published = q.prod;
 }
 
 void port_state::mark_eos(lane& l) {
