@@ -23,7 +23,10 @@ struct port_state;
 
 struct rxq_config {
   uint32_t num_descs = 1024;  // power of two; the ring's depth
-  uint32_t stride = 2048;     // bytes per packet slot; longer frames are cut (and flagged)
+  uint32_t stride = 2048;     // the largest frame a buffer holds; longer frames are cut (and flagged)
+  // Where frames land. automatic: by reference in the backend's RX pool when
+  // it has one, else mapped pinned host memory (cpu_gpu). gpu: GPU memory,
+  // filled by asynchronous copies from pinned staging.
   mem_type pkt_mem = mem_type::automatic;
   // Consumed by a CPU thread rather than a kernel (e.g. TCP control on the
   // CPU): everything is placed in host-visible memory; use rxq_host().
@@ -65,6 +68,13 @@ struct txq_stats {
   uint64_t bad_addr = 0;   // descriptor address outside registered memory (completed, not sent)
 };
 
+// One engine thread (lanes=N gives N). busy_ns / frames is what the engine
+// spends per frame: the backend's burst plus writing and publishing it.
+struct lane_stats {
+  uint64_t frames = 0;   // frames the lane took from the backend
+  uint64_t busy_ns = 0;  // time spent on bursts that carried frames
+};
+
 struct port_stats {
   uint64_t rx_frames = 0;    // frames the backend produced
   uint64_t rx_bytes = 0;
@@ -78,6 +88,7 @@ struct port_stats {
   bool rx_ended = false;     // the backend reported end of stream
   std::vector<rxq_stats> rxq;
   std::vector<txq_stats> txq;
+  std::vector<lane_stats> lanes;  // while started and after (empty before start)
 };
 
 class port {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -62,7 +65,38 @@ cuda_env query_cuda_env() {
 }
 
 namespace detail {
+
+result<void*> map_anonymous(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED)
+    return fail(status::no_memory, "mapping {} bytes of anonymous memory: {}", bytes, std::strerror(errno));
+  return p;
+}
+
+void unmap_anonymous(void* p, size_t bytes) noexcept {
+  if (p) (void)munmap(p, bytes);
+}
+
 namespace {
+
+// Copies on the host are plain memcpy: done when they return.
+class host_copy_queue final : public copy_queue {
+ public:
+  error to_exec(void* d, const void* s, size_t n) override {
+    std::memcpy(d, s, n);
+    return {};
+  }
+  error from_exec(void* d, const void* s, size_t n) override {
+    std::memcpy(d, s, n);
+    return {};
+  }
+  result<uint64_t> mark() override { return ++ticket_; }
+  result<bool> done(uint64_t) override { return true; }
+  error wait() override { return {}; }
+
+ private:
+  uint64_t ticket_ = 0;
+};
 
 // On the host pseudo-device every memory type is ordinary host memory: the
 // executor and the backend are both CPU threads.
@@ -96,6 +130,20 @@ class host_device final : public device_ops {
   }
   result<mem_block> alloc_staging(size_t bytes) override { return alloc(bytes, mem_type::cpu_gpu); }
   error bind_thread() override { return {}; }
+  result<std::unique_ptr<copy_queue>> make_copy_queue() override {
+    std::unique_ptr<copy_queue> q = std::make_unique<host_copy_queue>();
+    return q;
+  }
+  result<mem_block> alloc_pool(size_t bytes) override {
+    auto p = map_anonymous(bytes);
+    if (!p) return p.err();
+    mem_block b;
+    b.exec_ptr = b.host_ptr = *p;
+    b.bytes = bytes;
+    b.type = mem_type::cpu_gpu;
+    return b;
+  }
+  void release_pool(const mem_block& b) noexcept override { unmap_anonymous(b.host_ptr, b.bytes); }
 };
 
 bool is_bus_id(std::string_view s) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
+#include "gnio/backend/ring.hpp"
 #include "gnio/device/pkt.hpp"
 #include "gnio/gpu.hpp"
 #include "gnio/kernel.hpp"
@@ -18,6 +20,18 @@
 #include "log_internal.hpp"
 
 namespace gnio::detail {
+
+// An ordered queue of asynchronous copies between host and executor memory:
+// a CUDA stream of its own on a GPU, plain memcpy (done at once) on the host.
+struct copy_queue {
+  virtual ~copy_queue() = default;
+  virtual error to_exec(void* exec_dst, const void* host_src, size_t n) = 0;
+  virtual error from_exec(void* host_dst, const void* exec_src, size_t n) = 0;
+  // A ticket for every copy queued so far; done(ticket) polls it, in order.
+  virtual result<uint64_t> mark() = 0;
+  virtual result<bool> done(uint64_t ticket) = 0;
+  virtual error wait() = 0;  // every copy queued so far has finished
+};
 
 // What differs between the host pseudo-device and a CUDA GPU.
 struct device_ops {
@@ -32,7 +46,17 @@ struct device_ops {
   virtual result<mem_block> alloc_staging(size_t bytes) = 0;
   // Makes the calling thread use this device (cudaSetDevice); no-op on the host.
   virtual error bind_thread() = 0;
+  virtual result<std::unique_ptr<copy_queue>> make_copy_queue() = 0;
+  // A backend's RX pool: page-aligned anonymous memory the kernel can pin
+  // (AF_XDP, DPDK external memory), registered as mapped pinned memory for
+  // every GPU. Freed only with release_pool.
+  virtual result<mem_block> alloc_pool(size_t bytes) = 0;
+  virtual void release_pool(const mem_block& b) noexcept = 0;
 };
+
+// Anonymous page-aligned memory, zeroed (for RX pools).
+result<void*> map_anonymous(size_t bytes);
+void unmap_anonymous(void* p, size_t bytes) noexcept;
 
 // A single-writer counter other threads may read at any time.
 struct counter {
@@ -57,6 +81,8 @@ struct gpu_state {
 std::unique_ptr<device_ops> make_host_device();
 // The engine's RSS hash: equals device::flow_hash (Toeplitz, Microsoft key).
 uint32_t steering_hash(const device::flow_key& k);
+// Frame class for steering, from the parsed headers.
+device::rx_class classify(const device::parsed_pkt& p);
 #if defined(GNIO_HAVE_CUDA)
 result<std::unique_ptr<device_ops>> make_cuda_device(int ordinal, gpu_info* info);
 std::vector<gpu_info> cuda_list(std::string* why);
@@ -64,13 +90,6 @@ cuda_env cuda_query_env();
 result<int> cuda_ordinal_from_bus_id(const std::string& bus_id);
 #endif
 
-// Memory the engine may read a TX descriptor from.
-struct region {
-  uintptr_t exec = 0;
-  uint8_t* host = nullptr;  // null: reachable only through copy_from_exec
-  size_t bytes = 0;
-  device_ops* dev = nullptr;  // the device whose memory it is
-};
 
 struct rxq_state {
   uint32_t id = 0;
@@ -78,14 +97,22 @@ struct rxq_state {
   rxq_config cfg;
   bool alive = true;
   mem_block pkts, cq, cons, next, eos, stage;
-  uint8_t* pkts_host = nullptr;  // where the engine writes bytes: the slots, or staging for GPU memory
+  // Buffers by reference from the port's RX pool (no packet memory of its
+  // own); otherwise an area of its own, in pkts.
+  bool pool = false;
+  // The area is GPU memory: frames are written to stage (pinned, same
+  // offsets) and copied over before they are published.
+  bool staged = false;
+  uint64_t staged_head = 0;  // area bytes handed to the copy queue so far
+  std::unique_ptr<copy_queue> copies;
+  struct inflight_copy {
+    uint64_t upto;    // entries below this wait for the copy
+    uint64_t ticket;  // of copies
+  };
+  std::deque<inflight_copy> inflight;
+  backend::rx_ring_writer w;
   device::rx_cqe* cq_host = nullptr;
   uint64_t* cons_host = nullptr;
-  uint32_t* eos_host = nullptr;
-  uint32_t mask = 0, log2 = 0;
-  uint64_t prod = 0;        // next index the engine writes
-  uint64_t published = 0;   // completions published so far (prod - published are pending)
-  uint64_t cons_cache = 0;  // last consumer index read
   counter offered, delivered, missed, bytes, truncated;
   device::rxq view{};
   device::rxq host_view{};  // valid when host_consumer
@@ -95,10 +122,10 @@ struct rxq_state {
   bool shared = false;
   std::atomic<bool> lock{false};
   std::atomic<uint32_t> writers_left{0};
+  bool ended = false;  // its end mark is stored
 
-  [[nodiscard]] uint32_t free_slots() noexcept;
   void acquire() noexcept {
-    // Pairs with the release in release(): the previous writer's slots and
+    // Pairs with the release in release(): the previous writer's entries and
     // indices are visible to the next.
     while (lock.exchange(true, std::memory_order_acquire))
       while (lock.load(std::memory_order_relaxed)) {
@@ -113,10 +140,7 @@ struct txq_state {
   txq_config cfg;
   bool alive = true;
   mem_block ring, bufs, doorbell, done, prod;
-  device::tx_desc* ring_host = nullptr;
-  uint64_t* doorbell_host = nullptr;
-  uint64_t* done_host = nullptr;
-  uint64_t done_local = 0;
+  backend::tx_ring_reader r;
   counter sent, bytes, errors, bad_addr;
   device::txq view{};
   device::txq host_view{};  // valid when host_producer
@@ -125,6 +149,34 @@ struct txq_state {
 // configured -> started -> stopped -> closed; a stopped port is not restarted
 // (its rings keep the finished run's indices and end marks).
 enum class port_phase { configured, started, stopped, closed };
+
+struct port_state;
+
+// One engine thread: it writes the RX queues in `rx`, steering into them by
+// `groups`, and (lane 0) drains TX.
+struct lane_state {
+  port_state* port = nullptr;
+  uint32_t index = 0;
+  std::vector<rxq_state*> rx;       // the queues this lane writes (some maybe shared)
+  std::vector<uint32_t> groups[8];  // per rx_class: indices into rx
+  bool single = false;              // one queue and no rules: nothing to steer
+  bool ended = false;
+  rxq_state* reserved = nullptr;    // the queue of an open reserve(), until commit()
+  backend::steer_info reserved_si;
+  std::unique_ptr<copy_queue> copies;  // TX reads from GPU memory (lane 0)
+  std::vector<uint32_t> released;   // pool buffers on their way back to the backend
+  counter frames, busy_ns;          // frames taken from the backend, time spent on them
+};
+
+// A TX descriptor's memory: the range [exec, exec + bytes) on the executor,
+// at host (null: reachable only by copies through dev).
+struct region {
+  uintptr_t exec = 0;
+  uint8_t* host = nullptr;
+  size_t bytes = 0;
+  device_ops* dev = nullptr;
+  bool pool = false;  // the port's RX pool
+};
 
 struct port_state {
   std::shared_ptr<gpu_state> gpu;
@@ -136,6 +188,9 @@ struct port_state {
   std::string tx_pcap_path;    // tx_pcap=: a copy of every transmitted frame goes here
   void* tx_pcap = nullptr;     // pcap_t* (dead handle) and pcap_dumper_t* while started
   void* tx_dumper = nullptr;
+  // The backend's RX pool (rx_pool_setup), if it has one.
+  mem_block pool;
+  uint32_t pool_buf_bytes = 0;
 
   std::mutex mu;  // guards phase and the queue lists against concurrent control calls
   port_phase phase = port_phase::configured;
@@ -146,17 +201,8 @@ struct port_state {
   std::vector<uint32_t> default_queues;
   std::atomic<int> kernels_running{0};
 
-  // Engine: one thread per lane. Lane i owns the RX queues whose position is
-  // i mod lanes and steers only into them; lane 0 also drains TX.
-  struct lane {
-    port_state* port = nullptr;
-    uint32_t index = 0;
-    std::vector<rxq_state*> rx;       // the queues this lane writes (some maybe shared)
-    std::vector<uint32_t> groups[8];  // per rx_class: indices into rx
-    bool ended = false;
-  };
   uint32_t num_lanes = 1;
-  std::vector<std::unique_ptr<lane>> lanes;
+  std::vector<std::unique_ptr<lane_state>> lanes;
   std::vector<std::thread> engines;
   std::atomic<uint32_t> lanes_ended{0};
   std::atomic<bool> stop_req{false};
@@ -164,25 +210,35 @@ struct port_state {
   std::mutex err_mu;
   error engine_err;
   counter rx_unsteered;
-  std::vector<region> regions;  // fixed at start
+  std::vector<region> regions;  // fixed at start, sorted by exec address
   std::vector<txq_state*> live_tx;
   mem_block tx_stage;
+  uint32_t tx_warnings = 0;  // transmit failures logged so far (engine lane 0 only)
 
   ~port_state();
   void teardown() noexcept;
-  void engine_main(lane& l);
-  bool deliver(lane& l, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns);
-  bool put(rxq_state& q, const uint8_t* frame, uint32_t len, uint32_t wire_len, uint64_t ts_ns, uint32_t hash,
-           uint16_t cls, uint16_t flags);
-  void flush_rx(lane& l);
-  void publish(rxq_state& q);
   void join_engines() noexcept;
-  bool drain_tx();
-  void mark_eos(lane& l);
   void set_engine_error(error e);
   void close_tx_pcap() noexcept;
   void release_tx_stage() noexcept;  // the engine's TX staging buffer, if any
 };
+
+// The engine (engine.cpp).
+void engine_main(lane_state& l);
+
+// Steering groups and lanes (steering.cpp): which queues each lane writes and
+// steers into. rx are the port's live RX queues; a group with fewer members
+// than lanes is shared by all lanes (those queues take a lock).
+struct lane_plan {
+  struct lane {
+    std::vector<uint32_t> rx;         // queue positions in rx
+    std::vector<uint32_t> groups[8];  // per rx_class: indices into this lane's rx
+  };
+  std::vector<lane> lanes;
+  std::vector<uint32_t> writers;  // per queue position: how many lanes write it
+};
+lane_plan plan_lanes(const std::vector<uint32_t>& rx_ids, const std::vector<steering_rule>& rules,
+                     const std::vector<uint32_t>& default_queues, uint32_t num_lanes);
 
 struct sem_state {
   std::shared_ptr<gpu_state> gpu;

@@ -71,10 +71,15 @@ frames gen_frames(const std::string& dev, size_t n) {
   EXPECT_FALSE(e) << e.what();
   if (e) return out;
   if (ops->start) EXPECT_FALSE(ops->start(priv));
-  gnio::backend::rx_sink sink{&out, [](void* ctx, const uint8_t* f, uint32_t len, uint32_t, uint64_t) {
-                                static_cast<frames*>(ctx)->emplace_back(f, f + len);
-                                return true;
-                              }};
+  struct collect : gnio::backend::rx_lane::collector {
+    frames* out;
+    bool take(const uint8_t* f, uint32_t len, uint32_t, uint64_t) override {
+      out->emplace_back(f, f + len);
+      return true;
+    }
+  } c;
+  c.out = &out;
+  gnio::backend::rx_lane sink(c);
   while (out.size() < n) {
     uint32_t got = 0;
     auto s = ops->rx_burst(priv, sink, static_cast<uint32_t>(std::min<size_t>(256, n - out.size())), &got);

@@ -31,7 +31,7 @@ namespace {
 using gnio::status;
 using gnio::backend::devargs;
 using gnio::backend::gen_ops;
-using gnio::backend::rx_sink;
+using gnio::backend::rx_lane;
 using frame_fn = std::function<void(const uint8_t* f, uint32_t len, uint64_t ts_ns)>;
 
 struct port {
@@ -57,11 +57,19 @@ void must_open(const std::string& opts, port& p) {
   ASSERT_TRUE(gen_ops.start(p.priv).ok());
 }
 
-bool call_fn(void* ctx, const uint8_t* f, uint32_t len, uint32_t wire_len, uint64_t ts_ns) {
-  EXPECT_EQ(len, wire_len);
-  (*static_cast<frame_fn*>(ctx))(f, len, ts_ns);
-  return true;
-}
+// Hands every frame to a function, or refuses them all.
+struct fn_collector : rx_lane::collector {
+  frame_fn fn;
+  bool refuse = false;
+  uint32_t offers = 0;
+  bool take(const uint8_t* f, uint32_t len, uint32_t wire_len, uint64_t ts_ns) override {
+    ++offers;
+    if (refuse) return false;
+    EXPECT_EQ(len, wire_len);
+    if (fn) fn(f, len, ts_ns);
+    return true;
+  }
+};
 
 struct run_result {
   uint64_t frames = 0;
@@ -71,7 +79,9 @@ struct run_result {
 
 // Pulls frames until end of stream or max_frames, waiting briefly on again.
 run_result pull(port& p, uint64_t max_frames, frame_fn fn, uint32_t budget = 64) {
-  rx_sink sink{&fn, call_fn};
+  fn_collector c;
+  c.fn = std::move(fn);
+  rx_lane sink(c);
   run_result r;
   while (r.frames < max_frames) {
     uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(budget, max_frames - r.frames));
@@ -201,7 +211,8 @@ TEST(GenBackend, CountGivesExactlyThatManyFramesThenShutdown) {
   EXPECT_EQ(r.last, status::shutdown);
   EXPECT_EQ(r.frames, 1000u);
   EXPECT_EQ(n, 1000u);
-  rx_sink dummy{nullptr, [](void*, const uint8_t*, uint32_t, uint32_t, uint64_t) { return true; }};
+  fn_collector none;
+  rx_lane dummy(none);
   uint32_t got = 7;
   EXPECT_EQ(gen_ops.rx_burst(p.priv, dummy, 64, &got), status::shutdown);
   EXPECT_EQ(got, 0u);
@@ -215,11 +226,10 @@ TEST(GenBackend, CountGivesExactlyThatManyFramesThenShutdown) {
 TEST(GenBackend, DroppedOffersStillCount) {
   port p;
   must_open("count=100", p);
-  uint32_t offers = 0;
-  rx_sink refusing{&offers, [](void* ctx, const uint8_t*, uint32_t, uint32_t, uint64_t) {
-                     ++*static_cast<uint32_t*>(ctx);
-                     return false;
-                   }};
+  fn_collector c;
+  c.refuse = true;
+  rx_lane refusing(c);
+  const uint32_t& offers = c.offers;
   uint32_t got = 0, total = 0;
   status s;
   while ((s = gen_ops.rx_burst(p.priv, refusing, 32, &got)) == status::success) total += got;

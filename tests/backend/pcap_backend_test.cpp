@@ -78,14 +78,14 @@ struct frame {
   uint64_t ts_ns;
 };
 
-struct vector_sink {
+struct vector_sink : gnio::backend::rx_lane::collector {
   std::vector<frame> frames;
-  gnio::backend::rx_sink sink() {
-    return {this, [](void* ctx, const uint8_t* data, uint32_t len, uint32_t wire_len, uint64_t ts) {
-              static_cast<vector_sink*>(ctx)->frames.push_back({std::vector<uint8_t>(data, data + len), wire_len, ts});
-              return true;
-            }};
+  gnio::backend::rx_lane lane{*this};
+  bool take(const uint8_t* data, uint32_t len, uint32_t wire_len, uint64_t ts) override {
+    frames.push_back({std::vector<uint8_t>(data, data + len), wire_len, ts});
+    return true;
   }
+  gnio::backend::rx_lane& sink() { return lane; }
 };
 
 // Owns an opened port and closes it, started or not.
@@ -114,7 +114,7 @@ error open_port(const std::string& dev, port* p) {
 
 // Polls rx_burst until end of stream or an error; returns the last status.
 status drain(port& p, vector_sink& s, uint32_t budget = 32, size_t stop_after = SIZE_MAX) {
-  auto sink = s.sink();
+  auto& sink = s.sink();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     uint32_t produced = 12345;

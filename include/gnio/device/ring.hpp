@@ -3,14 +3,17 @@
 // kernels (consumers, on the GPU or the host executor). Plain, trivially
 // copyable structs: a kernel receives them by value.
 //
-// RX: the backend writes packet bytes into slot (idx & mask), then the
-// completion entry, then stores the entry's owner word with RELEASE; the
-// kernel loads the owner word, then an ACQUIRE fence, then reads the entry and
-// the bytes. The owner word carries a phase bit that flips every lap, so an
-// entry left over from the previous lap never looks new. The kernel publishes
-// its consumer index with RELEASE; the backend ACQUIRE-loads it before reusing
-// a slot, and drops-and-counts a packet (rx_missed) rather than overwrite a
-// slot the kernel has not released.
+// RX: the backend writes packet bytes into a buffer of the queue's packet
+// memory, then the completion entry, which names that buffer by its offset
+// (buffers by reference: the buffer need not be the ring position's), then
+// stores the entry's owner word with RELEASE; the kernel loads the owner word,
+// then an ACQUIRE fence, then reads the entry and the bytes. The owner word
+// carries a phase bit that flips every lap, so an entry left over from the
+// previous lap never looks new. The kernel publishes its consumer index with
+// RELEASE: every buffer named by an entry below it goes back to the backend,
+// which ACQUIRE-loads the index before reusing one, and drops-and-counts a
+// packet (rx_missed) rather than overwrite a buffer or an entry the kernel
+// has not released. The producer half is gnio/backend/ring.hpp.
 //
 // TX: the kernel reserves descriptors (private producer index), writes them,
 // then stores the doorbell (producer index) with RELEASE; the backend
@@ -24,7 +27,14 @@
 
 #include "gnio/device/config.hpp"
 
+// The layout of rx_cqe, rxq, tx_desc and txq, and the protocol on them. 2:
+// completions name their buffer (rx_cqe::buf); 1 (gnio 0.1): slot = ring
+// position. A producer and a consumer must agree on it.
+#define GNIO_RING_ABI_VERSION 2
+
 namespace gnio::device {
+
+inline constexpr uint32_t ring_abi_version = GNIO_RING_ABI_VERSION;
 
 // All cross-agent atomics are system scope: producer and consumer may be a
 // CPU thread and a GPU thread.
@@ -52,13 +62,13 @@ enum rx_class : uint16_t {
 };
 
 struct alignas(32) rx_cqe {
-  uint32_t len;       // bytes stored in the slot
+  uint32_t len;       // bytes stored in the buffer
   uint32_t wire_len;  // length on the wire (>= len when truncated)
   uint64_t ts_ns;     // receive (or capture) timestamp, ns since the Unix epoch
+  uint32_t buf;       // byte offset of the frame from rxq::pkts (so packet memory is at most 4 GiB)
   uint32_t rss_hash;  // 5-tuple hash used for queue selection
   uint16_t cls;       // rx_class
   uint16_t flags;     // rx_flags
-  uint32_t port_id;   // which port delivered the frame
   uint32_t owner;     // phase bit (bit 0); written last, with release
 };
 static_assert(sizeof(rx_cqe) == 32, "rx_cqe layout is part of the ABI");
@@ -72,19 +82,17 @@ GNIO_HOST_DEVICE constexpr uint32_t rx_phase(uint64_t idx, uint32_t log2_descs) 
 // The kernel's view of one RX queue. Addresses are valid on the executor that
 // runs the kernel (device pointers for CUDA, host pointers for the host executor).
 struct rxq {
-  uint8_t* pkts;           // num_descs * stride bytes of packet memory
+  uint8_t* pkts;           // packet memory the completions' buf offsets refer into
   const rx_cqe* cq;        // num_descs completion entries (host-visible memory)
   uint64_t* cons;          // consumer index published to the backend (host-visible)
   uint64_t* next;          // consumer's private read index (executor memory)
   const uint32_t* eos;     // backend sets 1 after publishing its last completion
   uint32_t num_descs;      // power of two
   uint32_t log2_descs;
-  uint32_t stride;         // bytes between packet slots
+  uint32_t stride;         // the largest frame a buffer holds; longer ones are cut and flagged
   uint32_t queue_id;
 
-  GNIO_HOST_DEVICE uint8_t* pkt_addr(uint64_t idx) const noexcept {
-    return pkts + (idx & (num_descs - 1u)) * static_cast<uint64_t>(stride);
-  }
+  GNIO_HOST_DEVICE uint8_t* pkt_addr(uint64_t idx) const noexcept { return pkts + cqe(idx).buf; }
   GNIO_HOST_DEVICE const rx_cqe& cqe(uint64_t idx) const noexcept { return cq[idx & (num_descs - 1u)]; }
 };
 

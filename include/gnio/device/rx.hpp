@@ -7,7 +7,8 @@
 //
 // Each call first releases the batch the previous call returned (publishes the
 // consumer index), so a packet's bytes stay valid until the next recv on that
-// queue. Exactly one thread, warp or block may consume a queue.
+// queue: the buffers of released entries go back to the backend. Exactly one
+// thread, warp or block may consume a queue.
 #pragma once
 
 #include "gnio/device/exec.hpp"
@@ -65,14 +66,16 @@ __device__ GNIO_FORCEINLINE uint32_t count_ready_warp(const rxq& q, uint64_t sta
 #endif
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE bool eos_set(const rxq& q) noexcept {
-  // Pairs with the release store of *eos in the backend's ring writer, made
-  // after its last completion: a set flag means no completion is still coming.
+  // Pairs with the release store of *eos in backend::rx_ring_writer::
+  // end_of_stream(), made after its last publish: a set flag means no
+  // completion is still coming.
   return sys_atomic_ref<const uint32_t>(*q.eos).load(cuda::std::memory_order_acquire) != 0u;
 }
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void publish_consumer(const rxq& q, uint64_t idx) noexcept {
-  // Pairs with the acquire load of *cons in ring_writer::free_slots(): every
-  // read of slots before idx happened before the backend may overwrite them.
+  // Pairs with the acquire load of *cons in backend::rx_ring_writer::
+  // consumed(): every read of the entries and buffers before idx happened
+  // before the backend may reuse them.
   sys_atomic_ref<uint64_t>(*q.cons).store(idx, cuda::std::memory_order_release);
 }
 
@@ -93,8 +96,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
     const bool expired = (now_ns() - t0) >= timeout_ns;
     if (n >= max_pkts || (n > 0 && expired)) {
       *num = n;
-      // Pairs with the release store of rx_cqe::owner in ring_writer::publish():
-      // entry fields and packet bytes written before it are visible after this.
+      // Pairs with the release store of rx_cqe::owner in backend::
+      // rx_ring_writer::publish(): entry fields and packet bytes written
+      // before it are visible after this.
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
       return status::success;
     }
@@ -197,7 +201,8 @@ GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_n
 // kernel about to return. Call from one thread of the consuming scope.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void release_all(const rxq& q) noexcept { detail::publish_consumer(q, *q.next); }
 
-// Packet accessors for an index returned by recv.
+// Packet accessors for an index returned by recv. pkt_addr reads the buffer
+// the completion names (rx_cqe::buf).
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint8_t* pkt_addr(const rxq& q, uint64_t idx) noexcept { return q.pkt_addr(idx); }
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_len(const rxq& q, uint64_t idx) noexcept { return q.cqe(idx).len; }
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_wire_len(const rxq& q, uint64_t idx) noexcept {

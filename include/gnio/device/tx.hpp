@@ -10,8 +10,8 @@
 namespace gnio::device {
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t tx_done(const txq& q) noexcept {
-  // Pairs with the release store of *done in the backend's TX drain: the
-  // descriptors and buffers below it are free to reuse.
+  // Pairs with the release store of *done in backend::tx_ring_reader::
+  // release(): the descriptors and buffers below it are free to reuse.
   return sys_atomic_ref<const uint64_t>(*q.done).load(cuda::std::memory_order_acquire);
 }
 
@@ -50,8 +50,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_commit(const txq& q, uint32_t n) noexc
 // Tells the backend about every committed descriptor. Leader only, after the
 // scope's barrier so all descriptors and frame bytes are written.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_doorbell(const txq& q) noexcept {
-  // Pairs with the acquire load of *doorbell in the backend's TX drain: the
-  // descriptors and frame bytes written before this are visible to it.
+  // Pairs with the acquire load of *doorbell in backend::tx_ring_reader::
+  // peek(): the descriptors and frame bytes written before this are visible
+  // to it.
   sys_atomic_ref<uint64_t>(*q.doorbell).store(*q.prod, cuda::std::memory_order_release);
 }
 

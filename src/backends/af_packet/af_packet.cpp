@@ -567,8 +567,8 @@ void release_block(port* p, rx_sock& s) {
 
 enum class entry { delivered, skipped, damaged };
 
-// Hands one frame to the sink.
-entry deliver_one(port* p, lane_state& l, const rx_sink& sink, const uint8_t* block_end, const tpacket3_hdr* h) {
+// Hands one frame to the lane.
+entry deliver_one(port* p, lane_state& l, rx_lane& sink, const uint8_t* block_end, const tpacket3_hdr* h) {
   const auto* base = reinterpret_cast<const uint8_t*>(h);
   if (base + sizeof(tpacket3_hdr) > block_end || base + h->tp_mac + h->tp_snaplen > block_end) return entry::damaged;
   if (!p->ignore_outgoing) {
@@ -610,7 +610,7 @@ entry deliver_one(port* p, lane_state& l, const rx_sink& sink, const uint8_t* bl
   return entry::delivered;
 }
 
-uint32_t drain(port* p, lane_state& l, rx_sock& s, const rx_sink& sink, uint32_t budget) {
+uint32_t drain(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t budget) {
   uint32_t got = 0;
   while (got < budget) {
     uint8_t* block = s.map + static_cast<size_t>(s.block) * p->block_size;
@@ -736,7 +736,8 @@ status check_health(port* p) {
 
 // Lane `lane` of lanes=N reads sockets lane, lane + N, ...: the kernel's
 // fanout hash keeps a flow on one socket, so on one lane.
-status af_packet_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status af_packet_rx_burst(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
+  const uint32_t lane = sink.index();
   auto* p = static_cast<port*>(priv);
   *produced = 0;
   if (!p->started || p->rx.empty() || lane >= p->lanes.size()) {
@@ -759,9 +760,6 @@ status af_packet_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, u
   return lane == 0 ? check_health(p) : status::again;
 }
 
-status af_packet_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
-  return af_packet_rx_burst_lane(priv, 0, sink, budget, produced);
-}
 
 error af_packet_set_lanes(void* priv, uint32_t lanes) {
   auto* p = static_cast<port*>(priv);
@@ -884,14 +882,13 @@ const ops af_packet_ops = {
         "the stream ends, counters kept.\n",
     .open = af_packet_open,
     .get_caps = af_packet_caps,
+    .set_lanes = af_packet_set_lanes,
     .start = af_packet_start,
     .rx_burst = af_packet_rx_burst,
     .tx_burst = af_packet_tx_burst,
     .stop = af_packet_stop,
     .close = af_packet_close,
     .get_counters = af_packet_counters,
-    .set_lanes = af_packet_set_lanes,
-    .rx_burst_lane = af_packet_rx_burst_lane,
     .last_error = af_packet_last_error,
 };
 

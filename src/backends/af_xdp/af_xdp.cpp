@@ -640,7 +640,8 @@ void af_xdp_caps(void* priv, port_caps* c) {
   c->finite = false;
 }
 
-status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
+  const uint32_t lane = sink.index();
   auto* p = static_cast<port*>(priv);
   *produced = 0;
   if (p->failure.failed() || lane >= p->lane_rr.size()) return status::io_failed;
@@ -711,9 +712,6 @@ status af_xdp_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t b
   return total ? status::success : status::again;
 }
 
-status af_xdp_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
-  return af_xdp_rx_lane(priv, 0, sink, budget, produced);
-}
 
 error af_xdp_set_lanes(void* priv, uint32_t lanes) {
   auto* p = static_cast<port*>(priv);
@@ -876,14 +874,13 @@ const ops af_xdp_ops = {
         "frame_size=B  bytes per UMEM frame, 2048 or the page size (default 2048); frames up to B - 256 bytes\n",
     .open = af_xdp_open,
     .get_caps = af_xdp_caps,
+    .set_lanes = af_xdp_set_lanes,
     .start = nullptr,
     .rx_burst = af_xdp_rx,
     .tx_burst = af_xdp_tx,
     .stop = af_xdp_stop,
     .close = af_xdp_close,
     .get_counters = af_xdp_counters,
-    .set_lanes = af_xdp_set_lanes,
-    .rx_burst_lane = af_xdp_rx_lane,
     .last_error = af_xdp_last_error,
 };
 

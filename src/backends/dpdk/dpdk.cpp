@@ -273,7 +273,8 @@ error dpdk_start(void* priv) {
   return {};
 }
 
-status dpdk_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status dpdk_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
+  const uint32_t lane = sink.index();
   auto* p = static_cast<port*>(priv);
   *produced = 0;
   if (!p->started || lane >= p->lanes.size()) {
@@ -314,9 +315,6 @@ status dpdk_rx_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t bud
   return total ? status::success : status::again;
 }
 
-status dpdk_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
-  return dpdk_rx_lane(priv, 0, sink, budget, produced);
-}
 
 error dpdk_set_lanes(void* priv, uint32_t lanes) {
   auto* p = static_cast<port*>(priv);
@@ -423,14 +421,13 @@ extern const ops dpdk_ops = {
         "(imissed, ierrors, no mbuf) count as rx_errors. TX frames go out on queue 0, at most 2048 bytes each.\n",
     .open = dpdk_open,
     .get_caps = dpdk_caps,
+    .set_lanes = dpdk_set_lanes,
     .start = dpdk_start,
     .rx_burst = dpdk_rx,
     .tx_burst = dpdk_tx,
     .stop = dpdk_stop,
     .close = dpdk_close,
     .get_counters = dpdk_counters,
-    .set_lanes = dpdk_set_lanes,
-    .rx_burst_lane = dpdk_rx_lane,
     .last_error = dpdk_last_error,
 };
 

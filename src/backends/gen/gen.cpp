@@ -2,12 +2,14 @@
 // gen: a synthetic traffic source for benchmarks and tests.
 //
 // It feeds the GPU receive-rate benchmark, so the per-frame path does no
-// checksum work and no allocation: open() builds every frame it can up front
-// (one template per flow and frame size) and rx_burst only hands out pointers.
-// When that would take too much memory (many flows times many sizes), open()
-// keeps a 64-byte header per flow plus precomputed partial checksums instead,
-// and each frame costs a 64-byte copy and a few additions to patch lengths and
-// checksums for its size.
+// checksum work, no parsing and no allocation: open() builds every frame it
+// can up front (one template per flow and frame size) and works out each
+// flow's steering (class and RSS hash) once, and rx_burst copies a template
+// straight into the RX buffer the lane reserves for it. When templates would
+// take too much memory (many flows times many sizes), open() keeps a 64-byte
+// header per flow plus precomputed partial checksums instead, and each frame
+// is built in its RX buffer: the header, the payload pattern, and a few
+// additions to patch lengths and checksums for its size.
 //
 // Frames are a pure function of the options: flow order, sizes and TCP
 // sequence numbers come from the seed, never from time, so the same device
@@ -128,6 +130,9 @@ struct gen_port {
   std::vector<size_t> tmpl_off;
   std::vector<uint32_t> tmpl_stride;
 
+  // Steering of the flow in each slot, as the engine would compute it.
+  std::vector<steer_info> steer;
+
   // Patching mode: per-slot header record and sums, one scratch frame per protocol.
   aligned_buf hdr_recs;
   std::vector<flow_meta> meta;
@@ -150,7 +155,7 @@ struct gen_port {
     uint64_t count = 0;  // this stream's share of count; 0: no limit
     double tokens = 0, tokens_per_ns = 0, bucket_depth = 0;
     int64_t last_refill_ns = 0;
-    aligned_buf scratch[num_protos];  // patching mode: this lane's own frames
+    aligned_buf cut;  // patching mode: a whole frame, for buffers shorter than it
     // One writer (the lane's engine thread), so a relaxed store suffices.
     std::atomic<uint64_t> rx_frames{0}, rx_bytes{0};
   };
@@ -436,6 +441,7 @@ error build(gen_port& g) {
     total += size_t{stride} * n;
   }
   g.use_templates = total <= template_budget_bytes;
+  g.steer.resize(n);
   if (g.use_templates) {
     g.templates = alloc_aligned(total);
     if (!g.templates) return fail(status::no_memory, "gen: cannot allocate {} bytes of frame templates", total);
@@ -443,6 +449,9 @@ error build(gen_port& g) {
       for (uint32_t s = 0; s < n; ++s)
         build_frame(g, order[s], proto[order[s]], g.sizes[k],
                     g.templates.get() + g.tmpl_off[k] + size_t{s} * g.tmpl_stride[k]);
+    // Headers do not depend on the size: the first size's frames tell every flow's steering.
+    for (uint32_t s = 0; s < n; ++s)
+      g.steer[s] = steer_of(g.templates.get() + g.tmpl_off[0] + size_t{s} * g.tmpl_stride[0], g.sizes[0]);
     return {};
   }
 
@@ -457,6 +466,7 @@ error build(gen_port& g) {
     build_frame(g, order[s], proto[order[s]], hdr_rec_bytes, frame);
     std::memcpy(g.hdr_recs.get() + size_t{s} * hdr_rec_bytes, frame, hdr_rec_bytes);
     g.meta[s] = frame_sums(g, proto[order[s]], frame);
+    g.steer[s] = steer_of(frame, hdr_rec_bytes);
   }
   for (int p = 0; p < num_protos; ++p) {
     const uint32_t off = g.l2_bytes + 20 + l4_hdr_bytes[p];
@@ -475,11 +485,12 @@ error build(gen_port& g) {
 // Hot path
 // ---------------------------------------------------------------------------
 
-// Sums stay below 2^32: folded header sums plus <= 4500 payload words of 0xffff.
-const uint8_t* patch_frame(gen_port& g, gen_port::stream& st, uint32_t s, uint32_t len) {
+// Writes the len-byte frame of slot s at f. Sums stay below 2^32: folded
+// header sums plus <= 4500 payload words of 0xffff.
+void patch_frame(const gen_port& g, uint32_t s, uint32_t len, uint8_t* f) {
   const flow_meta& m = g.meta[s];
-  uint8_t* f = (st.scratch[m.proto] ? st.scratch[m.proto] : g.scratch[m.proto]).get();
   std::memcpy(f, g.hdr_recs.get() + size_t{s} * hdr_rec_bytes, hdr_rec_bytes);
+  if (len > hdr_rec_bytes) std::memcpy(f + hdr_rec_bytes, g.scratch[m.proto].get() + hdr_rec_bytes, len - hdr_rec_bytes);
   uint8_t* ip = f + g.l2_bytes;
   const uint32_t ip_len = len - g.l2_bytes;
   put16(ip + 2, ip_len);
@@ -501,7 +512,6 @@ const uint8_t* patch_frame(gen_port& g, gen_port::stream& st, uint32_t s, uint32
       put16(l4 + 2, dev::csum_fold(m.l4_sum + pay));
       break;
   }
-  return f;
 }
 
 uint32_t pick_size(const gen_port& g, gen_port::stream& st) {
@@ -537,13 +547,10 @@ error make_streams(gen_port& g, uint32_t lanes) {
     if (g.count) st->count = g.count / lanes + (l < g.count % lanes ? 1 : 0);
     st->tokens_per_ns = g.tokens_per_ns / lanes;
     st->bucket_depth = g.bucket_depth / lanes;
-    if (!g.use_templates && lanes > 1) {
+    if (!g.use_templates) {
       const uint32_t max_len = *std::max_element(g.sizes.begin(), g.sizes.end());
-      for (int p = 0; p < num_protos; ++p) {
-        st->scratch[p] = alloc_aligned(std::max(max_len, hdr_rec_bytes));
-        if (!st->scratch[p]) return fail(status::no_memory, "gen: cannot allocate frames for {} lanes", lanes);
-        std::memcpy(st->scratch[p].get(), g.scratch[p].get(), std::max(max_len, hdr_rec_bytes));
-      }
+      st->cut = alloc_aligned(std::max(max_len, hdr_rec_bytes));
+      if (!st->cut) return fail(status::no_memory, "gen: cannot allocate frames for {} lanes", lanes);
     }
     g.streams.push_back(std::move(st));
   }
@@ -597,7 +604,7 @@ error gen_start(void* priv) {
 
 error gen_set_lanes(void* priv, uint32_t lanes) { return make_streams(*static_cast<gen_port*>(priv), lanes); }
 
-status burst(gen_port& g, gen_port::stream& st, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status burst(gen_port& g, gen_port::stream& st, rx_lane& lane, uint32_t budget, uint32_t* produced) {
   *produced = 0;
   if (st.count != 0 && st.emitted >= st.count) return status::shutdown;
   const bool paced = st.tokens_per_ns > 0;
@@ -624,8 +631,13 @@ status burst(gen_port& g, gen_port::stream& st, const rx_sink& sink, uint32_t bu
   if (g.use_templates && g.kind == size_kind::fixed && g.bps == 0) {
     const uint8_t* base = g.templates.get();
     const uint32_t len = g.sizes[0], stride = g.tmpl_stride[0];
+    const steer_info* steer = g.steer.data();
     for (; i < n; ++i) {
-      sink.deliver(base + size_t{slot} * stride, len, len, ts + i);
+      uint32_t cut = 0;
+      if (uint8_t* dst = lane.reserve(steer[slot], len, &cut)) {
+        std::memcpy(dst, base + size_t{slot} * stride, cut);
+        lane.commit(len, ts + i);
+      }
       if ((slot += step) >= flows) slot = first;
     }
     bytes = uint64_t{len} * n;
@@ -638,9 +650,18 @@ status burst(gen_port& g, gen_port::stream& st, const rx_sink& sink, uint32_t bu
         if (cost > st.tokens) break;
         st.tokens -= cost;
       }
-      const uint8_t* f = g.use_templates ? g.templates.get() + g.tmpl_off[k] + size_t{slot} * g.tmpl_stride[k]
-                                         : patch_frame(g, st, slot, len);
-      sink.deliver(f, len, len, ts + i);
+      uint32_t cut = 0;
+      if (uint8_t* dst = lane.reserve(g.steer[slot], len, &cut)) {
+        if (g.use_templates) {
+          std::memcpy(dst, g.templates.get() + g.tmpl_off[k] + size_t{slot} * g.tmpl_stride[k], cut);
+        } else if (cut == len) {
+          patch_frame(g, slot, len, dst);
+        } else {
+          patch_frame(g, slot, len, st.cut.get());
+          std::memcpy(dst, st.cut.get(), cut);
+        }
+        lane.commit(len, ts + i);
+      }
       bytes += len;
       if ((slot += step) >= flows) slot = first;
       st.next_size = pick_size(g, st);
@@ -655,16 +676,11 @@ status burst(gen_port& g, gen_port::stream& st, const rx_sink& sink, uint32_t bu
   return status::success;
 }
 
-status gen_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
-  auto& g = *static_cast<gen_port*>(priv);
-  return burst(g, *g.streams.front(), sink, budget, produced);
-}
-
-status gen_rx_burst_lane(void* priv, uint32_t lane, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status gen_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produced) {
   auto& g = *static_cast<gen_port*>(priv);
   *produced = 0;
-  if (lane >= g.streams.size()) return status::invalid_value;
-  return burst(g, *g.streams[lane], sink, budget, produced);
+  if (lane.index() >= g.streams.size()) return status::invalid_value;
+  return burst(g, *g.streams[lane.index()], lane, budget, produced);
 }
 
 // The gen port's wire is a sink: transmitted frames are counted and dropped.
@@ -716,14 +732,13 @@ const ops gen_ops = {
         "dst=A.B.C.D          destination address (default 198.19.0.1)\n",
     .open = gen_open,
     .get_caps = gen_get_caps,
+    .set_lanes = gen_set_lanes,
     .start = gen_start,
     .rx_burst = gen_rx_burst,
     .tx_burst = gen_tx_burst,
     .stop = gen_stop,
     .close = gen_close,
     .get_counters = gen_get_counters,
-    .set_lanes = gen_set_lanes,
-    .rx_burst_lane = gen_rx_burst_lane,
 };
 
 }  // namespace gnio::backend

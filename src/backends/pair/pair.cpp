@@ -86,7 +86,7 @@ void pair_caps(void*, port_caps* c) {
   c->finite = false;
 }
 
-status pair_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status pair_rx(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<pair_port*>(priv);
   wire& w = p->ch->dir[p->side];
   std::deque<frame> batch;
@@ -99,7 +99,7 @@ status pair_rx(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produ
   }
   uint64_t bytes = 0;
   for (auto& f : batch) {
-    (void)sink.deliver(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), static_cast<uint32_t>(f.bytes.size()), f.ts_ns);
+    (void)lane.deliver(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), static_cast<uint32_t>(f.bytes.size()), f.ts_ns);
     bytes += f.bytes.size();
   }
   {

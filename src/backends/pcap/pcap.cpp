@@ -157,7 +157,7 @@ error open_capture(const std::string& path, pcap_t** out) {
   return {};
 }
 
-// A frame ready for the sink, or the reason a record could not become one.
+// A frame ready for the lane, or the reason a record could not become one.
 struct converted {
   const uint8_t* data = nullptr;
   uint32_t len = 0;
@@ -520,7 +520,7 @@ void charge(port* p, uint32_t wire_len) {
   else if (p->rate_bps > 0) p->tokens -= 8.0 * wire_len;
 }
 
-status pcap_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t* produced) {
+status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produced) {
   auto* p = static_cast<port*>(priv);
   uint32_t n = 0;
   *produced = 0;
@@ -540,7 +540,8 @@ status pcap_rx_burst(void* priv, const rx_sink& sink, uint32_t budget, uint32_t*
         detail::log(level, "pcap: '{}' packet {}: {}; skipped", p->rx_path, p->pass_records, c.problem);
         continue;
       }
-      sink.deliver(c.data, c.len, c.wire_len, ts_ns(h));
+      // One copy, from libpcap's read buffer into the RX buffer the frame steers to.
+      lane.deliver(c.data, c.len, c.wire_len, ts_ns(h));
       charge(p, c.wire_len);
       bump(p->rx_frames);
       bump(p->rx_bytes, c.len);

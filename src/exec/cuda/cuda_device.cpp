@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <vector>
 
 #include "internal.hpp"
 
@@ -37,6 +38,63 @@ error cuda_fail(cudaError_t e, std::string_view what) {
     cudaError_t gnio_e_ = (call);                      \
     if (gnio_e_ != cudaSuccess) return cuda_fail(gnio_e_, what); \
   } while (0)
+
+// A stream of its own and a fixed ring of events: mark() records the next
+// event after everything queued so far; done() queries it. Tickets are
+// polled in order, so a finished ticket means every earlier one finished.
+class cuda_copy_queue final : public copy_queue {
+ public:
+  static constexpr size_t k_events = 64;
+
+  cuda_copy_queue(int ordinal, cudaStream_t stream, std::vector<cudaEvent_t> events)
+      : ordinal_(ordinal), stream_(stream), events_(std::move(events)) {}
+  ~cuda_copy_queue() override {
+    (void)cudaSetDevice(ordinal_);
+    // Copies still queued read or write memory about to be freed: finish them.
+    (void)cudaStreamSynchronize(stream_);
+    for (auto ev : events_) (void)cudaEventDestroy(ev);
+    (void)cudaStreamDestroy(stream_);
+  }
+
+  error to_exec(void* d, const void* s, size_t n) override {
+    GNIO_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync to GPU");
+    return {};
+  }
+  error from_exec(void* d, const void* s, size_t n) override {
+    GNIO_CUDA_TRY(cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync from GPU");
+    return {};
+  }
+  result<uint64_t> mark() override {
+    if (next_ - finished_ >= k_events) {
+      // Every event is in use: the oldest must finish before it is recorded again.
+      GNIO_CUDA_TRY(cudaEventSynchronize(events_[(finished_ + 1) % k_events]), "cudaEventSynchronize");
+      ++finished_;
+    }
+    ++next_;
+    GNIO_CUDA_TRY(cudaEventRecord(events_[next_ % k_events], stream_), "cudaEventRecord");
+    return next_;
+  }
+  result<bool> done(uint64_t ticket) override {
+    if (ticket <= finished_) return true;
+    const cudaError_t e = cudaEventQuery(events_[ticket % k_events]);
+    if (e == cudaErrorNotReady) return false;
+    if (e != cudaSuccess) return cuda_fail(e, "cudaEventQuery");
+    finished_ = ticket;
+    return true;
+  }
+  error wait() override {
+    GNIO_CUDA_TRY(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    finished_ = next_;
+    return {};
+  }
+
+ private:
+  int ordinal_;
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+  uint64_t next_ = 0;      // last ticket handed out
+  uint64_t finished_ = 0;  // every ticket up to this one is known to be done
+};
 
 class cuda_device final : public device_ops {
  public:
@@ -98,6 +156,53 @@ class cuda_device final : public device_ops {
   error bind_thread() override {
     GNIO_CUDA_TRY(cudaSetDevice(ordinal_), "cudaSetDevice");
     return {};
+  }
+
+  result<std::unique_ptr<copy_queue>> make_copy_queue() override {
+    GNIO_CUDA_TRY(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaStream_t stream = nullptr;
+    GNIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    std::vector<cudaEvent_t> events;
+    for (size_t i = 0; i < cuda_copy_queue::k_events; ++i) {
+      cudaEvent_t ev = nullptr;
+      if (cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess) {
+        for (auto x : events) (void)cudaEventDestroy(x);
+        (void)cudaStreamDestroy(stream);
+        return cuda_fail(e, "cudaEventCreateWithFlags");
+      }
+      events.push_back(ev);
+    }
+    std::unique_ptr<copy_queue> q = std::make_unique<cuda_copy_queue>(ordinal_, stream, std::move(events));
+    return q;
+  }
+
+  result<mem_block> alloc_pool(size_t bytes) override {
+    GNIO_CUDA_TRY(cudaSetDevice(ordinal_), "cudaSetDevice");
+    auto p = map_anonymous(bytes);
+    if (!p) return p.err();
+    // Portable: pinned for every context, so queues on other GPUs reach it
+    // (at the same address under unified addressing).
+    if (cudaError_t e = cudaHostRegister(*p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+        e != cudaSuccess) {
+      unmap_anonymous(*p, bytes);
+      return cuda_fail(e, "cudaHostRegister (RX pool)");
+    }
+    mem_block b;
+    b.host_ptr = *p;
+    b.bytes = bytes;
+    b.type = mem_type::cpu_gpu;
+    if (cudaError_t e = cudaHostGetDevicePointer(&b.exec_ptr, *p, 0); e != cudaSuccess) {
+      (void)cudaHostUnregister(*p);
+      unmap_anonymous(*p, bytes);
+      return cuda_fail(e, "cudaHostGetDevicePointer (RX pool)");
+    }
+    return b;
+  }
+  void release_pool(const mem_block& b) noexcept override {
+    (void)cudaSetDevice(ordinal_);
+    if (cudaError_t e = cudaHostUnregister(b.host_ptr); e != cudaSuccess)
+      log(log_level::warn, "unregistering the RX pool: {}", cudaGetErrorString(e));
+    unmap_anonymous(b.host_ptr, b.bytes);
   }
 
  private:
