@@ -126,6 +126,10 @@ class port {
   // for CPU threads using the same device API functions.
   [[nodiscard]] result<device::rxq> rxq_host(uint32_t id) const;
   [[nodiscard]] result<device::txq> txq_host(uint32_t id) const;
+  // The memory an RX queue's completions name their buffers in (rxq::pkts
+  // plus rx_cqe::buf): the queue's own area, or the port's RX pool when the
+  // backend receives into memory of its own (buffers by reference).
+  [[nodiscard]] result<mem_block> rxq_memory(uint32_t id) const;
   [[nodiscard]] uint32_t num_rxq() const;
   [[nodiscard]] uint32_t num_txq() const;
 

@@ -99,7 +99,9 @@ class host_copy_queue final : public copy_queue {
 };
 
 // On the host pseudo-device every memory type is ordinary host memory: the
-// executor and the backend are both CPU threads.
+// executor and the backend are both CPU threads. gpu memory still has no
+// host_ptr, as on a GPU, so the library reaches it only by copies there too
+// and the host executor runs (and tests) the same staging paths.
 class host_device final : public device_ops {
  public:
   result<mem_block> alloc(size_t bytes, mem_type type) override {
@@ -109,10 +111,10 @@ class host_device final : public device_ops {
     if (!p) return fail(status::no_memory, "host executor: could not allocate {} bytes of host memory", bytes);
     std::memset(p, 0, rounded);
     mem_block b;
-    b.exec_ptr = p;
-    b.host_ptr = p;
-    b.bytes = bytes;
     b.type = type == mem_type::automatic ? mem_type::cpu_gpu : type;
+    b.exec_ptr = p;
+    b.host_ptr = b.type == mem_type::gpu ? nullptr : p;
+    b.bytes = bytes;
     return b;
   }
   void release(const mem_block& b) noexcept override { std::free(b.exec_ptr); }

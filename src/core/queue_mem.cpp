@@ -290,6 +290,15 @@ result<device::txq> port::txq_host(uint32_t id) const {
   return q.cfg.host_producer ? q.host_view : q.view;
 }
 
+result<mem_block> port::rxq_memory(uint32_t id) const {
+  if (!state_) return fail(status::bad_state, "rxq_memory: the port is closed");
+  std::lock_guard lk(state_->mu);
+  if (id >= state_->rxqs.size() || !state_->rxqs[id]->alive)
+    return fail(status::not_found, "rxq_memory: no RX queue {}", id);
+  const auto& q = *state_->rxqs[id];
+  return q.pool ? state_->pool : q.pkts;
+}
+
 uint32_t port::num_rxq() const { return state_ ? static_cast<uint32_t>(state_->rxqs.size()) : 0; }
 uint32_t port::num_txq() const { return state_ ? static_cast<uint32_t>(state_->txqs.size()) : 0; }
 }  // namespace gnio

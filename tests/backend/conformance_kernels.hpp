@@ -14,6 +14,8 @@ struct record {
   uint32_t len;
   uint32_t wire_len;
   uint64_t fnv;
+  uint32_t buf;    // the completion's buffer offset
+  uint32_t batch;  // low bits of the first ring index of the recv that returned it
 };
 
 GNIO_HOST_DEVICE inline uint64_t fnv64(const uint8_t* p, uint32_t n) {
@@ -47,6 +49,8 @@ struct record_body {
           rec[idx].len = pkt_len(q, idx);
           rec[idx].wire_len = pkt_wire_len(q, idx);
           rec[idx].fnv = fnv64(pkt_addr(q, idx), pkt_len(q, idx));
+          rec[idx].buf = q.cqe(idx).buf;
+          rec[idx].batch = static_cast<uint32_t>(first);
         }
         ++n_local;
       }

@@ -17,10 +17,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -271,7 +273,8 @@ struct dut {
   uint64_t cap = 0;
   std::optional<gnio::kernel_runner> runner;
 
-  dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring, uint64_t capacity, bool with_tx = false)
+  dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring, uint64_t capacity, bool with_tx = false,
+      gnio::mem_type pkt_mem = gnio::mem_type::automatic)
       : g(gpu), cap(capacity) {
     auto pr = gnio::port::open(g, dev);
     EXPECT_TRUE(pr.ok()) << pr.err().what();
@@ -279,6 +282,7 @@ struct dut {
     p = std::move(pr).value();
     gnio::rxq_config rc;
     rc.num_descs = ring;
+    rc.pkt_mem = pkt_mem;
     auto q = p.create_rxq(rc);
     EXPECT_TRUE(q.ok()) << q.err().what();
     rxq = *q;
@@ -367,6 +371,33 @@ void expect_records(const std::vector<conf::record>& got, const frames& want, si
   EXPECT_EQ(bad, 0u) << "packets differing from the source, out of " << n;
 }
 
+// Buffers by reference: every completion names a buffer inside the queue's
+// packet memory, and the buffers of one batch (held together until the next
+// recv) never overlap. Frames in an area of the queue's own start on 64-byte
+// boundaries.
+void expect_buffers(const std::vector<conf::record>& got, const gnio::mem_block& mem, bool own_area) {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> batches;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto& r = got[i];
+    if (uint64_t{r.buf} + r.len > mem.bytes || (own_area && r.buf % 64 != 0)) {
+      if (++bad <= 3) ADD_FAILURE() << "packet " << i << ": buffer at " << r.buf << " (+" << r.len << ") in "
+                                    << mem.bytes << " bytes of packet memory";
+    }
+    batches[r.batch].push_back({r.buf, uint64_t{r.buf} + r.len});
+  }
+  EXPECT_EQ(bad, 0u) << "buffers outside the packet memory";
+  size_t overlaps = 0;
+  for (auto& [b, spans] : batches) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i)
+      if (spans[i].first < spans[i - 1].second && ++overlaps <= 3)
+        ADD_FAILURE() << "batch " << b << ": buffers [" << spans[i - 1].first << ", " << spans[i - 1].second
+                      << ") and [" << spans[i].first << ", " << spans[i].second << ") overlap";
+  }
+  EXPECT_EQ(overlaps, 0u);
+}
+
 class ring_conformance : public testing::TestWithParam<kind> {
  protected:
   gnio::gpu g = open_gpu();
@@ -379,10 +410,11 @@ class ring_conformance : public testing::TestWithParam<kind> {
   void TearDown() override { EXPECT_FALSE(g.destroy()); }
 
   // Runs a record kernel over n frames of the source through a ring of `ring` slots.
-  void run_records(size_t n, uint32_t ring, const std::string& extra = "") {
+  void run_records(size_t n, uint32_t ring, const std::string& extra = "",
+                   gnio::mem_type pkt_mem = gnio::mem_type::automatic) {
     auto src = make_source(GetParam(), n, extra);
     const size_t total = src->expected.size();
-    dut d(g, src->dev, ring, total);
+    dut d(g, src->dev, ring, total, false, pkt_mem);
     if (src->k == kind::pair) {
       std::string name = src->dev.substr(src->dev.find("name=") + 5);
       name = name.substr(0, name.find(','));
@@ -406,6 +438,12 @@ class ring_conformance : public testing::TestWithParam<kind> {
     EXPECT_EQ(st.rx_missed, 0u);
     EXPECT_EQ(st.rx_frames, total);
     expect_records(d.records(total), src->expected, total);
+    auto mem = d.p.rxq_memory(d.rxq);
+    ASSERT_TRUE(mem.ok()) << mem.err().what();
+    EXPECT_EQ(mem->exec_ptr, d.p.rxq(d.rxq)->pkts) << "rxq::pkts is where completions' offsets count from";
+    // af_xdp receives into its UMEM, the port's RX pool, unless the queue asks for GPU memory.
+    const bool own_area = pkt_mem == gnio::mem_type::gpu || src->k != kind::af_xdp;
+    expect_buffers(d.records(total), *mem, own_area);
     d.finish();
   }
 };
@@ -421,6 +459,14 @@ TEST_P(ring_conformance, burst_of_1000_loses_nothing) { run_records(1000, 1024, 
 TEST_P(ring_conformance, ring_wraps_many_times_in_order) {
   // 8 slots and >= 1000 packets: the ring wraps at least 125 times.
   run_records(1000, 8, "overflow=wait");
+}
+
+TEST_P(ring_conformance, gpu_packet_memory_is_filled_by_copies_before_publish) {
+  // Packet memory the CPU cannot write (GPU memory; on the host executor too,
+  // memory of type gpu has no host address): frames go through pinned
+  // staging and asynchronous copies, and are published only once copied.
+  // A small ring wraps often, so the copies cross the area's end.
+  run_records(1000, 16, "overflow=wait", gnio::mem_type::gpu);
 }
 
 TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
