@@ -857,6 +857,7 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   con.out("pp: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, processed,
           st.rx_missed, st.rx_unsteered, pending,
           unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (total.tx_failed) con.out("pp: {} replies could not be sent (TX ring full or frame too big)\n", total.tx_failed);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
@@ -898,6 +899,7 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   j["received"] = st.rx_frames;
   j["processed"] = processed;
   j["missed"] = st.rx_missed;
+  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   j["unsteered"] = st.rx_unsteered;
   j["pending"] = pending;
   j["unaccounted"] = unaccounted;

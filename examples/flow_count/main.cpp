@@ -68,7 +68,7 @@ int fail_with(const gnio::error& e, std::string_view step) {
 
 int main(int argc, char** argv) {
   CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
-  std::string port_dev, exec = "auto", gpu_sel, json_path;
+  std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
   uint32_t queues = 1, ring = 1024, batch = 256, threads = 256, table_cap = 1u << 16, top = 10;
   double duration_s = 0, interval_s = 1.0;
   app.add_option("--port", port_dev, "device string, e.g. pcap:file=x.pcap, gen:size=64,count=1000000, pair:")->required();
@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, flow_count::max_queues))
       ->capture_default_str();
   app.add_option("--ring", ring, "descriptors per RX queue (power of two)")->capture_default_str();
+  app.add_option("--pkt-mem", pkt_mem_text,
+                 "where frames land: auto (mapped host memory, or the backend's RX pool by reference), cpu_gpu, or "
+                 "gpu (GPU memory, filled by asynchronous copies)")
+      ->check(CLI::IsMember({"auto", "cpu_gpu", "gpu"}))
+      ->capture_default_str();
   app.add_option("--batch", batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
   app.add_option("--threads", threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
   app.add_option("--table", table_cap, "flow table slots (power of two)")->capture_default_str();
@@ -99,6 +104,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (gpu_sel.empty()) gpu_sel = exec == "cuda" ? "0" : exec;
+  gnio::mem_type pkt_mem = gnio::mem_type::automatic;
+  (void)gnio::parse_mem_type(pkt_mem_text, pkt_mem);
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -153,6 +160,7 @@ int main(int argc, char** argv) {
     gnio::rxq_config rc;
     rc.num_descs = ring;
     rc.owner = &c.g;
+    rc.pkt_mem = pkt_mem;
     auto id = p->create_rxq(rc);
     if (!id) return fail_with(id.err(), "create_rxq");
     auto v = p->rxq(*id);
@@ -277,6 +285,7 @@ int main(int argc, char** argv) {
              seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
   fmt::print("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
              st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
+  fmt::print("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) fmt::print("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (sum.malformed) fmt::print("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) fmt::print("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
@@ -328,6 +337,8 @@ int main(int argc, char** argv) {
     j["stopped_early"] = stopped_early;
     j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
     j["engine_error"] = engine_err ? engine_err.what() : "";
+    j["pkt_mem"] = pkt_mem_text;
+    j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
     nlohmann::json qs = nlohmann::json::array();
     for (uint32_t i = 0; i < st.rxq.size(); ++i) {
       const auto& q = st.rxq[i];

@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   fmt::print("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
              st.rx_missed, st.rx_unsteered, pending,
              unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  fmt::print("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
 
   if (!json_path.empty()) {
     nlohmann::json j;
@@ -197,6 +198,7 @@ int main(int argc, char** argv) {
     j["stopped_early"] = stopped_early;
     j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
     j["engine_error"] = p->engine_error() ? p->engine_error().what() : "";
+    j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
     std::ofstream out(json_path);
     out << j.dump(2) << "\n";
     if (!out) {

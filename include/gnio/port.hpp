@@ -91,6 +91,17 @@ struct port_stats {
   std::vector<lane_stats> lanes;  // while started and after (empty before start)
 };
 
+// What the engine spent per frame over all its lanes: their busy time over
+// the frames they took in (0 before the first frame).
+[[nodiscard]] inline double engine_ns_per_frame(const port_stats& s) noexcept {
+  uint64_t frames = 0, busy = 0;
+  for (const auto& l : s.lanes) {
+    frames += l.frames;
+    busy += l.busy_ns;
+  }
+  return frames ? static_cast<double>(busy) / static_cast<double>(frames) : 0.0;
+}
+
 class port {
  public:
   port() = default;
