@@ -54,7 +54,10 @@ rxq_state* steer(lane_state& l, const backend::steer_info& s) {
     l.port->rx_unsteered.add();
     return nullptr;
   }
-  return l.rx[g.size() == 1 ? g.front() : g[s.hash % g.size()]];
+  // A power-of-two group (the usual case) takes a mask: same index as the
+  // modulo, without a division per frame.
+  const auto n = static_cast<uint32_t>(g.size());
+  return l.rx[g[(n & (n - 1)) == 0 ? s.hash & (n - 1) : s.hash % n]];
 }
 
 // Whether q has an entry free for one more frame. On a lossless port a
