@@ -92,6 +92,8 @@ bool copy_in(port_state& p, rxq_state& q, const uint8_t* frame, uint32_t len, ui
   return true;
 }
 
+constexpr uint64_t kStageMin = 256 * 1024;
+
 // Staged queues (GPU memory): hands the area bytes written since the last
 // call to the copy queue, remembering which entries wait for that copy.
 void stage_out(port_state& p, rxq_state& q) {
@@ -126,7 +128,13 @@ void publish(port_state& p, rxq_state& q, bool wait) {
   if (!q.staged) {
     q.w.publish();
   } else {
-    stage_out(p, q);
+    // A copy costs microseconds of CPU in the CUDA driver, whatever its size.
+    // While earlier copies are still in flight, small bursts are gathered
+    // until kStageMin bytes (at most a quarter of the area) wait, unless the
+    // caller must publish everything; so the number of copies adapts to how
+    // fast they complete.
+    const uint64_t gather = std::min(kStageMin, q.w.area_size() / 4);
+    if (wait || q.inflight.empty() || q.w.head() - q.staged_head >= gather) stage_out(p, q);
     while (!q.inflight.empty()) {
       auto done = q.copies->done(q.inflight.front().ticket);
       if (!done) {
