@@ -65,8 +65,15 @@ rxq_state* steer(lane_state& l, const backend::steer_info& s) {
 // it alone writes. Called with q's lock held when it is shared.
 bool room(port_state& p, rxq_state& q) {
   if (q.w.free_entries() > 0) return true;
+  // A pool ring's entries come free when their buffers are reclaimed; the
+  // buffers go back to the backend with the lane's next reclaim().
+  const auto take_back = [&q] {
+    if (q.pool) q.w.reclaim([&q](uint32_t buf) { q.reclaimed.push_back(buf); });
+  };
+  take_back();
+  if (q.w.free_entries() > 0) return true;
   if (!(p.overflow_wait && q.shared)) return false;
-  while (q.w.free_entries() == 0) {
+  while ((take_back(), q.w.free_entries() == 0)) {
     if (p.stop_req.load(std::memory_order_relaxed)) return false;
     q.release();
     std::this_thread::yield();
@@ -171,6 +178,8 @@ void reclaim(lane_state& l) {
   for (rxq_state* q : l.rx) {
     if (!q->pool) continue;
     queue_guard g(*q);
+    l.released.insert(l.released.end(), q->reclaimed.begin(), q->reclaimed.end());
+    q->reclaimed.clear();
     q->w.reclaim([&](uint32_t buf) { l.released.push_back(buf); });
   }
   if (!l.released.empty()) {

@@ -110,6 +110,9 @@ struct rxq_state {
     uint64_t ticket;  // of copies
   };
   std::deque<inflight_copy> inflight;
+  // Pool buffers reclaimed while a lane waited for room in this queue, on
+  // their way back to the backend with the next reclaim.
+  std::vector<uint32_t> reclaimed;
   backend::rx_ring_writer w;
   device::rx_cqe* cq_host = nullptr;
   uint64_t* cons_host = nullptr;

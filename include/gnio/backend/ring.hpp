@@ -68,8 +68,11 @@ class rx_ring_writer {
   }
 
   // Entries free right now. Loads the consumer index only when the last one
-  // seen leaves no room, so a burst costs one acquire load at most.
+  // seen leaves no room, so a burst costs one acquire load at most. On a pool
+  // ring an entry is free only once reclaim() took its buffer back: before
+  // that the entry is the only record of which buffer the kernel released.
   uint32_t free_entries() noexcept {
+    if (!l_.area) return l_.num_descs - static_cast<uint32_t>(prod_ - reclaimed_);
     uint32_t used = static_cast<uint32_t>(prod_ - cons_cache_);
     if (used >= l_.num_descs) used = static_cast<uint32_t>(prod_ - consumed());
     return l_.num_descs - used;
@@ -130,7 +133,8 @@ class rx_ring_writer {
   }
 
   // Pool rings: calls f(buf) for the buffer of every entry the kernel
-  // released since the last call, oldest first. Returns how many.
+  // released since the last call, oldest first, and frees those entries.
+  // Returns how many.
   template <class F>
   uint32_t reclaim(F&& f) {
     const uint64_t c = consumed();
