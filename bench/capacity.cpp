@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -49,13 +50,16 @@ using gnio::device::rx_cqe;
 namespace {
 
 
+// "1,8,64" -> {1, 8, 64}; empty when an item is not a number.
 std::vector<uint32_t> parse_list(const std::string& s) {
   std::vector<uint32_t> out;
   size_t pos = 0;
   while (pos <= s.size()) {
-    const size_t c = s.find(',', pos);
-    out.push_back(static_cast<uint32_t>(std::stoul(s.substr(pos, c - pos))));
-    if (c == std::string::npos) break;
+    const size_t c = std::min(s.find(',', pos), s.size());
+    uint32_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data() + pos, s.data() + c, v);
+    if (ec != std::errc() || p != s.data() + c) return {};
+    out.push_back(v);
     pos = c + 1;
   }
   return out;
@@ -213,8 +217,16 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CUDA threads per consumer block")->capture_default_str();
   app.add_option("--traffic", traffic, "gen options for the frames")->capture_default_str();
   app.add_option("--json", json_path, "write results as JSON to FILE");
+  bool h2d = false;
+  app.add_flag("--h2d", h2d,
+               "also measure the host-to-device copy bandwidth from pinned memory (256 MiB x 20), the PCIe ceiling "
+               "for rates from host memory; --rings 0 measures only that");
   CLI11_PARSE(app, argc, argv);
 
+  if (parse_list(rings_s).empty()) {
+    fmt::print(stderr, "capacity: --rings: '{}' is not a comma-separated list of numbers\n", rings_s);
+    return 2;
+  }
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
   auto g = gnio::gpu::open(gpu_sel);
@@ -238,6 +250,21 @@ int main(int argc, char** argv) {
 
   std::vector<result_row> rows;
   int rc = 0;
+  h2d_result pcie;
+  if (h2d) {
+    if (info.executor != gnio::executor_kind::cuda) {
+      fmt::print("capacity: --h2d needs a CUDA GPU; skipped\n");
+    } else {
+      pcie = h2d_bandwidth(info.ordinal, size_t{256} << 20, 20);
+      if (pcie.gbps > 0) {
+        fmt::print("capacity: host-to-device copy from pinned memory: {:.1f} Gb/s ({:.1f} GB/s)\n", pcie.gbps,
+                   pcie.gbps / 8);
+      } else {
+        fmt::print(stderr, "capacity: --h2d: {}\n", pcie.why);
+        rc = 1;
+      }
+    }
+  }
   for (const std::string& mem : {std::string("gpu"), std::string("host")}) {
     if (mems.find(mem) == std::string::npos) continue;
     if (mem == "gpu" && info.executor != gnio::executor_kind::cuda) {
@@ -411,6 +438,7 @@ int main(int argc, char** argv) {
                        {"batch", batch},
                        {"threads", threads}}},
                      {"runs", runs}};
+    if (h2d && pcie.gbps > 0) j["h2d_gbps"] = pcie.gbps;
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
     if (!f) {

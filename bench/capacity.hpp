@@ -43,3 +43,12 @@ gpu_producer* producer_prepare(const ring_prod* rings, uint32_t nrings, const fr
                                std::string* why);
 bool producer_start(gpu_producer* p, uint64_t count, std::string* why);
 void producer_free(gpu_producer* p);
+
+// Host-to-device copy bandwidth from pinned memory (cudaMemcpyAsync of
+// `bytes`, `reps` times, timed by events): the PCIe ceiling a receive path
+// from host memory is measured against. gbps is 0 with why set on failure.
+struct h2d_result {
+  double gbps = 0;
+  std::string why;
+};
+h2d_result h2d_bandwidth(int ordinal, size_t bytes, int reps);

@@ -24,8 +24,10 @@ gnio::error launch_pp(gnio::kernel_runner& r, const gnio::launch_dims& d, const 
 
 namespace {
 
-// One warp per ring: each lane fills one entry of 32, then stores its owner
-// word after a release fence; lane 0 waits for room and ends the stream.
+// One warp per ring, as a NIC that costs nothing per frame: entry slot s
+// always names frame (s + skew) % nframes, so the fields are written once, on
+// the first lap, and each later lap only flips owner words. Lane 0 waits for
+// room; each lane owns one entry of 32.
 __global__ void produce(const ring_prod* rings, uint64_t count, const frame_ref* frames, uint32_t nframes) {
   if (threadIdx.x >= 32) return;
   const ring_prod r = rings[blockIdx.x];
@@ -42,18 +44,21 @@ __global__ void produce(const ring_prod* rings, uint64_t count, const frame_ref*
     cons = __shfl_sync(0xffffffffu, cons, 0);
     const uint64_t i = base + lane;
     if (i < count) {
-      const frame_ref& f = frames[(i + skew) % nframes];
       gnio::device::rx_cqe& c = r.cq[i & (r.num_descs - 1)];
-      c.len = f.len;
-      c.wire_len = f.len;
-      c.ts_ns = 0;
-      c.buf = f.off;
-      c.rss_hash = f.hash;
-      c.cls = f.cls;
-      c.flags = f.flags;
-      // Pairs with the acquire fence in device::detail::poll(): the entry is
-      // written before its owner flips.
-      cuda::atomic_thread_fence(cuda::std::memory_order_release, cuda::thread_scope_system);
+      if (i < r.num_descs) {
+        const frame_ref& f = frames[((i & (r.num_descs - 1)) + skew) % nframes];
+        c.len = f.len;
+        c.wire_len = f.len;
+        c.ts_ns = 0;
+        c.buf = f.off;
+        c.rss_hash = f.hash;
+        c.cls = f.cls;
+        c.flags = f.flags;
+        // Pairs with the acquire fence in device::detail::poll(): the entry is
+        // written before its owner flips. Later laps leave the fields as they
+        // are, so their owner stores need no fence.
+        cuda::atomic_thread_fence(cuda::std::memory_order_release, cuda::thread_scope_system);
+      }
       gnio::device::sys_atomic_ref<uint32_t>(c.owner).store(gnio::device::rx_phase(i, r.log2),
                                                               cuda::std::memory_order_relaxed);
     }
@@ -111,6 +116,37 @@ void producer_free(gpu_producer* p) {
   delete p;
 }
 
+h2d_result h2d_bandwidth(int ordinal, size_t bytes, int reps) {
+  h2d_result r;
+  void* host = nullptr;
+  void* dev = nullptr;
+  cudaStream_t st = nullptr;
+  cudaEvent_t ev[2] = {nullptr, nullptr};
+  cudaError_t e;
+  float ms = 0;
+  if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaMallocHost(&host, bytes)) != cudaSuccess ||
+      (e = cudaMalloc(&dev, bytes)) != cudaSuccess ||
+      (e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)) != cudaSuccess ||
+      (e = cudaEventCreate(&ev[0])) != cudaSuccess || (e = cudaEventCreate(&ev[1])) != cudaSuccess ||
+      (e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st)) != cudaSuccess ||  // warm-up
+      (e = cudaEventRecord(ev[0], st)) != cudaSuccess) {
+    r.why = cudaGetErrorString(e);
+  } else {
+    for (int i = 0; i < reps && e == cudaSuccess; ++i) e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && (e = cudaEventRecord(ev[1], st)) == cudaSuccess &&
+        (e = cudaEventSynchronize(ev[1])) == cudaSuccess && (e = cudaEventElapsedTime(&ms, ev[0], ev[1])) == cudaSuccess)
+      r.gbps = ms > 0 ? double(bytes) * reps * 8 / (ms * 1e-3) / 1e9 : 0;
+    else
+      r.why = cudaGetErrorString(e);
+  }
+  for (cudaEvent_t x : ev)
+    if (x) (void)cudaEventDestroy(x);
+  if (st) (void)cudaStreamDestroy(st);
+  if (dev) (void)cudaFree(dev);
+  if (host) (void)cudaFreeHost(host);
+  return r;
+}
+
 #else
 
 struct gpu_producer {};
@@ -124,5 +160,7 @@ bool producer_start(gpu_producer*, uint64_t, std::string* why) {
   return false;
 }
 void producer_free(gpu_producer*) {}
+
+h2d_result h2d_bandwidth(int, size_t, int) { return {0, "this build has no CUDA"}; }
 
 #endif
