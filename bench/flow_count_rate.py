@@ -8,6 +8,11 @@ cuda/host ratios as JSON. For pp the generator sends its UDP/TCP/ICMP mix and
   bench/flow_count_rate.py --bin build/examples/flow_count/flow_count --json out.json
   bench/flow_count_rate.py --app pp --bin build/tools/gnio/gnio --json pp.json --queues 4 --lanes 1,4
   bench/flow_count_rate.py --app l2fwd --bin build/examples/l2fwd/l2fwd --json l2fwd.json --queues 4 --lanes 1,4
+
+Each run also records the engine's CPU time per frame (the app's JSON
+engine.ns_per_frame). With --capacity-bin (bench/capacity) the host-to-device
+copy bandwidth is measured in the same run and every row gets its Gb/s as a
+fraction of it (pcie_fraction).
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
@@ -27,7 +32,7 @@ def machine():
     return m
 
 
-def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count"):
+def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pkt_mem=None):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
     port = f"gen:size={size},flows=4096,count={count}" + (f",lanes={lanes}" if lanes > 1 else "")
@@ -39,18 +44,20 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count"):
                str(queues), "--stats-interval", "0", "--json", path] + extra
     else:
         cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json",
-               path] + extra
+               path] + (["--pkt-mem", pkt_mem] if pkt_mem else []) + extra
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wall = time.time() - t0
     row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "lanes": lanes, "count": count,
-           "rc": p.returncode,
+           "pkt_mem": pkt_mem or "auto", "rc": p.returncode,
            "wall_s": round(wall, 3)}
     if p.returncode == 0:
         with open(path) as f:
             j = json.load(f)
         row.update({k: j[k] for k in ("packets", "missed", "seconds", "mpps", "device")})
         row["gbps"] = round(j["bytes"] * 8 / j["seconds"] / 1e9, 3) if j["seconds"] else 0
+        if "engine" in j:
+            row["engine_ns_per_frame"] = j["engine"].get("ns_per_frame")
     else:
         row["stderr"] = p.stderr[-2000:]
     os.unlink(path)
@@ -67,37 +74,58 @@ def main():
     ap.add_argument("--count", type=int, default=10_000_000, help="packets per run at 64 B (fewer for larger frames)")
     ap.add_argument("--executors", default="cuda,host")
     ap.add_argument("--lanes", default="1", help="engine threads per port to try (each <= queues), e.g. 1,4")
+    ap.add_argument("--pkt-mem", default="auto", help="flow_count only: packet memory to try, e.g. auto,gpu")
+    ap.add_argument("--capacity-bin", help="bench/capacity binary: measure the host-to-device bandwidth in this run")
     args = ap.parse_args()
 
     m = machine()
     print(f"bench: {args.app} receive rate, gen backend, machine {json.dumps(m)}")
+    h2d = None
+    if args.capacity_bin:
+        p = subprocess.run([args.capacity_bin, "--rings", "0", "--h2d", "--gpu", "0"], capture_output=True, text=True,
+                           timeout=300)
+        line = next((l for l in p.stdout.splitlines() if "host-to-device" in l), "")
+        print(f"bench: {args.capacity_bin} --rings 0 --h2d --gpu 0\n       -> {line or p.stderr.strip()}")
+        try:
+            h2d = float(line.split(":")[-1].split("Gb/s")[0])
+        except ValueError:
+            h2d = None
     rows = []
+    mems = args.pkt_mem.split(",") if args.app == "flow_count" else ["auto"]
+    plan = []
     for size in [int(s) for s in args.sizes.split(",")]:
         count = args.count if size <= 128 else max(args.count // 5, 100_000)
         for q in [int(x) for x in args.queues.split(",")]:
-          rx_queues = 3 * q + 1 if args.app == "pp" else q
-          for lanes in sorted({min(int(l), rx_queues) for l in args.lanes.split(",")}):
-            for ex in args.executors.split(","):
-                r = run(args.bin, ex, size, q, count, [], lanes, args.app)
-                rows.append(r)
-                status = f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']}" if r["rc"] == 0 else f"rc={r['rc']}"
-                print(f"bench: {r['command']}\n       -> {status}", flush=True)
+            rx_queues = 3 * q + 1 if args.app == "pp" else q
+            for lanes in sorted({min(int(l), rx_queues) for l in args.lanes.split(",")}):
+                plan += [(size, count, q, lanes, mem, ex) for mem in mems for ex in args.executors.split(",")]
+    for size, count, q, lanes, mem, ex in plan:
+        r = run(args.bin, ex, size, q, count, [], lanes, args.app, None if mem == "auto" else mem)
+        if h2d and r["rc"] == 0:
+            r["pcie_fraction"] = round(r["gbps"] / h2d, 3)
+        rows.append(r)
+        status = (f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']} "
+                  f"engine {r.get('engine_ns_per_frame') or 0:.1f} ns/frame" if r["rc"] == 0 else f"rc={r['rc']}")
+        print(f"bench: {r['command']}\n       -> {status}", flush=True)
     ratios = []
     for r in rows:
         if r["executor"] != "cuda" or r["rc"] != 0:
             continue
         h = next((x for x in rows if x["executor"] == "host" and x["size"] == r["size"] and x["queues"] == r["queues"]
-                  and x["lanes"] == r["lanes"] and x["rc"] == 0), None)
+                  and x["lanes"] == r["lanes"] and x["pkt_mem"] == r["pkt_mem"] and x["rc"] == 0), None)
         if h and h["mpps"]:
-            ratios.append({"size": r["size"], "queues": r["queues"], "lanes": r["lanes"], "cuda_mpps": r["mpps"],
+            ratios.append({"size": r["size"], "queues": r["queues"], "lanes": r["lanes"], "pkt_mem": r["pkt_mem"],
+                           "cuda_mpps": r["mpps"], "cuda_engine_ns": r.get("engine_ns_per_frame"),
+                           "host_engine_ns": h.get("engine_ns_per_frame"), "cuda_pcie_fraction": r.get("pcie_fraction"),
                            "host_mpps": h["mpps"],
                            "cuda_over_host": round(r["mpps"] / h["mpps"], 3)})
-    print("\nsize  queues  lanes  cuda Mpps  host Mpps  cuda/host")
+    print("\nsize  queues  lanes  pkt_mem  cuda Mpps  host Mpps  cuda/host  engine ns/frame cuda,host  of PCIe")
     for x in ratios:
-        print(f"{x['size']:>4}  {x['queues']:>6}  {x['lanes']:>5}  {x['cuda_mpps']:>9.2f}  {x['host_mpps']:>9.2f}  "
-              f"{x['cuda_over_host']:>9.2f}")
+        pcie = f"{x['cuda_pcie_fraction']:.2f}" if x.get("cuda_pcie_fraction") is not None else "-"
+        print(f"{x['size']:>4}  {x['queues']:>6}  {x['lanes']:>5}  {x['pkt_mem']:>7}  {x['cuda_mpps']:>9.2f}  "
+              f"{x['host_mpps']:>9.2f}  {x['cuda_over_host']:>9.2f}  {x['cuda_engine_ns'] or 0:>10.1f},{x['host_engine_ns'] or 0:<10.1f}  {pcie}")
     with open(args.json, "w") as f:
-        json.dump({"benchmark": f"{args.app}_rate", "app": args.app, "machine": m, "argv": sys.argv, "runs": rows, "ratios": ratios}, f, indent=2)
+        json.dump({"benchmark": f"{args.app}_rate", "app": args.app, "machine": m, "argv": sys.argv, "h2d_gbps": h2d, "runs": rows, "ratios": ratios}, f, indent=2)
     print(f"bench: wrote {args.json}")
     return 0 if all(r["rc"] == 0 for r in rows) else 1
 

@@ -11,7 +11,10 @@
 # prints one summary line per step and exits non-zero if any step failed.
 # With two or more GPUs it also runs the suites on GPU 1, the multi-context
 # tests over GPUs 0 and 1, and the multi-GPU scaling benchmarks.
-# GPU_CHECK_BENCH=0 leaves out the single-GPU rate sweeps (flow_count and pp).
+# GPU_CHECK_BENCH=0 leaves out the single-GPU benchmarks: the device-side
+# capacity, the engine's CPU cost per frame, and the rate sweeps of
+# flow_count, pp and l2fwd (CUDA next to the host executor, with the
+# host-to-device bandwidth measured in the same run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -19,11 +22,12 @@ build=build-gpu
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
-  ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test || return 1
+  ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test capacity engine_cost ||
+    return 1
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
   for bin in "$build/examples/flow_count/flow_count" "$build/examples/l2fwd/l2fwd" "$build/tests/conformance_test" \
-    "$build/tools/gnio/gnio"; do
+    "$build/tools/gnio/gnio" "$build/bench/capacity" "$build/bench/engine_cost"; do
     ldd "$bin" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
       xargs -r -I{} cp -L {} "$build/lib/"
   done
@@ -77,12 +81,16 @@ do_run() {
       --json "$out/bench_multi_gpu_pp.json" --count 40000000 --queues 4 --lanes 4
   fi
   if [ "${GPU_CHECK_BENCH:-1}" != 0 ]; then
+    local cap="$build/bench/capacity"
+    step bench_capacity "$cap" --gpu 0 --app flow_count,pp --mem gpu,host --rings 1,4,16,64 --h2d \
+      --json "$out/bench_capacity.json"
+    step bench_engine_cost "$build/bench/engine_cost" --json "$out/bench_engine_cost.json"
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
-      --sizes 64,1500 --queues 1,4,8 --lanes 1,4 --count 20000000
+      --sizes 64,1500 --queues 4,8,16 --lanes 4,8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap"
     step bench_pp python3 bench/flow_count_rate.py --app pp --bin "$GNIO_TOOL_BIN" --json "$out/bench_pp.json" \
-      --sizes 64,1500 --queues 1,4 --lanes 1,4 --count 20000000
+      --sizes 64,1500 --queues 2,4 --lanes 4,8 --count 40000000 --capacity-bin "$cap"
     step bench_l2fwd python3 bench/flow_count_rate.py --app l2fwd --bin "$GNIO_L2FWD_BIN" --json "$out/bench_l2fwd.json" \
-      --sizes 64,1500 --queues 1,4 --lanes 1,4 --count 20000000
+      --sizes 64,1500 --queues 4,8 --lanes 4,8 --count 20000000
   fi
   echo
   echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
