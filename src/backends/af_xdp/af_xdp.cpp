@@ -1,35 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
 // af_xdp: a real Linux interface through AF_XDP sockets (libxdp's xsk API).
 //
-// One XSK socket per kernel queue (queue=Q .. Q+queues-1), each with a UMEM of
-// its own: the lower half of its frames feeds the fill ring (receive), the
-// upper half is a private free list for transmit. Every gnio TX queue sends
-// through the first socket, so frames leave in the order they were rung. libxdp loads its default
-// redirect program when the first socket binds and removes it when the last
-// one goes, so a closed port leaves no XDP program behind.
+// One XSK socket per kernel queue (queue=Q .. Q+queues-1). Their UMEMs are
+// the port's RX pool: open() only checks the options and the interface, and
+// rx_pool_setup() allocates one pool through the core (mapped, GPU-visible
+// memory) and cuts it into one region per socket, each registered as that
+// socket's UMEM. In each region the lower half of the frames receives, the
+// upper half is a private free list for copied transmits. Every gnio TX queue
+// sends through the first socket, so frames leave in the order they were
+// rung. libxdp loads its default redirect program when the first socket binds
+// and removes it when the last one goes, so a closed port leaves no XDP
+// program behind.
 //
-// Receive copies every frame out of the UMEM into gnio's RX rings through
-// rx_sink::deliver, so the UMEM never leaves this file and a frame goes back
-// to the fill ring as soon as the burst is delivered.
+// Receive is by reference: each RX descriptor becomes a completion naming its
+// UMEM buffer (rx_lane::deliver_ref, pool offset = region base + UMEM
+// address), with no copy on the CPU. A held buffer belongs to the consuming
+// (GPU) kernel until it released the completion; the engine then hands it
+// back through rx_release and it goes on the fill ring again. A buffer the
+// lane copied (GPU packet memory) or dropped goes back at once. The fill ring
+// is fed only from those free buffers, so a consumer that releases nothing
+// starves it and Linux drops (and counts) what arrives, never a buffer we
+// hold. In drv mode with a zero-copy driver the NIC writes straight into the
+// pool; in copy mode (skb, or drv without zero-copy) Linux copies each frame
+// into it.
 //
-// A later zero-copy path would not copy: it would cudaHostRegister() the very
-// area mmap'ed here (cudaHostRegisterMapped; the kernel already pins it for
-// the UMEM, and both pins coexist on an anonymous mapping), hand kernels the
-// device pointer from cudaHostGetDevicePointer() plus UMEM offsets as RX
-// descriptors, and return a frame to the fill ring only once the kernel's
-// published consumer index has passed it. That needs a ring of its own in the
-// core, so nothing here calls CUDA.
+// Transmit of an RX buffer in place (tx_frame::pool_off, e.g. l2fwd) posts
+// that UMEM address on the socket whose UMEM holds it, without a copy, and
+// waits for its TX completion before tx_burst returns (the core's contract);
+// other frames are copied into a TX frame of the first socket.
 //
-// rx_burst and tx_burst run on the engine thread only (libxdp's rings are
-// single-producer/single-consumer); get_counters may run on any thread.
+// Threads: each socket's RX and fill rings belong to the engine lane that
+// reads it (socket i: lane i mod lanes); a buffer another lane releases
+// travels to that lane through the socket's `returned` list. Every TX and
+// completion ring is driven by lane 0 (which runs tx_burst) only.
+// get_counters may run on any thread.
 
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -44,6 +56,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -84,7 +97,9 @@ uint64_t clock_ns(clockid_t id) {
 
 struct xsk_queue {
   uint32_t qid = 0;
-  uint8_t* area = nullptr;  // this queue's slice of the port's mapping
+  uint8_t* area = nullptr;  // this queue's region of the RX pool: its UMEM
+  uint32_t base = 0;        // the region's byte offset in the pool
+  uint32_t lane = 0;        // the engine lane that reads this socket and feeds its fill ring
   xsk_umem* umem = nullptr;
   xsk_socket* xsk = nullptr;
   int fd = -1;
@@ -93,10 +108,19 @@ struct xsk_queue {
   xsk_ring_cons comp{};
   xsk_ring_cons rx{};
   xsk_ring_prod tx{};
-  std::vector<uint64_t> rx_free;  // RX frames owned by us, waiting for the fill ring
+  std::vector<uint64_t> rx_free;  // RX frames owned by us, waiting for the fill ring (lane `lane` only)
+  // RX frames other lanes released (a gnio queue several lanes write holds
+  // buffers of every lane's sockets), on their way to rx_free.
+  std::mutex returned_mu;
+  std::vector<uint64_t> returned;
+  std::atomic<bool> has_returned{false};
   std::vector<uint64_t> tx_free;  // TX frames owned by us
   std::vector<uint32_t> tx_len;   // length last queued in each TX frame, counted at completion
   uint32_t tx_total = 0;          // TX frames in this UMEM
+  // RX frames sent in place and not completed yet, and their lengths in
+  // submission order (the same RX frame may be sent twice).
+  uint32_t in_place = 0;
+  std::deque<uint32_t> in_place_len;
   // Last XDP_STATISTICS read, so counters survive a socket the kernel unbound.
   xdp_statistics last{};
 };
@@ -116,9 +140,11 @@ struct port {
   uint32_t tx_frames = 0;  // per queue
   uint32_t xdp_flags = 0;  // the mode that was attached
 
-  void* area = MAP_FAILED;
-  size_t area_bytes = 0;
-  std::vector<xsk_queue> q;
+  // The RX pool (rx_pool_setup): one region of frames * frame_size per socket.
+  // The core allocated it and frees it after close.
+  uint8_t* pool = nullptr;
+  size_t region_bytes = 0;
+  std::deque<xsk_queue> q;  // a deque: a queue holds a mutex and never moves
 
   // Engine state. With lanes=N (core option), lane L reads the sockets
   // L, L + N, ... and keeps its own rr; lane 0 also drives TX (it owns the
@@ -126,6 +152,8 @@ struct port {
   std::vector<uint32_t> lane_rr = std::vector<uint32_t>(1, 0);
   uint64_t next_health_ns = 0;
   uint32_t tx_kick_warnings = 0;
+  uint32_t tx_sock = 0;  // the socket the last transmitted frame went out on
+  std::atomic<uint32_t> bad_release_warnings{0};
 
   std::atomic<uint64_t> rx_pkts{0}, rx_bytes{0}, tx_pkts{0}, tx_bytes{0}, tx_errors{0};
   std::mutex stats_mu;  // guards xsk_queue::last
@@ -274,8 +302,7 @@ void destroy(port* p) {
     }
     q.umem = nullptr;
   }
-  if (p->area != MAP_FAILED) munmap(p->area, p->area_bytes);
-  p->area = MAP_FAILED;
+  // The pool's memory is the core's; it frees it after close.
   delete p;
 }
 
@@ -415,8 +442,16 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
   return {};
 }
 
-// Hands every RX frame we own back to the kernel.
+// Hands every RX frame we own back to the kernel: the free ones and those
+// other lanes released. On the socket's lane only (the fill ring has one
+// producer).
 void refill(xsk_queue& q) {
+  if (q.has_returned.load(std::memory_order_acquire)) {
+    std::lock_guard lk(q.returned_mu);
+    q.rx_free.insert(q.rx_free.end(), q.returned.begin(), q.returned.end());
+    q.returned.clear();
+    q.has_returned.store(false, std::memory_order_relaxed);
+  }
   if (q.rx_free.empty()) return;
   const uint32_t n = std::min<uint32_t>(xsk_prod_nb_free(&q.fill, static_cast<uint32_t>(q.rx_free.size())),
                                         static_cast<uint32_t>(q.rx_free.size()));
@@ -438,6 +473,16 @@ void reap(port* p, xsk_queue& q) {
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint64_t addr = *xsk_ring_cons__comp_addr(&q.comp, idx + i);
+    if (addr / p->frame_size < p->rx_frames) {
+      // An RX frame sent in place: it stays the consuming kernel's until it
+      // releases its RX completion.
+      if (q.in_place > 0) --q.in_place;
+      if (!q.in_place_len.empty()) {
+        bytes += q.in_place_len.front();
+        q.in_place_len.pop_front();
+      }
+      continue;
+    }
     bytes += q.tx_len[addr / p->frame_size];
     q.tx_free.push_back(addr);
   }
@@ -446,7 +491,9 @@ void reap(port* p, xsk_queue& q) {
   bump(p->tx_bytes, bytes);
 }
 
-uint32_t tx_in_flight(const xsk_queue& q) { return q.tx_total - static_cast<uint32_t>(q.tx_free.size()); }
+uint32_t tx_in_flight(const xsk_queue& q) {
+  return q.tx_total - static_cast<uint32_t>(q.tx_free.size()) + q.in_place;
+}
 
 // Makes the kernel transmit what is in the TX ring. In copy mode each sendto
 // sends one batch and says EAGAIN while more is left, so it is repeated; in
@@ -594,32 +641,94 @@ error af_xdp_open(const devargs& a, void** priv) {
                      p->first_queue, p->num_queues, p->first_queue, p->first_queue + p->num_queues - 1, p->ifname,
                      p->channels, p->ifname, p->ifname));
 
-  raise_memlock();
-  // Page-aligned and private to this port: the UMEM the kernel pins. A GPU
-  // zero-copy path would cudaHostRegister exactly this range (see the top).
-  const size_t per_queue = static_cast<size_t>(p->frames) * p->frame_size;
-  p->area_bytes = per_queue * p->num_queues;
-  p->area = mmap(nullptr, p->area_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (p->area == MAP_FAILED)
-    return bail(fail(status::no_memory, "af_xdp: mapping {} MiB of UMEM failed: {}", p->area_bytes >> 20,
-                     std::strerror(errno)));
+  // Completions name a buffer by a 32-bit offset into the pool.
+  const uint64_t pool_bytes = uint64_t{p->frames} * p->frame_size * p->num_queues;
+  if (pool_bytes > (uint64_t{1} << 32))
+    return bail(fail(status::invalid_value,
+                     "af_xdp: frames={} frame_size={} queues={} make a {} MiB RX pool; it must fit in 4 GiB: give "
+                     "fewer frames",
+                     p->frames, p->frame_size, p->num_queues, pool_bytes >> 20));
+  // The sockets come with the pool, in rx_pool_setup, which the core calls right after open.
+  *priv = p;
+  return {};
+}
 
-  p->q.resize(p->num_queues);
+// Allocates the RX pool, one UMEM region per socket, and binds the sockets
+// over it: the NIC (zero-copy) or the kernel's copy writes frames where the
+// GPU reads them.
+error af_xdp_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
+  auto* p = static_cast<port*>(priv);
+  if (!p->q.empty()) return fail(status::bad_state, "af_xdp: {}: the RX pool is already set up", p->ifname);
+  raise_memlock();
+  p->region_bytes = static_cast<size_t>(p->frames) * p->frame_size;
+  const size_t bytes = p->region_bytes * p->num_queues;
+  // Page aligned (every region too: frames * frame_size is a multiple of
+  // 64 * 2048), as a UMEM must be; the kernel pins it when it is registered.
+  if (auto e = alloc.alloc(alloc.ctx, bytes, &p->pool); e)
+    return fail(e.code(), "af_xdp: {}: allocating the {} MiB RX pool (UMEM) failed: {}", p->ifname, bytes >> 20,
+                e.message());
   {
     print_capture pc;
     for (uint32_t i = 0; i < p->num_queues; ++i) {
-      auto& q = p->q[i];
+      auto& q = p->q.emplace_back();
       q.qid = p->first_queue + i;
-      q.area = static_cast<uint8_t*>(p->area) + per_queue * i;
-      if (auto e = open_queue(p, q, pc); e) return bail(e);
+      q.base = static_cast<uint32_t>(p->region_bytes * i);
+      q.area = p->pool + q.base;
+      if (auto e = open_queue(p, q, pc); e) return e;
     }
   }
   for (auto& q : p->q) refill(q);
-  detail::log(log_level::info, "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue", p->ifname,
-              p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
+  detail::log(log_level::info,
+              "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue, received by reference",
+              p->ifname, p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
               p->q.front().zerocopy ? "zero-copy" : "copy", p->frames, p->frame_size);
-  *priv = p;
+  out->host = p->pool;
+  out->bytes = bytes;
+  // A received frame starts after XDP_PACKET_HEADROOM bytes of its frame.
+  out->buf_bytes = p->frame_size - XDP_PACKET_HEADROOM;
   return {};
+}
+
+// Buffers the kernel released go back to the fill ring of the socket whose
+// UMEM holds them: directly when this lane reads that socket, else through
+// the socket's returned list.
+void af_xdp_rx_release(void* priv, uint32_t lane, const uint32_t* bufs, uint32_t n) {
+  auto* p = static_cast<port*>(priv);
+  const uint64_t mask = ~static_cast<uint64_t>(p->frame_size - 1);
+  xsk_queue* locked = nullptr;
+  std::unique_lock<std::mutex> lk;
+  uint64_t mine = 0;  // sockets of this lane that got frames back
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t r = p->region_bytes ? bufs[i] / p->region_bytes : p->q.size();
+    if (r >= p->q.size() || (bufs[i] - r * p->region_bytes) / p->frame_size >= p->rx_frames) {
+      // Not an RX frame of ours: a caller's bug. Dropping it loses nothing of ours.
+      if (p->bad_release_warnings.fetch_add(1, std::memory_order_relaxed) < 5)
+        detail::log(log_level::error, "af_xdp: {}: released buffer {} is no RX frame of the pool; ignored", p->ifname,
+                    bufs[i]);
+      continue;
+    }
+    auto& q = p->q[r];
+    const uint64_t addr = (bufs[i] - q.base) & mask;
+    if (q.lane == lane) {
+      q.rx_free.push_back(addr);
+      mine |= uint64_t{1} << r;
+      continue;
+    }
+    if (locked != &q) {
+      // One lock at a time: lanes returning to each other's sockets must not wait on each other.
+      if (locked) {
+        locked->has_returned.store(true, std::memory_order_release);
+        lk.unlock();
+      }
+      lk = std::unique_lock(q.returned_mu);
+      locked = &q;
+    }
+    q.returned.push_back(addr);
+  }
+  if (locked) locked->has_returned.store(true, std::memory_order_release);
+  if (lk.owns_lock()) lk.unlock();
+  for (uint32_t r = 0; mine; ++r, mine >>= 1)
+    if (mine & 1) refill(p->q[r]);
 }
 
 void af_xdp_caps(void* priv, port_caps* c) {
@@ -644,6 +753,10 @@ status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced)
   const uint32_t lane = sink.index();
   auto* p = static_cast<port*>(priv);
   *produced = 0;
+  if (p->q.empty()) {
+    p->failure.set(fmt::format("af_xdp: {}: no sockets: the RX pool was never set up (rx_pool_setup)", p->ifname));
+    return status::bad_state;
+  }
   if (p->failure.failed() || lane >= p->lane_rr.size()) return status::io_failed;
   const uint64_t ts = clock_ns(CLOCK_REALTIME);  // one stamp per burst: software time, not the wire's
   uint32_t total = 0;
@@ -669,11 +782,13 @@ status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced)
     }
     for (uint32_t i = 0; i < n; ++i) {
       const xdp_desc* d = xsk_ring_cons__rx_desc(&q.rx, idx + i);
-      const auto* data = static_cast<const uint8_t*>(xsk_umem__get_data(q.area, d->addr));
-      (void)sink.deliver(data, d->len, d->len, ts);
+      // The descriptor points past the headroom, inside the frame.
+      const uint64_t addr = xsk_umem__extract_addr(d->addr);
       bytes += d->len;
-      // The descriptor points past the headroom; the fill ring takes the frame's start.
-      q.rx_free.push_back(xsk_umem__extract_addr(d->addr) & ~static_cast<uint64_t>(p->frame_size - 1));
+      // Held: the consuming kernel owns the frame until it releases it
+      // (rx_release). Copied or dropped: it is free again now.
+      if (sink.deliver_ref(q.base + static_cast<uint32_t>(addr), d->len, d->len, ts) != rx_lane::ref::held)
+        q.rx_free.push_back(addr & ~static_cast<uint64_t>(p->frame_size - 1));
     }
     xsk_ring_cons__release(&q.rx, n);
     refill(q);
@@ -719,92 +834,170 @@ error af_xdp_set_lanes(void* priv, uint32_t lanes) {
     return fail(status::invalid_value, "af_xdp: lanes={} needs queues={} or more: each lane reads its own XSK sockets",
                 lanes, lanes);
   p->lane_rr.assign(lanes, 0);
+  for (uint32_t i = 0; i < p->q.size(); ++i) p->q[i].lane = i % lanes;
   return {};
 }
 
-error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
-  auto* p = static_cast<port*>(priv);
-  *sent = 0;
-  if (p->failure.failed()) {
-    bump(p->tx_errors, n);
-    return fail(status::io_failed, "af_xdp: {} failed earlier (see the log); nothing is sent", p->ifname);
+// The socket a frame in the RX pool goes out on in place (the one whose UMEM
+// holds it), or UINT32_MAX for a frame to copy: outside the pool, in a TX
+// frame, or running past the end of its UMEM frame.
+uint32_t in_place_socket(const port* p, const tx_frame& f) {
+  if (f.pool_off == UINT32_MAX || p->region_bytes == 0) return UINT32_MAX;
+  const uint64_t r = f.pool_off / p->region_bytes;
+  if (r >= p->q.size()) return UINT32_MAX;
+  const uint64_t addr = f.pool_off - r * p->region_bytes;
+  if (addr / p->frame_size >= p->rx_frames || addr % p->frame_size + f.len > p->frame_size) return UINT32_MAX;
+  return static_cast<uint32_t>(r);
+}
+
+// Waits until q's frames in flight completed: all of them, or only those
+// sent in place. Bounded: gives up after k_tx_stall_ns without a completion.
+error tx_wait(port* p, xsk_queue& q, bool in_place_only) {
+  uint64_t since = 0;
+  uint32_t last = UINT32_MAX;
+  for (uint32_t spins = 0;; ++spins) {
+    reap(p, q);
+    const uint32_t left = in_place_only ? q.in_place : tx_in_flight(q);
+    if (left == 0) return {};
+    if (auto e = kick_tx(p, q); e) return e;
+    const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (left < last) {
+      last = left;
+      since = now;
+    } else if (now - since > k_tx_stall_ns) {
+      return fail(status::time_out, "af_xdp: {} queue {}: {} frame(s) {}did not complete within {} ms", p->ifname,
+                  q.qid, left, in_place_only ? "sent in place from RX buffers " : "", k_tx_stall_ns / 1'000'000);
+    }
+    // Copy mode completes within the kick; a zero-copy NIC within microseconds.
+    if (spins < 64)
+      sched_yield();
+    else
+      usleep(10);
   }
-  // One socket transmits so that frames leave in the order they were rung.
-  auto& q = p->q.front();
+}
+
+// Puts frames f[0, n) on q's TX ring: in place (each names an RX frame in q's
+// UMEM) or copied into free TX frames. Empty or too long frames are skipped
+// and counted in *bad. *done: frames of f dealt with (placed or skipped).
+error tx_run(port* p, xsk_queue& q, const tx_frame* f, uint32_t n, bool in_place, uint32_t* placed, uint32_t* bad,
+             uint32_t* done) {
   const uint32_t max_len = p->frame_size - XDP_PACKET_HEADROOM;
-  uint32_t i = 0, placed = 0, too_big = 0;
   uint64_t stalled_since = 0;
+  uint32_t& i = *done;
   while (i < n) {
     reap(p, q);
-    // Frames this round: as many as there are free TX frames and descriptors,
-    // skipping (and counting) any too long for a UMEM frame.
-    const uint32_t room = std::min<uint32_t>(static_cast<uint32_t>(q.tx_free.size()), xsk_prod_nb_free(&q.tx, n - i));
+    // Each frame in flight, copied or in place, will take a completion slot:
+    // never more than the completion ring (tx_total entries) holds.
+    const uint32_t in_flight = tx_in_flight(q);
+    const uint32_t slots = q.tx_total > in_flight ? q.tx_total - in_flight : 0;
+    const uint32_t room = std::min(slots, xsk_prod_nb_free(&q.tx, n - i));
     uint32_t take = 0, end = i;
     while (end < n && take < room) {
-      if (frames[end].len <= max_len && frames[end].len > 0) ++take;
+      if (f[end].len <= max_len && f[end].len > 0) ++take;
       ++end;
     }
     if (take == 0 && end > i) {  // only oversized frames in reach
-      too_big += end - i;
+      *bad += end - i;
       i = end;
       continue;
     }
     uint32_t idx = 0;
     if (take == 0 || xsk_ring_prod__reserve(&q.tx, take, &idx) != take) {
       // Everything is with the kernel: push it on and wait for completions.
-      if (auto e = kick_tx(p, q); e) {
-        bump(p->tx_errors, too_big + (n - i));
-        *sent = placed;
-        return e;
-      }
+      if (auto e = kick_tx(p, q); e) return e;
       const uint64_t now = clock_ns(CLOCK_MONOTONIC);
       if (!stalled_since) stalled_since = now;
-      if (now - stalled_since > k_tx_stall_ns) {
-        bump(p->tx_errors, too_big + (n - i));
-        *sent = placed;
+      if (now - stalled_since > k_tx_stall_ns)
         return fail(status::full,
-                    "af_xdp: {} queue {}: no TX frame came back from the kernel for {} ms; {} frames dropped",
-                    p->ifname, q.qid, k_tx_stall_ns / 1'000'000, n - i);
-      }
+                    "af_xdp: {} queue {}: no TX frame came back from the kernel for {} ms; the rest of the burst is "
+                    "dropped",
+                    p->ifname, q.qid, k_tx_stall_ns / 1'000'000);
       usleep(10);
       continue;
     }
     stalled_since = 0;
     uint32_t slot = 0;
     for (uint32_t j = i; j < end; ++j) {
-      const uint32_t len = frames[j].len;
+      const uint32_t len = f[j].len;
       if (len > max_len || len == 0) {
-        ++too_big;
+        ++*bad;
         continue;
       }
-      const uint64_t addr = q.tx_free.back();
-      q.tx_free.pop_back();
-      std::memcpy(xsk_umem__get_data(q.area, addr), frames[j].data, len);
-      q.tx_len[addr / p->frame_size] = len;
+      uint64_t addr = 0;
+      if (in_place) {
+        addr = f[j].pool_off - q.base;
+        ++q.in_place;
+        q.in_place_len.push_back(len);
+      } else {
+        addr = q.tx_free.back();
+        q.tx_free.pop_back();
+        std::memcpy(xsk_umem__get_data(q.area, addr), f[j].data, len);
+        q.tx_len[addr / p->frame_size] = len;
+      }
       xdp_desc* d = xsk_ring_prod__tx_desc(&q.tx, idx + slot++);
       d->addr = addr;
       d->len = len;
       d->options = 0;
     }
     xsk_ring_prod__submit(&q.tx, take);
-    placed += take;
+    *placed += take;
     i = end;
-    if (auto e = kick_tx(p, q); e) {
-      // What is in the TX ring goes out if the interface comes back; the
-      // rest of this burst is dropped.
-      bump(p->tx_errors, too_big + (n - i));
-      *sent = placed;
-      return e;
+    // What is in the TX ring goes out if the interface comes back.
+    if (auto e = kick_tx(p, q); e) return e;
+  }
+  return {};
+}
+
+error af_xdp_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
+  auto* p = static_cast<port*>(priv);
+  *sent = 0;
+  if (p->failure.failed() || p->q.empty()) {
+    bump(p->tx_errors, n);
+    return fail(status::io_failed, "af_xdp: {} {}; nothing is sent", p->ifname,
+                p->q.empty() ? "has no sockets (the RX pool was never set up)" : "failed earlier (see the log)");
+  }
+  uint32_t i = 0, placed = 0, too_big = 0;
+  uint64_t in_place_sockets = 0;
+  error e;
+  while (i < n && !e) {
+    // A run of frames for one socket: RX frames sent in place go out on the
+    // socket whose UMEM holds them, copies on the first socket.
+    const uint32_t s = in_place_socket(p, frames[i]);
+    uint32_t end = i + 1;
+    while (end < n && in_place_socket(p, frames[end]) == s) ++end;
+    const uint32_t qi = s == UINT32_MAX ? 0 : s;
+    // Frames leave in the order they were rung: a run on another socket
+    // starts once the previous socket has sent everything.
+    if (qi != p->tx_sock) {
+      if ((e = tx_wait(p, p->q[p->tx_sock], false))) break;
+      p->tx_sock = qi;
+    }
+    if (s != UINT32_MAX) in_place_sockets |= uint64_t{1} << qi;
+    uint32_t done = 0;
+    e = tx_run(p, p->q[qi], frames + i, end - i, s != UINT32_MAX, &placed, &too_big, &done);
+    i += done;
+  }
+  // The consuming kernel reuses (and releases) its RX buffers once tx_burst
+  // returns: every frame sent in place must have left by then.
+  uint32_t late = 0;
+  for (uint32_t qi = 0; qi < p->q.size(); ++qi) {
+    if (!((in_place_sockets >> qi) & 1)) continue;
+    if (auto we = tx_wait(p, p->q[qi], true); we) {
+      late += p->q[qi].in_place;
+      if (!e) e = std::move(we);
     }
   }
-  reap(p, q);
-  *sent = placed;
-  if (too_big) {
-    bump(p->tx_errors, too_big);
+  reap(p, p->q.front());
+  // Frames still in flight when the wait gave up count as sent when they
+  // complete, so they are not counted as errors here as well.
+  late = std::min(late, placed);
+  *sent = placed - late;
+  bump(p->tx_errors, too_big + (n - i));
+  if (e) return e;
+  if (too_big)
     return fail(status::too_big,
                 "af_xdp: {}: {} frame(s) empty or longer than {} bytes (frame_size {} minus {} headroom) not sent",
-                p->ifname, too_big, max_len, p->frame_size, XDP_PACKET_HEADROOM);
-  }
+                p->ifname, too_big, p->frame_size - XDP_PACKET_HEADROOM, p->frame_size, XDP_PACKET_HEADROOM);
   return {};
 }
 
@@ -862,7 +1055,8 @@ void af_xdp_counters(void* priv, counters* c) {
 const ops af_xdp_ops = {
     .size = sizeof(ops),
     .name = "af_xdp",
-    .summary = "a Linux network interface through AF_XDP sockets (libxdp), one per kernel RX queue",
+    .summary = "a Linux network interface through AF_XDP sockets (libxdp), one per kernel RX queue; frames are "
+               "received into the port's RX pool (the UMEM) and handed to kernels by reference",
     .options =
         "if=NAME       interface to open (must be up); needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF (or root)\n"
         "queue=Q       first kernel RX queue (default 0)\n"
@@ -870,10 +1064,13 @@ const ops af_xdp_ops = {
         "              with the core option lanes=L, L <= N engine threads each read every L-th socket\n"
         "mode=M        skb (generic XDP), drv (native XDP) or auto: drv, else skb (default auto)\n"
         "zerocopy=0|1  1: require zero-copy (drv mode only); 0: force copy; default: whatever the driver offers\n"
-        "frames=N      UMEM frames per queue, half RX and half TX, a power of two (default 4096)\n"
+        "frames=N      UMEM frames per queue, half RX (buffers kernels hold by reference) and half TX, a power\n"
+        "              of two (default 4096)\n"
         "frame_size=B  bytes per UMEM frame, 2048 or the page size (default 2048); frames up to B - 256 bytes\n",
     .open = af_xdp_open,
     .get_caps = af_xdp_caps,
+    .rx_pool_setup = af_xdp_rx_pool_setup,
+    .rx_release = af_xdp_rx_release,
     .set_lanes = af_xdp_set_lanes,
     .start = nullptr,
     .rx_burst = af_xdp_rx,
