@@ -609,6 +609,13 @@ error af_xdp_open(const devargs& a, void** priv) {
                      "af_xdp: zerocopy=1 needs native XDP; mode=skb (generic XDP) always copies: use mode=drv on a "
                      "driver with AF_XDP zero-copy support, or zerocopy=0"));
 
+  // Completions name a buffer by a 32-bit offset into the pool.
+  const uint64_t pool_bytes = uint64_t{p->frames} * p->frame_size * p->num_queues;
+  if (pool_bytes > (uint64_t{1} << 32))
+    return bail(fail(status::invalid_value,
+                     "af_xdp: frames={} frame_size={} queues={} make a {} MiB RX pool; it must fit in 4 GiB: give "
+                     "fewer frames",
+                     p->frames, p->frame_size, p->num_queues, pool_bytes >> 20));
   p->ifindex = if_nametoindex(p->ifname.c_str());
   if (p->ifindex == 0) {
     const int e = errno;
@@ -641,13 +648,6 @@ error af_xdp_open(const devargs& a, void** priv) {
                      p->first_queue, p->num_queues, p->first_queue, p->first_queue + p->num_queues - 1, p->ifname,
                      p->channels, p->ifname, p->ifname));
 
-  // Completions name a buffer by a 32-bit offset into the pool.
-  const uint64_t pool_bytes = uint64_t{p->frames} * p->frame_size * p->num_queues;
-  if (pool_bytes > (uint64_t{1} << 32))
-    return bail(fail(status::invalid_value,
-                     "af_xdp: frames={} frame_size={} queues={} make a {} MiB RX pool; it must fit in 4 GiB: give "
-                     "fewer frames",
-                     p->frames, p->frame_size, p->num_queues, pool_bytes >> 20));
   // The sockets come with the pool, in rx_pool_setup, which the core calls right after open.
   *priv = p;
   return {};
