@@ -375,12 +375,16 @@ void expect_records(const std::vector<conf::record>& got, const frames& want, si
 // packet memory, and the buffers of one batch (held together until the next
 // recv) never overlap. Frames in an area of the queue's own start on 64-byte
 // boundaries.
-void expect_buffers(const std::vector<conf::record>& got, const gnio::mem_block& mem, bool own_area) {
+// umem_frame: the buffers are an AF_XDP UMEM's frames of this size (by
+// reference), so each frame starts XDP_PACKET_HEADROOM (256) bytes into one.
+void expect_buffers(const std::vector<conf::record>& got, const gnio::mem_block& mem, bool own_area,
+                    uint32_t umem_frame = 0) {
   std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> batches;
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const auto& r = got[i];
-    if (uint64_t{r.buf} + r.len > mem.bytes || (own_area && r.buf % 64 != 0)) {
+    if (uint64_t{r.buf} + r.len > mem.bytes || (own_area && r.buf % 64 != 0) ||
+        (umem_frame && r.buf % umem_frame != 256)) {
       if (++bad <= 3) ADD_FAILURE() << "packet " << i << ": buffer at " << r.buf << " (+" << r.len << ") in "
                                     << mem.bytes << " bytes of packet memory";
     }
@@ -443,7 +447,8 @@ class ring_conformance : public testing::TestWithParam<kind> {
     EXPECT_EQ(mem->exec_ptr, d.p.rxq(d.rxq)->pkts) << "rxq::pkts is where completions' offsets count from";
     // af_xdp receives into its UMEM, the port's RX pool, unless the queue asks for GPU memory.
     const bool own_area = pkt_mem == gnio::mem_type::gpu || src->k != kind::af_xdp;
-    expect_buffers(d.records(total), *mem, own_area);
+    // By reference, the completions name the UMEM's own frames (frame_size 2048).
+    expect_buffers(d.records(total), *mem, own_area, own_area ? 0 : 2048);
     d.finish();
   }
 };

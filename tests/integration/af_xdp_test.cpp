@@ -189,25 +189,42 @@ struct peer_socket {
 };
 
 // What a kernel would see on an RX queue, drained on the host with the
-// device API until n frames came or the time ran out.
+// device API until n frames came or the time ran out. Each recv releases the
+// batch before it (up to `batch` frames), as a kernel's does. offs: where
+// each frame lay, as a byte offset into the queue's packet memory; count:
+// frames so far, for a sender that paces itself on the consumer.
 struct consumer {
   std::vector<frame> frames;
+  std::vector<uint64_t> offs;
+  std::atomic<size_t> count{0};
   std::atomic<bool> stop{false};
-  void drain(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds timeout) {
+  void drain(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds timeout, uint32_t batch = 64) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (frames.size() < n && !stop.load() && std::chrono::steady_clock::now() < end) {
       uint64_t first = 0;
       uint32_t num = 0;
-      const auto s = gnio::device::recv<gnio::device::scope::thread>(q, 64, 1'000'000, &first, &num);
+      const auto s = gnio::device::recv<gnio::device::scope::thread>(q, batch, 1'000'000, &first, &num);
       if (s == gnio::status::shutdown) break;
       if (s != gnio::status::success) continue;
       for (uint32_t i = 0; i < num; ++i) {
         const uint8_t* p = gnio::device::pkt_addr(q, first + i);
         frames.emplace_back(p, p + gnio::device::pkt_len(q, first + i));
+        offs.push_back(static_cast<uint64_t>(p - q.pkts));
       }
+      count.store(frames.size());
     }
   }
 };
+
+// A received frame lies in an RX frame of the UMEM (the lower half of
+// frames x frame_size bytes), XDP_PACKET_HEADROOM (256) bytes past its start.
+void expect_umem_rx_frames(const std::vector<uint64_t>& offs, uint32_t frames, uint32_t frame_size = 2048) {
+  size_t bad = 0;
+  for (size_t i = 0; i < offs.size(); ++i)
+    if ((offs[i] % frame_size != 256 || offs[i] >= uint64_t{frames / 2} * frame_size) && ++bad <= 3)
+      ADD_FAILURE() << "frame " << i << " at offset " << offs[i] << ": not in an RX frame of the UMEM";
+  EXPECT_EQ(bad, 0u) << "received frames must be the UMEM's own buffers (by reference)";
+}
 
 template <class Pred>
 bool wait_for(Pred pred, std::chrono::milliseconds timeout) {
@@ -298,12 +315,13 @@ class af_xdp : public testing::Test {
     uint32_t rq = 0, tq = 0;
     std::vector<uint32_t> extra_rq;  // more RX queues, destroyed with the port
   };
-  void open_port(const std::string& opts, opened& o) {
+  void open_port(const std::string& opts, opened& o, gnio::mem_type pkt_mem = gnio::mem_type::automatic) {
     auto pr = gnio::port::open(*g, "af_xdp:if=" + a + opts);
     ASSERT_TRUE(pr.ok()) << pr.err().what();
     o.p = std::move(pr).value();
     gnio::rxq_config rc;
     rc.num_descs = 2048;
+    rc.pkt_mem = pkt_mem;
     auto rq = o.p.create_rxq(rc);
     ASSERT_TRUE(rq.ok()) << rq.err().what();
     o.rq = *rq;
@@ -324,6 +342,10 @@ class af_xdp : public testing::Test {
   // kernel_hdr_skew: bytes per frame the kernel leaves out of rx_bytes (veth
   // counts native-XDP frames after eth_type_trans pulled the 14-byte header).
   void receive_1000(opened& o, peer_socket& peer, uint32_t kernel_hdr_skew = 0) {
+    // By reference: the queue's packet memory is the port's RX pool, one UMEM of 4096 frames.
+    auto mem = o.p.rxq_memory(o.rq);
+    ASSERT_TRUE(mem.ok()) << mem.err().what();
+    EXPECT_EQ(mem->bytes, 4096u * 2048u) << "the RX queue's packet memory must be the UMEM";
     std::vector<frame> sent;
     for (uint32_t i = 0; i < 1000; ++i) sent.push_back(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 37) % 1455));
     const auto before = read_stats(a);
@@ -339,6 +361,7 @@ class af_xdp : public testing::Test {
     t.join();
     ASSERT_EQ(c.frames.size(), sent.size());
     for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(c.frames[i], sent[i]) << "received frame " << i << " differs";
+    expect_umem_rx_frames(c.offs, 4096);
     const auto st = o.p.stats();
     const auto after = read_stats(a);
     EXPECT_EQ(st.rx_frames, sent.size());
@@ -458,6 +481,25 @@ class af_xdp : public testing::Test {
     ASSERT_EQ(st.txq.size(), 1u);
     EXPECT_EQ(st.txq[0].sent, out.size());
   }
+
+  // Sends v from the peer, at most `lead` frames ahead of what the consumer
+  // got (less `base`, what it had before): with a UMEM of a few RX frames, a
+  // sender that ran ahead would find the fill ring empty and lose frames by
+  // its own doing. A consumer that gets nothing for 5 s lost a frame: the
+  // sender gives up and sets stop, so the consumer ends too.
+  void paced_send(peer_socket& peer, const std::vector<frame>& v, const std::atomic<size_t>& got, size_t lead,
+                  std::atomic<bool>& stop, size_t base = 0) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!peer.send(v[i])) {
+        stop = true;
+        FAIL() << "sending frame " << i << ": " << std::strerror(errno);
+      }
+      if (!wait_for([&] { return got.load() + lead >= base + i + 1; }, 5s)) {
+        stop = true;
+        FAIL() << "after frame " << i << " the consumer had " << got.load() - base << " of " << v.size();
+      }
+    }
+  }
 };
 
 TEST_F(af_xdp, bad_options_are_refused_with_the_reason) {
@@ -466,6 +508,10 @@ TEST_F(af_xdp, bad_options_are_refused_with_the_reason) {
   EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,mode=fast").code(), gnio::status::bad_config);
   EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,frames=1000").code(), gnio::status::invalid_value);
   EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,frame_size=3000").code(), gnio::status::invalid_value);
+  // The UMEMs together are the RX pool, addressed by 32-bit offsets: 2 x 4 GiB is too much.
+  auto big = gnio::port::open(*g, "af_xdp:if=lo,queues=2,frames=1048576,frame_size=4096");
+  EXPECT_EQ(big.code(), gnio::status::invalid_value);
+  if (!big.ok()) EXPECT_NE(big.err().message().find("4 GiB"), std::string::npos) << big.err().what();
   auto p = gnio::port::open(*g, "af_xdp:if=lo,mode=skb,zerocopy=1");
   EXPECT_EQ(p.code(), gnio::status::bad_config);
   EXPECT_NE(p.err().message().find("zerocopy"), std::string::npos) << p.err().what();
@@ -634,6 +680,264 @@ TEST_F(af_xdp, interface_removed_while_running_is_an_engine_error_and_stats_stay
   const auto t0 = std::chrono::steady_clock::now();
   close_port(o);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "closing after the removal must not hang";
+}
+
+// --- Receive by reference: the UMEM is the port's RX pool --------------------
+
+// frames=128: 64 RX frames in the UMEM. 2000 frames pass through them, so
+// each buffer goes back to the fill ring many times, as the consumer
+// releases it; none is lost (every frame arrives) or handed out twice (no
+// frame overwritten while held: each arrives byte-exact).
+TEST_F(af_xdp, more_frames_than_umem_rx_buffers_arrive_once_each) {
+  make_veth();
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,frames=128", o));
+  auto mem = o.p.rxq_memory(o.rq);
+  ASSERT_TRUE(mem.ok()) << mem.err().what();
+  EXPECT_EQ(mem->bytes, 128u * 2048u) << "the RX queue's packet memory must be the UMEM";
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  std::vector<frame> sent;
+  for (uint32_t i = 0; i < 2000; ++i) sent.push_back(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 37) % 1455));
+  const auto q = *o.p.rxq(o.rq);
+  consumer c;
+  std::thread t([&] { c.drain(q, sent.size(), 60s, 8); });
+  paced_send(peer, sent, c.count, 8, c.stop);
+  t.join();
+  ASSERT_EQ(c.frames.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(c.frames[i], sent[i]) << "received frame " << i << " differs";
+  expect_umem_rx_frames(c.offs, 128);
+  std::vector<uint64_t> used = c.offs;
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  EXPECT_LE(used.size(), 64u) << "only the UMEM's 64 RX frames carry frames";
+  const auto st = o.p.stats();
+  EXPECT_EQ(st.rx_frames, sent.size());
+  EXPECT_EQ(st.rx_errors, 0u) << "the fill ring never ran dry: every released buffer came back";
+  EXPECT_EQ(st.rx_missed, 0u);
+  close_port(o);
+}
+
+// A consumer that releases nothing holds every RX buffer: the fill ring runs
+// dry and the kernel drops what arrives, counted in rx_errors, while the
+// port's accounting still balances. Once the consumer releases, the buffers
+// return and receive goes on.
+TEST_F(af_xdp, consumer_that_does_not_release_starves_the_fill_ring_and_drops_are_counted) {
+  make_veth();
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,frames=128", o));
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  std::vector<frame> sent;
+  for (uint32_t i = 0; i < 300; ++i) sent.push_back(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 37) % 1455));
+  // One at a time, each received or dropped before the next is sent.
+  for (size_t i = 0; i < sent.size(); ++i) {
+    ASSERT_TRUE(peer.send(sent[i])) << std::strerror(errno);
+    (void)wait_for([&] { const auto st = o.p.stats(); return st.rx_frames + st.rx_errors >= i + 1; }, 5s);
+  }
+  ASSERT_TRUE(wait_for([&] { const auto st = o.p.stats(); return st.rx_frames + st.rx_errors >= sent.size(); }, 5s));
+  auto st = o.p.stats();
+  EXPECT_EQ(st.rx_frames, 64u) << "the 64 RX frames of the UMEM, then nothing";
+  EXPECT_EQ(st.rx_errors, sent.size() - 64) << "the kernel counts what found the fill ring empty";
+  EXPECT_EQ(st.rxq[o.rq].delivered, 64u);
+  EXPECT_EQ(st.rxq[o.rq].consumed, 0u);
+  // received = processed + missed + unsteered + pending, nothing processed yet.
+  EXPECT_EQ(st.rx_frames, 0 + st.rx_missed + st.rx_unsteered + st.rxq[o.rq].delivered);
+
+  // Now the consumer takes the 64 and releases them (each recv releases the
+  // batch before it): the buffers go back to the fill ring.
+  const auto q = *o.p.rxq(o.rq);
+  consumer c;
+  c.drain(q, 64, 10s, 8);
+  ASSERT_EQ(c.frames.size(), 64u);
+  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(c.frames[i], sent[i]) << "held frame " << i << " changed";
+  std::vector<frame> more;
+  for (uint32_t i = 0; i < 200; ++i) more.push_back(make_frame(k_mac_a, k_mac_b, 1000 + i, 60 + (i * 53) % 1455));
+  std::thread t([&] { c.drain(q, 64 + more.size(), 30s, 8); });
+  paced_send(peer, more, c.count, 8, c.stop, 64);
+  t.join();
+  ASSERT_EQ(c.frames.size(), 64 + more.size()) << "receive must resume once buffers are released";
+  for (size_t i = 0; i < more.size(); ++i) ASSERT_EQ(c.frames[64 + i], more[i]) << "frame " << i << " after the release";
+  st = o.p.stats();
+  const uint64_t processed = c.frames.size();
+  EXPECT_EQ(st.rx_frames, processed);
+  EXPECT_EQ(st.rx_errors, sent.size() - 64) << "no drop once buffers came back";
+  EXPECT_EQ(st.rx_frames, processed + st.rx_missed + st.rx_unsteered + (st.rxq[o.rq].delivered - processed));
+  close_port(o);
+}
+
+// Two sockets read by two engine lanes feed one RX queue (a steering group
+// smaller than the lanes is shared), so a lane often releases buffers the
+// other lane's socket received. Each must reach its own socket's fill ring:
+// with 64 RX frames per socket and 2000 frames, a misplaced buffer would
+// starve a socket or corrupt a frame.
+TEST_F(af_xdp, buffers_released_on_another_lane_go_back_to_their_socket) {
+  make_veth(true, 2);
+  opened o;
+  // drv: veth hands generic (skb) XDP every frame on queue 0, native XDP on the sender's queue.
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=drv,queues=2,lanes=2,frames=128", o));
+  gnio::rxq_config rc;
+  rc.num_descs = 2048;
+  auto idle = o.p.create_rxq(rc);  // lanes=2 needs two RX queues; nothing is steered here
+  ASSERT_TRUE(idle.ok()) << idle.err().what();
+  o.extra_rq.push_back(*idle);
+  ASSERT_FALSE(o.p.set_steering({}, {o.rq}));
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  // Transmit queue i of the peer for CPU i (XPS), as in four_queues.
+  const long ncpu = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  for (long i = 0; i < std::min(2L, ncpu); ++i)
+    (void)sh("ip netns exec " + ns + " sh -c 'echo " + fmt_hex(1ul << i) + " > /sys/class/net/" + b + "/queues/tx-" +
+             std::to_string(i) + "/xps_cpus'");
+  const auto q = *o.p.rxq(o.rq);
+  consumer c;
+  std::thread t([&] { c.drain(q, 2000, 60s, 8); });
+  std::atomic<bool> send_ok{true};
+  std::thread sender([&] {
+    for (uint32_t i = 0; i < 2000 && send_ok && !c.stop; ++i) {
+      if (i % 50 == 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(static_cast<int>((i / 50) % ncpu), &set);
+        (void)sched_setaffinity(0, sizeof set, &set);
+      }
+      send_ok = peer.send(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 37) % 1455));
+      // Nothing for 5 s: a frame was lost; the count below says so.
+      if (!wait_for([&] { return c.count.load() + 8 >= i + 1; }, 5s)) c.stop = true;
+    }
+  });
+  sender.join();
+  t.join();
+  ASSERT_TRUE(send_ok) << std::strerror(errno);
+  ASSERT_EQ(c.frames.size(), 2000u);
+  std::vector<uint32_t> seqs;
+  for (const auto& f : c.frames) {
+    const uint32_t s = uint32_t{f[14]} << 24 | uint32_t{f[15]} << 16 | uint32_t{f[16]} << 8 | f[17];
+    ASSERT_LT(s, 2000u);
+    EXPECT_EQ(f, make_frame(k_mac_a, k_mac_b, s, 60 + (s * 37) % 1455));
+    seqs.push_back(s);
+  }
+  std::sort(seqs.begin(), seqs.end());
+  EXPECT_EQ(std::adjacent_find(seqs.begin(), seqs.end()), seqs.end()) << "a frame arrived twice";
+  // Both sockets' regions of the pool carried frames.
+  size_t in_second = 0;
+  for (uint64_t off : c.offs) in_second += off >= 128u * 2048u;
+  const auto st = o.p.stats();
+  EXPECT_EQ(st.rx_frames, 2000u);
+  EXPECT_EQ(st.rx_errors, 0u) << "a socket's fill ring ran dry: released buffers did not all come back";
+  if (ncpu >= 2) {
+    ASSERT_EQ(st.lanes.size(), 2u);
+    EXPECT_GT(st.lanes[0].frames, 0u);
+    EXPECT_GT(st.lanes[1].frames, 0u);
+    EXPECT_GT(in_second, 0u);
+    EXPECT_LT(in_second, c.offs.size());
+  }
+  close_port(o);
+}
+
+// l2fwd in place: the consumer swaps the MACs in the RX buffer and sends that
+// very buffer (its address is in the RX pool, so the backend posts the UMEM
+// frame itself), waiting for the TX completion before its next recv releases
+// it. 500 frames through 64 RX frames: every buffer is sent and reused many
+// times, and each reply is byte-exact.
+TEST_F(af_xdp, echo_in_place_from_rx_buffers_is_byte_exact) {
+  make_veth();
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,frames=128", o));
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  const auto q = *o.p.rxq(o.rq);
+  const auto tq = *o.p.txq(o.tq);
+  constexpr size_t n = 500;
+  std::atomic<size_t> echoed{0};
+  std::atomic<bool> echo_ok{true}, echo_stop{false};
+  std::thread echo([&] {
+    using namespace gnio::device;
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (echoed.load() < n && !echo_stop.load() && std::chrono::steady_clock::now() < end) {
+      uint64_t first = 0;
+      uint32_t num = 0;
+      if (recv<scope::thread>(q, 8, 1'000'000, &first, &num) != gnio::status::success) continue;
+      for (uint32_t i = 0; i < num; ++i) {
+        uint8_t* f = pkt_addr(q, first + i);
+        uint8_t mac[6];
+        std::memcpy(mac, f, 6);
+        std::memcpy(f, f + 6, 6);
+        std::memcpy(f + 6, mac, 6);
+        uint64_t idx = 0;
+        if (tx_reserve(tq, 1, 5'000'000'000ull, &idx) != gnio::status::success) {
+          echo_ok = false;
+          return;
+        }
+        tx_prepare(tq, idx, f, pkt_len(q, first + i));
+        tx_commit(tq, 1);
+      }
+      tx_doorbell(tq);
+      // The buffers go back with the next recv: their frames must have left.
+      if (tx_wait(tq, 5'000'000'000ull) != gnio::status::success) {
+        echo_ok = false;
+        return;
+      }
+      echoed.fetch_add(num);
+    }
+    release_all(q);
+  });
+  std::vector<frame> sent, want;
+  for (uint32_t i = 0; i < n; ++i) {
+    sent.push_back(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 53) % 1455));
+    want.push_back(make_frame(k_mac_b, k_mac_a, i, 60 + (i * 53) % 1455));
+  }
+  std::vector<frame> back;
+  std::thread r([&] { back = peer.recv(n, 30s); });
+  paced_send(peer, sent, echoed, 8, echo_stop);
+  echo.join();
+  r.join();
+  ASSERT_TRUE(echo_ok) << "the TX queue did not complete";
+  ASSERT_EQ(back.size(), n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], want[i]) << "echoed frame " << i << " differs";
+  EXPECT_TRUE(wait_for([&] { return o.p.stats().tx_frames >= n; }, 5s));
+  const auto st = o.p.stats();
+  EXPECT_EQ(st.tx_frames, n);
+  EXPECT_EQ(st.tx_errors, 0u);
+  EXPECT_EQ(st.txq[0].sent, n);
+  EXPECT_EQ(st.txq[0].bad_addr, 0u);
+  EXPECT_EQ(st.rx_frames, n);
+  EXPECT_EQ(st.rx_errors, 0u) << "every RX buffer came back after its frame was sent";
+  close_port(o);
+}
+
+// A queue with packet memory of its own (GPU memory; on the host executor it
+// has no host address either) cannot take UMEM frames by reference: the
+// engine copies them in and each UMEM frame goes back to the fill ring at
+// once, so 1000 frames pass through 64 RX frames with no release involved.
+TEST_F(af_xdp, queue_with_gpu_packet_memory_gets_copies) {
+  make_veth();
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,frames=128", o, gnio::mem_type::gpu));
+  auto mem = o.p.rxq_memory(o.rq);
+  ASSERT_TRUE(mem.ok()) << mem.err().what();
+  EXPECT_NE(mem->bytes, 128u * 2048u) << "a gpu queue has an area of its own, not the UMEM";
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  std::vector<frame> sent;
+  for (uint32_t i = 0; i < 1000; ++i) sent.push_back(make_frame(k_mac_a, k_mac_b, i, 60 + (i * 37) % 1455));
+  const auto q = *o.p.rxq(o.rq);
+  consumer c;
+  std::thread t([&] { c.drain(q, sent.size(), 30s); });
+  paced_send(peer, sent, c.count, 32, c.stop);
+  t.join();
+  ASSERT_EQ(c.frames.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(c.frames[i], sent[i]) << "received frame " << i << " differs";
+  const auto st = o.p.stats();
+  EXPECT_EQ(st.rx_frames, sent.size());
+  EXPECT_EQ(st.rx_errors, 0u);
+  EXPECT_EQ(st.rx_missed, 0u);
+  close_port(o);
 }
 
 }  // namespace
