@@ -843,10 +843,13 @@ TEST_F(af_xdp, buffers_released_on_another_lane_go_back_to_their_socket) {
 // frame itself), waiting for the TX completion before its next recv releases
 // it. 500 frames through 64 RX frames: every buffer is sent and reused many
 // times, and each reply is byte-exact.
-TEST_F(af_xdp, echo_in_place_from_rx_buffers_is_byte_exact) {
+// In skb and drv mode (veth: native XDP, copy mode).
+class af_xdp_echo : public af_xdp, public testing::WithParamInterface<std::string> {};
+
+TEST_P(af_xdp_echo, in_place_from_rx_buffers_is_byte_exact) {
   make_veth();
   opened o;
-  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,frames=128", o));
+  ASSERT_NO_FATAL_FAILURE(open_port(",frames=128,mode=" + GetParam(), o));
   peer_socket peer;
   ASSERT_EQ(peer.open(ns, b), "");
   ASSERT_FALSE(o.p.start());
@@ -909,6 +912,9 @@ TEST_F(af_xdp, echo_in_place_from_rx_buffers_is_byte_exact) {
   EXPECT_EQ(st.rx_errors, 0u) << "every RX buffer came back after its frame was sent";
   close_port(o);
 }
+
+INSTANTIATE_TEST_SUITE_P(modes, af_xdp_echo, testing::Values("skb", "drv"),
+                         [](const auto& info) { return info.param; });
 
 // A queue with packet memory of its own (GPU memory; on the host executor it
 // has no host address either) cannot take UMEM frames by reference: the
