@@ -157,6 +157,13 @@ gnio::error make_rings(gnio::gpu& g, ring_set& rs, uint32_t nrings, uint32_t rin
   return {};
 }
 
+// Entries of a pool ring free for posting. They come free through reclaim();
+// the frames here are static, so their buffers need not go anywhere.
+uint32_t free_now(gnio::backend::rx_ring_writer& w) {
+  (void)w.reclaim([](uint32_t) {});
+  return w.free_entries();
+}
+
 // One CPU thread per ring (threads wrap around when there are more rings than
 // CPUs): posts `count` completions by reference, 256 per publish.
 void cpu_produce(const ring_prod& r, uint64_t count, const std::vector<frame_ref>& frames, uint32_t skew) {
@@ -165,7 +172,7 @@ void cpu_produce(const ring_prod& r, uint64_t count, const std::vector<frame_ref
   uint64_t i = 0;
   const size_t nf = frames.size();
   while (i < count) {
-    uint32_t room = w.free_entries();
+    const uint32_t room = free_now(w);
     if (room == 0) {
       std::this_thread::yield();
       continue;
@@ -365,7 +372,7 @@ int main(int argc, char** argv) {
               while (open) {
                 for (size_t k = 0; k < mine.size(); ++k) {
                   if (done[k] >= per_ring) continue;
-                  const uint64_t n = std::min<uint64_t>({ws[k].free_entries(), 256, per_ring - done[k]});
+                  const uint64_t n = std::min<uint64_t>({free_now(ws[k]), 256, per_ring - done[k]});
                   for (uint64_t j = 0; j < n; ++j, ++done[k]) {
                     const frame_ref& f = fs->refs[(done[k] + mine[k] * 977u) % fs->refs.size()];
                     (void)ws[k].post(f.off, f.len, f.len, 0, f.hash, f.cls, f.flags);
