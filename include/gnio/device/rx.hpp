@@ -122,6 +122,83 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
   }
 }
 
+#if defined(__CUDA_ARCH__)
+// recv at block scope. Every thread of the block looks at one entry per
+// round, the next blockDim.x after the ready run found so far, so a batch of
+// B entries takes B / blockDim.x rounds rather than B / 32 rounds of one
+// warp. Entries stay ready until this block releases them, so the run only
+// grows and is never looked at twice. Thread 0 keeps the clock and decides.
+__device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
+                                              uint32_t* num) noexcept {
+  __shared__ uint64_t s_start;
+  __shared__ uint32_t s_num;     // ready run from s_start, so far
+  __shared__ uint32_t s_first_missing;  // this round: offset of the first entry not ready
+  __shared__ int32_t s_status;   // -1 while polling
+  const uint32_t tid = threadIdx.x;
+  if (tid == 0) {
+    const uint64_t start = *q.next;
+    publish_consumer(q, start);
+    s_start = start;
+    s_num = 0;
+    s_status = -1;
+  }
+  uint64_t t0 = 0;
+  if (tid == 0) t0 = now_ns();
+  uint32_t empty_polls = 0;
+  bool eos_seen = false;  // thread 0's
+  for (;;) {
+    __syncthreads();  // thread 0's writes to s_* are visible; everyone is past the previous round
+    const uint64_t start = s_start;
+    const uint32_t have = s_num;
+    const uint32_t width = max_pkts - have < blockDim.x ? max_pkts - have : blockDim.x;
+    if (tid == 0) s_first_missing = width;
+    __syncthreads();
+    if (tid < width && !ready(q, start + have + tid)) atomicMin(&s_first_missing, tid);
+    __syncthreads();
+    bool moved_on = false;
+    if (tid == 0) {
+      const uint32_t run = s_first_missing;
+      const uint32_t n = have + run;
+      s_num = n;
+      if (run == width && n < max_pkts) {
+        moved_on = true;  // the whole window was ready: look further at once
+      } else {
+        const bool expired = (now_ns() - t0) >= timeout_ns;
+        if (n >= max_pkts || (n > 0 && (expired || eos_seen))) {
+          s_status = static_cast<int32_t>(status::success);
+        } else if (n == 0 && eos_seen) {
+          s_status = static_cast<int32_t>(status::shutdown);
+        } else if (n == 0 && eos_set(q)) {
+          // The backend finished; one more round closes the race with its last publish.
+          eos_seen = true;
+          moved_on = true;
+        } else if (expired && n == 0) {
+          s_status = static_cast<int32_t>(status::again);
+        }
+      }
+      if (!moved_on && s_status < 0) ++empty_polls;
+    }
+    __syncthreads();
+    const int32_t st = s_status;
+    if (st >= 0) {
+      // Pairs with the release store of rx_cqe::owner in backend::
+      // rx_ring_writer::publish(): every thread that saw an owner word
+      // fences, so entry fields and packet bytes written before it are
+      // visible to the whole block after the barrier below.
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      const uint32_t n = st == static_cast<int32_t>(status::again) ? 0u : s_num;
+      if (tid == 0) *q.next = start + n;
+      *first = start;
+      *num = n;
+      // Nobody may reuse the shared slots before every thread has read them.
+      __syncthreads();
+      return static_cast<status>(st);
+    }
+    if (tid == 0) idle_backoff(empty_polls);
+  }
+}
+#endif
+
 }  // namespace detail
 
 // Receives up to max_pkts packets, waiting at most timeout_ns for the batch to
@@ -157,34 +234,7 @@ GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_n
     *first = start;
     return s;
   } else {
-    __shared__ uint64_t s_start;
-    __shared__ uint32_t s_num;
-    __shared__ int32_t s_status;
-    if (threadIdx.x < 32) {
-      const uint32_t lane = threadIdx.x & 31u;
-      uint64_t start = 0;
-      if (lane == 0) {
-        start = *q.next;
-        detail::publish_consumer(q, start);
-      }
-      start = __shfl_sync(0xffffffffu, start, 0);
-      uint32_t n = 0;
-      status s = detail::poll<true>(q, max_pkts, timeout_ns, start, &n);
-      if (lane == 0) {
-        *q.next = start + n;
-        s_start = start;
-        s_num = n;
-        s_status = static_cast<int32_t>(s);
-      }
-    }
-    // Orders warp 0's acquire (inside poll) before the other warps' reads of the packets.
-    __syncthreads();
-    *first = s_start;
-    *num = s_num;
-    const status s = static_cast<status>(s_status);
-    // Nobody may reuse the shared slots before every thread has read them.
-    __syncthreads();
-    return s;
+    return detail::recv_block(q, max_pkts, timeout_ns, first, num);
   }
 #else
   // Host executor: one thread is the whole warp and block.
