@@ -14,7 +14,9 @@
 # GPU_CHECK_BENCH=0 leaves out the single-GPU benchmarks: the device-side
 # capacity, the engine's CPU cost per frame, and the rate sweeps of
 # flow_count, pp and l2fwd (CUDA next to the host executor, with the
-# host-to-device bandwidth measured in the same run).
+# host-to-device bandwidth measured in the same run). GPU_CHECK_ONLY='REGEX'
+# runs only the steps whose whole name matches (e.g. 'conformance_.*|bench_capacity.*'),
+# to split a run over several calls.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -45,8 +47,10 @@ do_run() {
   local fails=0 summary=()
   step() {  # step NAME COMMAND...: run, log to $out/NAME.log, record pass/fail/skip
     local name=$1; shift
+    [[ -z "${GPU_CHECK_ONLY:-}" || "$name" =~ ^(${GPU_CHECK_ONLY})$ ]] || return 0
     local t0=$SECONDS rc
-    "$@" >"$out/$name.log" 2>&1
+    # A step that hangs is killed (rc 124) so the steps after it still run.
+    timeout -k 10 "${GPU_CHECK_STEP_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1
     rc=$?
     local verdict=pass
     if [ $rc -eq 77 ]; then verdict=skip; elif [ $rc -ne 0 ]; then verdict="FAIL(rc=$rc)"; fails=$((fails + 1)); fi
@@ -84,6 +88,12 @@ do_run() {
     local cap="$build/bench/capacity"
     step bench_capacity "$cap" --gpu 0 --app flow_count,pp --mem gpu,host --rings 1,4,16,64 --h2d \
       --json "$out/bench_capacity.json"
+    # Where a queue's time goes: the same consumers with other block sizes and batches.
+    local tb
+    for tb in 128:256 512:1024 1024:2048; do
+      step "bench_capacity_t${tb%:*}_b${tb#*:}" "$cap" --gpu 0 --app flow_count,pp --mem gpu --rings 1,64 \
+        --threads "${tb%:*}" --batch "${tb#*:}" --ring 8192 --json "$out/bench_capacity_t${tb%:*}_b${tb#*:}.json"
+    done
     step bench_engine_cost "$build/bench/engine_cost" --json "$out/bench_engine_cost.json"
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
       --sizes 64,1500 --queues 4,8,16 --lanes 4,8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap"
