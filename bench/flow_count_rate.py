@@ -32,6 +32,9 @@ def machine():
     return m
 
 
+RUN_TIMEOUT_S = 600
+
+
 def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pkt_mem=None):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
@@ -46,7 +49,12 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pk
         cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json",
                path] + (["--pkt-mem", pkt_mem] if pkt_mem else []) + extra
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        # Kept as a failed row: the other runs' results still get written.
+        p = subprocess.CompletedProcess(cmd, 124, "", f"timed out after {RUN_TIMEOUT_S} s: "
+                                        + (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")))
     wall = time.time() - t0
     row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "lanes": lanes, "count": count,
            "pkt_mem": pkt_mem or "auto", "rc": p.returncode,
@@ -60,7 +68,8 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pk
             row["engine_ns_per_frame"] = j["engine"].get("ns_per_frame")
     else:
         row["stderr"] = p.stderr[-2000:]
-    os.unlink(path)
+    if os.path.exists(path):
+        os.unlink(path)
     return row
 
 
@@ -76,7 +85,11 @@ def main():
     ap.add_argument("--lanes", default="1", help="engine threads per port to try (each <= queues), e.g. 1,4")
     ap.add_argument("--pkt-mem", default="auto", help="flow_count only: packet memory to try, e.g. auto,gpu")
     ap.add_argument("--capacity-bin", help="bench/capacity binary: measure the host-to-device bandwidth in this run")
+    ap.add_argument("--run-timeout", type=int, default=600,
+                    help="seconds one run may take before it is killed and recorded as failed")
     args = ap.parse_args()
+    global RUN_TIMEOUT_S
+    RUN_TIMEOUT_S = args.run_timeout
 
     m = machine()
     print(f"bench: {args.app} receive rate, gen backend, machine {json.dumps(m)}")

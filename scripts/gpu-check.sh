@@ -90,17 +90,17 @@ do_run() {
       --json "$out/bench_capacity.json"
     # Where a queue's time goes: the same consumers with other block sizes and batches.
     local tb
-    for tb in 128:256 512:1024 1024:2048; do
+    for tb in 128:256 512:1024 512:2048; do
       step "bench_capacity_t${tb%:*}_b${tb#*:}" "$cap" --gpu 0 --app flow_count,pp --mem gpu --rings 1,64 \
         --threads "${tb%:*}" --batch "${tb#*:}" --ring 8192 --json "$out/bench_capacity_t${tb%:*}_b${tb#*:}.json"
     done
-    step bench_engine_cost "$build/bench/engine_cost" --json "$out/bench_engine_cost.json"
+    step bench_engine_cost "$build/bench/engine_cost" --queues 4 --consumers 4 --json "$out/bench_engine_cost.json"
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
-      --sizes 64,1500 --queues 4,8,16 --lanes 4,8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap"
+      --sizes 64,1500 --queues 8,16 --lanes 8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap" --run-timeout 60
     step bench_pp python3 bench/flow_count_rate.py --app pp --bin "$GNIO_TOOL_BIN" --json "$out/bench_pp.json" \
-      --sizes 64,1500 --queues 2,4 --lanes 4,8 --count 40000000 --capacity-bin "$cap"
+      --sizes 64,1500 --queues 4 --lanes 4,8 --count 40000000 --capacity-bin "$cap" --run-timeout 60
     step bench_l2fwd python3 bench/flow_count_rate.py --app l2fwd --bin "$GNIO_L2FWD_BIN" --json "$out/bench_l2fwd.json" \
-      --sizes 64,1500 --queues 4,8 --lanes 4,8 --count 20000000
+      --sizes 64,1500 --queues 4,8 --lanes 4 --count 20000000 --run-timeout 60
   fi
   echo
   echo "gpu-check summary ($(date -u +%FT%TZ), $(head -1 "$out/gpu.txt"))"
