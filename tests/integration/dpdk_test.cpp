@@ -200,14 +200,16 @@ TEST(Dpdk, FlowCountByReferenceAndByCopyAgreeWithTheCapture) {
   }
 }
 
-// A capture of n distinct UDP frames (the index in the addresses and payload).
-std::string write_capture(uint32_t n) {
+// A capture of n distinct UDP frames (the index in the addresses and
+// payload), of size(i) bytes each.
+template <class Size>
+std::string write_capture(uint32_t n, Size size) {
   const std::string path = gnio::test::temp_path("dpdk_many") + ".pcap";
   pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
   pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
   EXPECT_NE(d, nullptr) << pcap_geterr(dead);
   for (uint32_t i = 0; d && i < n; ++i) {
-    frame f(60 + i % 200, 0);
+    frame f(size(i), 0);
     const uint8_t hdr[] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00,  // Ethernet, IPv4
                            0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
     std::memcpy(f.data(), hdr, sizeof hdr);
@@ -232,7 +234,7 @@ TEST(Dpdk, MoreFramesThanMbufsComeThroughAsTheKernelReleasesThem) {
   // received, sent back in place and released about twelve times. overflow=wait
   // asks net_pcap for no more frames than the ring takes, so it never finds
   // the pool empty.
-  const std::string in = write_capture(3000), out = gnio::test::temp_path("dpdk_many_out") + ".pcap";
+  const std::string in = write_capture(3000, [](uint32_t i) { return 60 + i % 200; }), out = gnio::test::temp_path("dpdk_many_out") + ".pcap";
   auto r = l2fwd(in, out, ",mbufs=256,descs=64,overflow=wait", {"--ring", "64", "--batch", "32", "--no-mac-swap"});
   const auto sent = gnio::test::read_pcap(in), back = gnio::test::read_pcap(out);
   std::remove(in.c_str());
@@ -246,6 +248,30 @@ TEST(Dpdk, MoreFramesThanMbufsComeThroughAsTheKernelReleasesThem) {
   EXPECT_NE(r.err.find("0 dropped (no mbuf)"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("not held"), std::string::npos) << r.err;
+}
+
+TEST(Dpdk, ChainedFramesKeepTheirFirstBufferByReference) {
+  // net_pcap chains mbufs for frames longer than one 2048-byte buffer. By
+  // reference the first buffer is delivered, flagged truncated, and the rest
+  // of the chain freed; by copy the frame is made contiguous first. Either
+  // way every frame is counted at its full length and no mbuf is left out.
+  const uint32_t sizes[] = {100, 4000, 9000, 60};
+  const std::string in = write_capture(4, [&](uint32_t i) { return sizes[i]; });
+  for (const char* by_ref : {"1", "0"}) {
+    SCOPED_TRACE(std::string("by_ref=") + by_ref);
+    auto r = gnio::test::run_process({k_flow_count, "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref,
+                                      "--exec", "host", "--duration", "1", "--stats-interval", "0"},
+                                     {.with_json = true, .log_level = "info"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(r.j);
+    EXPECT_EQ(r.j->at("packets").get<long>(), 4);
+    EXPECT_EQ(r.j->at("bytes").get<long>(), 100 + 4000 + 9000 + 60);
+    EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+    if (std::string(by_ref) == "1") EXPECT_NE(r.err.find("RX 4 by reference"), std::string::npos) << r.err;
+    if (std::string(by_ref) == "1") EXPECT_NE(r.err.find("2 cut (chained)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
+  }
+  std::remove(in.c_str());
 }
 
 TEST(Dpdk, BadDeviceStringsNameTheProblem) {
