@@ -179,6 +179,9 @@ def main():
     if args.seconds <= 0:
         print("peers: --seconds must be positive", file=sys.stderr)
         return 2
+    if not shutil.which("taskset"):
+        print("peers: taskset (util-linux) is not installed: gnio could not be held to --cores", file=sys.stderr)
+        return 2
     if not (os.path.isfile(args.gnio_bin) and os.access(args.gnio_bin, os.X_OK)):
         print(f"peers: --gnio-bin {args.gnio_bin} is not an executable (build flow_count first)", file=sys.stderr)
         return 2
