@@ -16,6 +16,7 @@
 #include <pcap/pcap.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <gnio/gnio.hpp>
 
 #include "support/frames.hpp"
 #include "support/process.hpp"
@@ -272,6 +275,58 @@ TEST(Dpdk, ChainedFramesKeepTheirFirstBufferByReference) {
     EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
   }
   std::remove(in.c_str());
+}
+
+TEST(Dpdk, MbufsOfAnotherPoolAreCopiedIntoThePool) {
+  // net_ring hands what a port sends back to its own RX, as the same mbufs:
+  // here TX copies, mbufs of the port's TX pool, not of its RX pool. Each is
+  // copied into a pool mbuf and delivered by reference; the frames arrive
+  // intact and the TX mbufs go back at once.
+  std::string log;  // the backend's path and, at close, its counts
+  gnio::set_log_level(gnio::log_level::info);
+  gnio::set_log_hook([&log](gnio::log_level, std::string_view m) { log.append(m).append("\n"); });
+  auto g = gnio::gpu::open("host");
+  ASSERT_TRUE(g.ok()) << g.err().what();
+  auto a = gnio::port::open(*g, "dpdk:vdev=net_ring_loop");
+  ASSERT_TRUE(a.ok()) << a.err().what();
+  auto rq = a->create_rxq();
+  ASSERT_TRUE(rq.ok()) << rq.err().what();
+  auto tq = a->create_txq();
+  ASSERT_TRUE(tq.ok()) << tq.err().what();
+  auto pool = a->rxq_memory(*rq);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_FALSE(a->start());
+  const auto sent = gnio::test::read_pcap(data("dns_icmp.pcap"));
+  const auto rx = *a->rxq(*rq);
+  const auto tx = *a->txq(*tq);
+  std::vector<frame> got;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (const auto& f : sent) gnio::test::host_send(tx, f);
+  while (got.size() < sent.size() && std::chrono::steady_clock::now() < end) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    if (gnio::device::recv<gnio::device::scope::thread>(rx, 64, 1'000'000, &first, &num) != gnio::status::success)
+      continue;
+    for (uint32_t i = 0; i < num; ++i) {
+      const uint8_t* f = gnio::device::pkt_addr(rx, first + i);
+      EXPECT_GE(f, static_cast<const uint8_t*>(pool->exec_ptr)) << "a completion outside the RX pool";
+      EXPECT_LT(f, static_cast<const uint8_t*>(pool->exec_ptr) + pool->bytes) << "a completion outside the RX pool";
+      got.emplace_back(f, f + gnio::device::pkt_len(rx, first + i));
+    }
+  }
+  gnio::device::release_all(rx);
+  EXPECT_EQ(got, sent);
+  EXPECT_FALSE(a->stop());
+  EXPECT_FALSE(a->destroy_rxq(*rq));
+  EXPECT_FALSE(a->destroy_txq(*tq));
+  EXPECT_FALSE(a->close());
+  EXPECT_FALSE(g->destroy());
+  gnio::set_log_hook({});
+  EXPECT_NE(log.find(fmt::format("RX {} by reference, 0 copied by the core, {} copied into the pool, 0 dropped",
+                                 sent.size(), sent.size())),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("not returned"), std::string::npos) << log;
 }
 
 TEST(Dpdk, BadDeviceStringsNameTheProblem) {
