@@ -147,7 +147,11 @@ result<port> port::open(gpu& g, std::string_view dev) {
                               }};
     backend::rx_pool pool;
     error e = ops->rx_pool_setup(priv, alloc, &pool);
-    if (!e && (!st->pool.host_ptr || pool.host != st->pool.host_ptr || pool.bytes > st->pool.bytes || pool.buf_bytes == 0))
+    // A backend that allocated nothing and left *pool empty receives by copy
+    // (e.g. dpdk with by_ref=0): its queues get areas of their own.
+    const bool none = !e && !st->pool.host_ptr && !pool.host && pool.bytes == 0;
+    if (!e && !none &&
+        (!st->pool.host_ptr || pool.host != st->pool.host_ptr || pool.bytes > st->pool.bytes || pool.buf_bytes == 0))
       e = fail(status::unexpected, "{}: the backend described an RX pool it did not allocate", args->name);
     if (e) {
       if (ops->close) ops->close(priv);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// One ring conformance suite, run against every backend (pcap, gen, pair, and
-// af_packet and af_xdp on a veth pair) on the executor chosen by GNIO_TEST_EXEC (host, or
+// One ring conformance suite, run against every backend (pcap, gen, pair, dpdk
+// over DPDK's net_pcap driver (by reference into its RX pool), and af_packet
+// and af_xdp on a veth pair) on the executor chosen by GNIO_TEST_EXEC (host, or
 // cuda on a GPU machine), and the lifecycle rules of DESIGN §6.
 //
 // The af_packet and af_xdp cases need a veth pair whose ends are named by GNIO_CONF_IF
@@ -110,11 +111,12 @@ frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds
   return out;
 }
 
-enum class kind { pcap, gen, pair, af_packet, af_xdp };
+enum class kind { pcap, gen, pair, af_packet, af_xdp, dpdk };
 // Backends on a real link (the veth the harness made), fed from a raw socket on its peer.
 bool on_link(kind k) { return k == kind::af_packet || k == kind::af_xdp; }
 std::string to_string(kind k) {
-  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : k == kind::af_packet ? "af_packet" : "af_xdp";
+  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : k == kind::af_packet ? "af_packet"
+         : k == kind::af_xdp ? "af_xdp" : "dpdk";
 }
 
 std::string env_str(const char* name) {
@@ -177,6 +179,24 @@ frames raw_recv(int fd, size_t n, std::chrono::milliseconds timeout) {
 }
 
 int g_pair_seq = 0;
+int g_dpdk_seq = 0;  // vdev names are unique per process
+
+// A capture of these frames, for net_pcap to replay.
+std::string write_ethernet_pcap(const frames& fs) {
+  const std::string path = "/tmp/gnio-conf-dpdk-" + std::to_string(getpid()) + "-" + std::to_string(g_dpdk_seq) + ".pcap";
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  EXPECT_NE(d, nullptr) << pcap_geterr(dead);
+  for (size_t i = 0; d && i < fs.size(); ++i) {
+    pcap_pkthdr h{};
+    h.caplen = h.len = static_cast<uint32_t>(fs[i].size());
+    h.ts.tv_sec = static_cast<long>(i);
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, fs[i].data());
+  }
+  if (d) pcap_dump_close(d);
+  pcap_close(dead);
+  return path;
+}
 
 // A traffic source: the device string the port under test opens, the exact
 // frames it will receive, and for pair the peer port that sends them.
@@ -192,8 +212,13 @@ struct source {
   // af_packet only: raw sockets on GNIO_CONF_PEER
   int raw_tx = -1, raw_rx = -1;
 
-  // Sources that run until stopped and are fed by the test.
-  bool live() const { return k == kind::pair || on_link(k); }
+  // dpdk only: the capture net_pcap replays (removed with the source)
+  std::string capture;
+
+  // Sources that run until stopped; all but dpdk (net_pcap replays its file
+  // by itself) are fed by the test.
+  bool live() const { return k == kind::pair || k == kind::dpdk || on_link(k); }
+  bool fed() const { return live() && k != kind::dpdk; }
   void open_raw_peer() {
     raw_tx = open_raw(env_str("GNIO_CONF_PEER"), false);
     raw_rx = open_raw(env_str("GNIO_CONF_PEER"), true);
@@ -222,9 +247,11 @@ struct source {
     peer_rx = *peer->rxq(*r);
   }
   void feed() {
-    for (const auto& f : expected) send_one(f);
+    if (fed())
+      for (const auto& f : expected) send_one(f);
   }
   ~source() {
+    if (!capture.empty()) std::filesystem::remove(capture);
     if (peer) (void)peer->stop();
     if (raw_tx >= 0) close(raw_tx);
     if (raw_rx >= 0) close(raw_rx);
@@ -249,6 +276,13 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
     const std::string opts = "size=64-1500,flows=16,seed=7";
     s->dev = "gen:count=" + std::to_string(n) + "," + opts;
     s->expected = gen_frames("gen:" + opts, n);
+  } else if (k == kind::dpdk) {
+    // n frames of dns_icmp.pcap, over and over, in a capture of their own
+    // (net_pcap keeps no original length, so no truncated frame here).
+    const frames one = read_ethernet_pcap(data("dns_icmp.pcap"));
+    for (size_t i = 0; i < n; ++i) s->expected.push_back(one[i % one.size()]);
+    s->capture = write_ethernet_pcap(s->expected);
+    s->dev = "dpdk:vdev=net_pcap" + std::to_string(g_dpdk_seq++) + ";rx_pcap=" + s->capture;
   } else if (k == kind::pair) {
     const std::string name = "conf" + std::to_string(g_pair_seq++);
     s->dev = "pair:name=" + name;
@@ -406,6 +440,7 @@ class ring_conformance : public testing::TestWithParam<kind> {
  protected:
   gnio::gpu g = open_gpu();
   void SetUp() override {
+    if (GetParam() == kind::dpdk && !gnio::backend::find("dpdk")) GTEST_SKIP() << "the dpdk backend is not built";
     if (!on_link(GetParam())) return;
     if (!gnio::backend::find(to_string(GetParam()))) GTEST_SKIP() << "the " << to_string(GetParam()) << " backend is not built";
     if (env_str("GNIO_CONF_IF").empty() || env_str("GNIO_CONF_PEER").empty())
@@ -445,10 +480,11 @@ class ring_conformance : public testing::TestWithParam<kind> {
     auto mem = d.p.rxq_memory(d.rxq);
     ASSERT_TRUE(mem.ok()) << mem.err().what();
     EXPECT_EQ(mem->exec_ptr, d.p.rxq(d.rxq)->pkts) << "rxq::pkts is where completions' offsets count from";
-    // af_xdp receives into its UMEM, the port's RX pool, unless the queue asks for GPU memory.
-    const bool own_area = pkt_mem == gnio::mem_type::gpu || src->k != kind::af_xdp;
-    // By reference, the completions name the UMEM's own frames (frame_size 2048).
-    expect_buffers(d.records(total), *mem, own_area, own_area ? 0 : 2048);
+    // af_xdp receives into its UMEM and dpdk into its mbufs, the port's RX
+    // pool, unless the queue asks for GPU memory.
+    const bool own_area = pkt_mem == gnio::mem_type::gpu || (src->k != kind::af_xdp && src->k != kind::dpdk);
+    // By reference, af_xdp's completions name the UMEM's own frames (frame_size 2048).
+    expect_buffers(d.records(total), *mem, own_area, !own_area && src->k == kind::af_xdp ? 2048 : 0);
     d.finish();
   }
 };
@@ -511,13 +547,18 @@ TEST_P(ring_conformance, tx_round_trip) {
   const size_t total = src->expected.size();
   const std::string out = "/tmp/gnio-conf-tx-" + std::to_string(getpid()) + ".pcap";
   if (src->k == kind::pcap) src->dev += ",tx=" + out;
+  if (src->k == kind::dpdk) src->dev += ";tx_pcap=" + out;
   dut d(g, src->dev, 256, 0, true);
   if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
   if (on_link(src->k)) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   ASSERT_FALSE(d.launch_echo());
   frames back;
-  if (src->live()) {
+  if (src->k == kind::dpdk) {
+    // Everything received was echoed; the port sends what is left when it stops.
+    ASSERT_TRUE(d.wait_drained(total, 30s)) << "frames did not all arrive";
+    ASSERT_FALSE(d.runner->stop(5s));
+  } else if (src->live()) {
     src->feed();
     back = src->peer_recv(total, 30s);
     ASSERT_FALSE(d.runner->stop(5s));
@@ -531,7 +572,7 @@ TEST_P(ring_conformance, tx_round_trip) {
   EXPECT_EQ(st.txq[*d.txq].bad_addr, 0u);
   EXPECT_EQ(st.tx_frames, total);
   d.finish();
-  if (src->k == kind::pcap) back = read_ethernet_pcap(out);
+  if (src->k == kind::pcap || src->k == kind::dpdk) back = read_ethernet_pcap(out);
   if (src->k != kind::gen) {
     ASSERT_EQ(back.size(), total);
     for (size_t i = 0; i < total; ++i) ASSERT_EQ(back[i], src->expected[i]) << "frame " << i << " differs";
@@ -547,6 +588,9 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   } else if (GetParam() == kind::pcap) {
     src = make_source(kind::pcap, 2);
     src->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=0";  // endless
+  } else if (GetParam() == kind::dpdk) {
+    src = make_source(kind::dpdk, 2);
+    src->dev += ";infinite_rx=1";  // net_pcap replays the capture endlessly
   } else {
     src = make_source(GetParam(), 64);
   }
@@ -557,7 +601,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   ASSERT_FALSE(d.launch_record());
   std::atomic<bool> feeding{true};
   std::thread feeder;
-  if (src->live())
+  if (src->fed())
     feeder = std::thread([&] {
       while (feeding.load())
         for (const auto& f : src->expected) src->send_one(f);
@@ -588,7 +632,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   EXPECT_FALSE(d.p.close());
 }
 
-INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp),
+INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp, kind::dpdk),
                          [](const auto& info) { return to_string(info.param); });
 
 // --- Semaphores ----------------------------------------------------------------

@@ -3,21 +3,34 @@
 // flow_count on a DPDK port replaying the bundled captures count what tshark
 // counts (tests/data/MANIFEST.tsv), frames sent through the port reach the
 // driver's tx_pcap file intact, engine lanes poll several DPDK queues, and bad
-// device strings fail with the reason. Every run is its own process (DPDK's
+// device strings fail with the reason. Received by reference (by_ref=1, the
+// default: the mbufs' buffers are gnio's RX pool) and by copy (by_ref=0), every
+// byte arrives, l2fwd sends frames back from their RX buffers byte for byte,
+// and a pool smaller than the capture is recycled without losing a frame or
+// an mbuf. Every run is its own process (DPDK's
 // EAL is initialised once per process). The live counterpart (ping, dig,
 // curl, tcpreplay over a veth through net_af_packet) is netns_pp_clients_dpdk.
 //
-// Environment: GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN and GNIO_FLOW_COUNT_BIN
-// override the paths compiled in.
+// Environment: GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN, GNIO_FLOW_COUNT_BIN and
+// GNIO_L2FWD_BIN override the paths compiled in.
+#include <pcap/pcap.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <gnio/gnio.hpp>
+
+#include "support/frames.hpp"
 #include "support/process.hpp"
 
 namespace {
@@ -28,6 +41,7 @@ using json = nlohmann::json;
 const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
 const std::string k_tool = env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
 const std::string k_flow_count = env_or("GNIO_FLOW_COUNT_BIN", GNIO_FLOW_COUNT_BIN);
+const std::string k_l2fwd = env_or("GNIO_L2FWD_BIN", GNIO_L2FWD_BIN);
 
 std::string data(const std::string& f) { return k_data + "/" + f; }
 
@@ -112,6 +126,209 @@ TEST(Dpdk, LanesPollTwoDpdkQueues) {
   EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
 }
 
+using frame = std::vector<uint8_t>;
+
+frame swapped(frame f) {
+  if (f.size() >= 12) std::swap_ranges(f.begin(), f.begin() + 6, f.begin() + 6);
+  return f;
+}
+
+// l2fwd on a net_pcap port: receives in, sends every frame back into out.
+// Logs at info, where the backend says which path it took and, at close,
+// what went by reference and whether every mbuf came back.
+gnio::test::proc_result l2fwd(const std::string& in, const std::string& out, const std::string& opts,
+                              std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{k_l2fwd, "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ";tx_pcap=" + out + opts,
+                                "--gpu", "host", "--duration", "2", "--stats-interval", "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return gnio::test::run_process(argv, {.with_json = true, .log_level = "info"});
+}
+
+TEST(Dpdk, ByReferenceAndByCopyReceiveEveryByteAndL2fwdSendsFromTheRxBuffers) {
+  for (const char* file : {"http.pcap", "dns_icmp.pcap", "QinQpacket.pcap", "test.pcap"}) {
+    for (const char* by_ref : {"1", "0"}) {
+      SCOPED_TRACE(std::string(file) + " by_ref=" + by_ref);
+      const std::string in = data(file), out = gnio::test::temp_path("dpdk_l2fwd") + ".pcap";
+      auto r = l2fwd(in, out, std::string(",by_ref=") + by_ref);
+      const auto sent = gnio::test::read_pcap(in), back = gnio::test::read_pcap(out);
+      std::remove(out.c_str());
+      ASSERT_EQ(r.code, 0) << r.describe();
+      ASSERT_EQ(back.size(), sent.size()) << r.describe();
+      for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(back[i], swapped(sent[i])) << "frame " << i;
+      ASSERT_TRUE(r.j);
+      EXPECT_EQ(r.j->at("forwarded").get<size_t>(), sent.size());
+      EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+      if (std::string(by_ref) == "1") {
+        EXPECT_NE(r.err.find("RX by reference into gnio's pool"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("TX from RX buffers by reference"), std::string::npos) << r.err;
+        // Every frame was held by reference and sent from its buffer.
+        EXPECT_NE(r.err.find(fmt::format("RX {} by reference, 0 copied by the core, 0 copied into the pool, "
+                                         "0 dropped (no mbuf), 0 cut (chained); TX {} by reference, 0 by copy",
+                                         sent.size(), sent.size())),
+                  std::string::npos)
+            << r.err;
+      } else {
+        EXPECT_NE(r.err.find("RX and TX by copy (by_ref=0)"), std::string::npos) << r.err;
+      }
+      EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("not held"), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST(Dpdk, FlowCountByReferenceAndByCopyAgreeWithTheCapture) {
+  for (const char* file : {"http.pcap", "QinQpacket.pcap", "test.pcap"}) {
+    SCOPED_TRACE(file);
+    const auto frames = gnio::test::read_pcap(data(file));
+    size_t bytes = 0;
+    for (const auto& f : frames) bytes += f.size();
+    std::vector<json> runs;
+    for (const char* by_ref : {"1", "0"}) {
+      auto r = gnio::test::run_process({k_flow_count, "--port",
+                                        "dpdk:vdev=net_pcap0;rx_pcap=" + data(file) + ",by_ref=" + by_ref, "--exec",
+                                        "host", "--duration", "2", "--stats-interval", "0"},
+                                       {.with_json = true});
+      ASSERT_EQ(r.code, 0) << r.describe();
+      ASSERT_TRUE(r.j) << r.describe();
+      EXPECT_EQ(r.j->at("packets").get<size_t>(), frames.size()) << "by_ref=" << by_ref;
+      EXPECT_EQ(r.j->at("bytes").get<size_t>(), bytes) << "by_ref=" << by_ref;
+      EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+      EXPECT_EQ(r.j->at("source_errors").get<long>(), 0);
+      runs.push_back(*r.j);
+    }
+    ASSERT_EQ(runs.size(), 2u);
+    for (const char* k : {"packets", "bytes", "flows", "tcp_conversations", "udp_conversations", "malformed"})
+      EXPECT_EQ(runs[0].at(k), runs[1].at(k)) << k;
+    EXPECT_EQ(runs[0].at("flow_rows"), runs[1].at("flow_rows"));
+  }
+}
+
+// A capture of n distinct UDP frames (the index in the addresses and
+// payload), of size(i) bytes each.
+template <class Size>
+std::string write_capture(uint32_t n, Size size) {
+  const std::string path = gnio::test::temp_path("dpdk_many") + ".pcap";
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  EXPECT_NE(d, nullptr) << pcap_geterr(dead);
+  for (uint32_t i = 0; d && i < n; ++i) {
+    frame f(size(i), 0);
+    const uint8_t hdr[] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00,  // Ethernet, IPv4
+                           0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    std::memcpy(f.data(), hdr, sizeof hdr);
+    const uint16_t ip_len = static_cast<uint16_t>(f.size() - 14);
+    f[16] = static_cast<uint8_t>(ip_len >> 8);
+    f[17] = static_cast<uint8_t>(ip_len);
+    f[28] = static_cast<uint8_t>(i >> 8);  // source 10.0.(i>>8).(i)
+    f[29] = static_cast<uint8_t>(i);
+    for (size_t k = sizeof hdr; k < f.size(); ++k) f[k] = static_cast<uint8_t>(i * 7 + k);
+    pcap_pkthdr h{};
+    h.caplen = h.len = static_cast<uint32_t>(f.size());
+    h.ts.tv_sec = i;
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, f.data());
+  }
+  if (d) pcap_dump_close(d);
+  pcap_close(dead);
+  return path;
+}
+
+TEST(Dpdk, MoreFramesThanMbufsComeThroughAsTheKernelReleasesThem) {
+  // 3000 frames through a pool of 256 mbufs and a ring of 64: each buffer is
+  // received, sent back in place and released about twelve times. overflow=wait
+  // asks net_pcap for no more frames than the ring takes, so it never finds
+  // the pool empty.
+  const std::string in = write_capture(3000, [](uint32_t i) { return 60 + i % 200; }), out = gnio::test::temp_path("dpdk_many_out") + ".pcap";
+  auto r = l2fwd(in, out, ",mbufs=256,descs=64,overflow=wait", {"--ring", "64", "--batch", "32", "--no-mac-swap"});
+  const auto sent = gnio::test::read_pcap(in), back = gnio::test::read_pcap(out);
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_EQ(sent.size(), 3000u);
+  ASSERT_EQ(back.size(), sent.size()) << r.describe();
+  for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(back[i], sent[i]) << "frame " << i;
+  EXPECT_NE(r.err.find("256 mbufs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RX 3000 by reference"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("0 dropped (no mbuf)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not held"), std::string::npos) << r.err;
+}
+
+TEST(Dpdk, ChainedFramesKeepTheirFirstBufferByReference) {
+  // net_pcap chains mbufs for frames longer than one 2048-byte buffer. By
+  // reference the first buffer is delivered, flagged truncated, and the rest
+  // of the chain freed; by copy the frame is made contiguous first. Either
+  // way every frame is counted at its full length and no mbuf is left out.
+  const uint32_t sizes[] = {100, 4000, 9000, 60};
+  const std::string in = write_capture(4, [&](uint32_t i) { return sizes[i]; });
+  for (const char* by_ref : {"1", "0"}) {
+    SCOPED_TRACE(std::string("by_ref=") + by_ref);
+    auto r = gnio::test::run_process({k_flow_count, "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref,
+                                      "--exec", "host", "--duration", "1", "--stats-interval", "0"},
+                                     {.with_json = true, .log_level = "info"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(r.j);
+    EXPECT_EQ(r.j->at("packets").get<long>(), 4);
+    EXPECT_EQ(r.j->at("bytes").get<long>(), 100 + 4000 + 9000 + 60);
+    EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+    if (std::string(by_ref) == "1") EXPECT_NE(r.err.find("RX 4 by reference"), std::string::npos) << r.err;
+    if (std::string(by_ref) == "1") EXPECT_NE(r.err.find("2 cut (chained)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("not returned"), std::string::npos) << r.err;
+  }
+  std::remove(in.c_str());
+}
+
+TEST(Dpdk, MbufsOfAnotherPoolAreCopiedIntoThePool) {
+  // net_ring hands what a port sends back to its own RX, as the same mbufs:
+  // here TX copies, mbufs of the port's TX pool, not of its RX pool. Each is
+  // copied into a pool mbuf and delivered by reference; the frames arrive
+  // intact and the TX mbufs go back at once.
+  std::string log;  // the backend's path and, at close, its counts
+  gnio::set_log_level(gnio::log_level::info);
+  gnio::set_log_hook([&log](gnio::log_level, std::string_view m) { log.append(m).append("\n"); });
+  auto g = gnio::gpu::open("host");
+  ASSERT_TRUE(g.ok()) << g.err().what();
+  auto a = gnio::port::open(*g, "dpdk:vdev=net_ring_loop");
+  ASSERT_TRUE(a.ok()) << a.err().what();
+  auto rq = a->create_rxq();
+  ASSERT_TRUE(rq.ok()) << rq.err().what();
+  auto tq = a->create_txq();
+  ASSERT_TRUE(tq.ok()) << tq.err().what();
+  auto pool = a->rxq_memory(*rq);
+  ASSERT_TRUE(pool.ok());
+  ASSERT_FALSE(a->start());
+  const auto sent = gnio::test::read_pcap(data("dns_icmp.pcap"));
+  const auto rx = *a->rxq(*rq);
+  const auto tx = *a->txq(*tq);
+  std::vector<frame> got;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (const auto& f : sent) gnio::test::host_send(tx, f);
+  while (got.size() < sent.size() && std::chrono::steady_clock::now() < end) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    if (gnio::device::recv<gnio::device::scope::thread>(rx, 64, 1'000'000, &first, &num) != gnio::status::success)
+      continue;
+    for (uint32_t i = 0; i < num; ++i) {
+      const uint8_t* f = gnio::device::pkt_addr(rx, first + i);
+      EXPECT_GE(f, static_cast<const uint8_t*>(pool->exec_ptr)) << "a completion outside the RX pool";
+      EXPECT_LT(f, static_cast<const uint8_t*>(pool->exec_ptr) + pool->bytes) << "a completion outside the RX pool";
+      got.emplace_back(f, f + gnio::device::pkt_len(rx, first + i));
+    }
+  }
+  gnio::device::release_all(rx);
+  EXPECT_EQ(got, sent);
+  EXPECT_FALSE(a->stop());
+  EXPECT_FALSE(a->destroy_rxq(*rq));
+  EXPECT_FALSE(a->destroy_txq(*tq));
+  EXPECT_FALSE(a->close());
+  EXPECT_FALSE(g->destroy());
+  gnio::set_log_hook({});
+  EXPECT_NE(log.find(fmt::format("RX {} by reference, 0 copied by the core, {} copied into the pool, 0 dropped",
+                                 sent.size(), sent.size())),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("not returned"), std::string::npos) << log;
+}
+
 TEST(Dpdk, BadDeviceStringsNameTheProblem) {
   struct bad_case {
     std::string port;
@@ -125,6 +342,8 @@ TEST(Dpdk, BadDeviceStringsNameTheProblem) {
       {"dpdk:port=7", "not_found", "no port 7"},
       {"dpdk:vdev=net_pcap0;rx_pcap=" + data("http.pcap") + ",queues=2", "invalid_value", "queues=2"},
       {"dpdk:vdev=net_pcap0;rx_pcap=" + data("http.pcap") + ",bogus=1", "bad_config", "bogus"},
+      {"dpdk:vdev=net_pcap0;rx_pcap=" + data("http.pcap") + ",by_ref=2", "invalid_value", "by_ref"},
+      {"dpdk:vdev=net_pcap0;rx_pcap=" + data("http.pcap") + ",mbufs=10", "invalid_value", "mbufs"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.port);

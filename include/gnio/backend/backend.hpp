@@ -171,6 +171,8 @@ struct ops {
   // allocates that memory through alloc, sets its source up on it, and
   // describes it in *pool; RX queues of the port then take frames by
   // reference (rx_lane::deliver_ref) and rx_release gives buffers back.
+  // A backend may also allocate nothing and leave *pool empty: its RX
+  // queues then get areas of their own and it writes by copy (deliver).
   error (*rx_pool_setup)(void* priv, const pool_alloc& alloc, rx_pool* pool);
   // Buffers (pool offsets) whose completions the kernel released, on lane's
   // engine thread. A queue several lanes write may return buffers another
