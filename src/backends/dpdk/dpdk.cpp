@@ -636,6 +636,26 @@ rte_mbuf* copy_into_pool(port* p, rte_mbuf* m) {
   return c;
 }
 
+// A driver that strips a VLAN tag (net_af_packet: the kernel hands the tag
+// over beside the frame) puts it back with rte_vlan_insert(), which refuses
+// mbufs with an external buffer: the tag stays in vlan_tci and
+// RTE_MBUF_F_RX_VLAN_STRIPPED stays set. Puts it back into the frame, in the
+// buffer's headroom, so the kernel sees the frame as it was on the wire.
+void reinsert_vlan(rte_mbuf* m) {
+  if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) || rte_pktmbuf_headroom(m) < 4 || m->data_len < 12) return;
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memmove(d - 4, d, 12);  // the two MAC addresses
+  d -= 4;
+  d[12] = 0x81;
+  d[13] = 0x00;
+  d[14] = static_cast<uint8_t>(m->vlan_tci >> 8);
+  d[15] = static_cast<uint8_t>(m->vlan_tci);
+  m->data_off = static_cast<uint16_t>(m->data_off - 4);
+  m->data_len = static_cast<uint16_t>(m->data_len + 4);
+  m->pkt_len += 4;
+  m->ol_flags &= ~(RTE_MBUF_F_RX_VLAN_STRIPPED | RTE_MBUF_F_RX_VLAN);
+}
+
 // The by-reference path: completions name the mbufs' data in the pool.
 status rx_by_ref(port* p, rx_lane& sink, uint32_t lane, uint32_t budget, uint32_t* produced) {
   const uint32_t nl = static_cast<uint32_t>(p->lanes.size());
@@ -652,6 +672,7 @@ status rx_by_ref(port* p, rx_lane& sink, uint32_t lane, uint32_t budget, uint32_
     uint16_t nd = 0;
     for (uint16_t i = 0; i < n; ++i) {
       rte_mbuf* m = bufs[i];
+      if (m->pool == p->rx_ext) reinsert_vlan(m);
       const uint32_t wire = rte_pktmbuf_pkt_len(m);
       bytes += wire;
       if (m->pool != p->rx_ext) {
