@@ -31,9 +31,9 @@ struct options {
   std::string json_path;       // final stats as JSON
   std::string pcap_out;        // everything transmitted, as a pcap file
   double duration = 0;         // stop after this many seconds (0 = end of stream or stop)
-  uint32_t batch = 64;         // max packets per recv
+  uint32_t batch = 512;        // max packets per recv
   uint32_t threads = 256;      // CUDA threads per block
-  uint32_t ring = 1024;        // descriptors per RX queue (power of two)
+  uint32_t ring = 4096;        // descriptors per RX queue (power of two)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
 };

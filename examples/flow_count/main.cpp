@@ -69,7 +69,7 @@ int fail_with(const gnio::error& e, std::string_view step) {
 int main(int argc, char** argv) {
   CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
-  uint32_t queues = 1, ring = 1024, batch = 256, threads = 256, table_cap = 1u << 16, top = 10;
+  uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   double duration_s = 0, interval_s = 1.0;
   app.add_option("--port", port_dev, "device string, e.g. pcap:file=x.pcap, gen:size=64,count=1000000, pair:")->required();
   app.add_option("--exec", exec, "executor: cuda, host, or auto (a GPU if present, else host)")
