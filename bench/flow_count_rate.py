@@ -14,7 +14,7 @@ engine.ns_per_frame). With --capacity-bin (bench/capacity) the host-to-device
 copy bandwidth is measured in the same run and every row gets its Gb/s as a
 fraction of it (pcie_fraction).
 """
-import argparse, json, os, platform, subprocess, sys, tempfile, time
+import argparse, json, os, platform, shlex, subprocess, sys, tempfile, time
 
 
 def machine():
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--lanes", default="1", help="engine threads per port to try (each <= queues), e.g. 1,4")
     ap.add_argument("--pkt-mem", default="auto", help="flow_count only: packet memory to try, e.g. auto,gpu")
     ap.add_argument("--capacity-bin", help="bench/capacity binary: measure the host-to-device bandwidth in this run")
+    ap.add_argument("--extra", default="", help="more arguments for every run, e.g. '--ring 4096 --batch 1024'")
     ap.add_argument("--run-timeout", type=int, default=600,
                     help="seconds one run may take before it is killed and recorded as failed")
     args = ap.parse_args()
@@ -113,7 +114,7 @@ def main():
             for lanes in sorted({min(int(l), rx_queues) for l in args.lanes.split(",")}):
                 plan += [(size, count, q, lanes, mem, ex) for mem in mems for ex in args.executors.split(",")]
     for size, count, q, lanes, mem, ex in plan:
-        r = run(args.bin, ex, size, q, count, [], lanes, args.app, None if mem == "auto" else mem)
+        r = run(args.bin, ex, size, q, count, shlex.split(args.extra), lanes, args.app, None if mem == "auto" else mem)
         if h2d and r["rc"] == 0:
             r["pcie_fraction"] = round(r["gbps"] / h2d, 3)
         rows.append(r)
