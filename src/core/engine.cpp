@@ -94,7 +94,7 @@ bool copy_in(port_state& p, rxq_state& q, const uint8_t* frame, uint32_t len, ui
   uint8_t* dst = q.w.reserve(len, &n);
   std::memcpy(dst, frame, n);
   if (n < len) q.truncated.add();
-  q.w.commit(wire_len, ts_ns ? ts_ns : realtime_ns(), s.hash, s.cls, s.flags);
+  q.w.commit(wire_len, ts_ns, s.hash, s.cls, s.flags);
   q.bytes.add(n);
   return true;
 }
@@ -312,6 +312,7 @@ void engine_main(lane_state& l) {
       }
       if (budget > 0) {
         const uint64_t t0 = steady_ns();
+        l.burst_ts = realtime_ns();
         uint32_t produced = 0;
         const status s = p.ops->rx_burst(p.priv, lane, budget, &produced);
         flush(l, false);
@@ -363,7 +364,7 @@ bool rx_lane::deliver(const uint8_t* frame, uint32_t len, uint32_t wire_len, uin
   if (!q) return false;
   detail::queue_guard g(*q);
   q->offered.add();
-  return detail::copy_in(*l.port, *q, frame, len, wire_len, ts_ns, si);
+  return detail::copy_in(*l.port, *q, frame, len, wire_len, ts_ns ? ts_ns : l.burst_ts, si);
 }
 
 uint8_t* rx_lane::reserve(const steer_info& si, uint32_t len, uint32_t* cut_len) {
@@ -398,7 +399,7 @@ void rx_lane::commit(uint32_t wire_len, uint64_t ts_ns) {
   lane_state& l = *s_;
   rxq_state* q = l.reserved;
   if (!q) return;
-  q->w.commit(wire_len, ts_ns ? ts_ns : detail::realtime_ns(), l.reserved_si.hash, l.reserved_si.cls,
+  q->w.commit(wire_len, ts_ns ? ts_ns : l.burst_ts, l.reserved_si.hash, l.reserved_si.cls,
               l.reserved_si.flags);
   l.reserved = nullptr;
   if (q->shared) q->release();
@@ -416,12 +417,13 @@ rx_lane::ref rx_lane::deliver_ref(uint32_t buf, uint32_t len, uint32_t wire_len,
   if (!q) return ref::dropped;
   detail::queue_guard g(*q);
   q->offered.add();
-  if (!q->pool) return detail::copy_in(p, *q, frame, len, wire_len, ts_ns, si) ? ref::copied : ref::dropped;
+  if (!q->pool)
+    return detail::copy_in(p, *q, frame, len, wire_len, ts_ns ? ts_ns : l.burst_ts, si) ? ref::copied : ref::dropped;
   if (!detail::room(p, *q)) {
     q->missed.add();
     return ref::dropped;
   }
-  (void)q->w.post(buf, len, wire_len, ts_ns ? ts_ns : detail::realtime_ns(), si.hash, si.cls, si.flags);
+  (void)q->w.post(buf, len, wire_len, ts_ns ? ts_ns : l.burst_ts, si.hash, si.cls, si.flags);
   q->bytes.add(len);
   return ref::held;
 }

@@ -169,6 +169,10 @@ struct lane_state {
   std::unique_ptr<copy_queue> copies;  // TX reads from GPU memory (lane 0)
   std::vector<uint32_t> released;   // pool buffers on their way back to the backend
   counter frames, busy_ns;          // frames taken from the backend, time spent on them
+  // Wall-clock time (ns since the epoch) read once before each rx_burst: the
+  // timestamp of frames whose source gives none (one clock read per burst,
+  // not per frame).
+  uint64_t burst_ts = 0;
 };
 
 // A TX descriptor's memory: the range [exec, exec + bytes) on the executor,
