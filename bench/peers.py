@@ -23,6 +23,7 @@ processed by the kernel (io: frames sent) over its own measured seconds.
 import argparse, json, os, platform, pty, re, shutil, subprocess, sys, tempfile, threading, time
 
 EAL = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry", "--log-level=4"]
+PMD_ARGS = []  # ["-d", DIR] with --pmd-dir
 
 
 def machine():
@@ -47,7 +48,7 @@ def find_testpmd(arg):
 def run_testpmd(testpmd, cores, vdev, mode, seconds):
     """testpmd non-interactive: forwarding starts, it prints "Press enter to
     exit", and Enter stops it and prints the forward statistics."""
-    cmd = [testpmd, "-l", cores] + EAL + [f"--vdev={vdev}0", "--", f"--forward-mode={mode}", "--port-topology=loop",
+    cmd = [testpmd, "-l", cores] + EAL + PMD_ARGS + [f"--vdev={vdev}0", "--", f"--forward-mode={mode}", "--port-topology=loop",
                                           "--nb-cores=1", "--rxq=1", "--txq=1", "--burst=32",
                                           "--total-num-mbufs=16384"]
     if mode == "io" and vdev == "net_ring":
@@ -125,6 +126,9 @@ def run_gnio(binary, app, cores, vdev, by_ref, seconds):
     # room for, as testpmd takes only what it can free; with drop, on two
     # cores it would spend a core receiving frames only to drop them.
     port = f"dpdk:vdev={vdev}0,by_ref={by_ref},overflow=wait"
+    if PMD_ARGS:  # gnio's eal= replaces its default EAL arguments, which EAL here repeats
+        linked = os.path.join(PMD_ARGS[1], "linked")
+        port += ",eal=" + " ".join(EAL + PMD_ARGS + (["-d", linked] if os.path.isdir(linked) else []))
     cmd = ["taskset", "-c", cores, binary, "--port", port, "--duration", str(seconds), "--stats-interval", "0",
            "--json", path]
     cmd += ["--gpu", "host"] if app == "l2fwd" else ["--exec", "host", "--queues", "1"]
@@ -158,7 +162,15 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0, help="measured time per run")
     ap.add_argument("--vdevs", default="net_null,net_ring", help="DPDK virtual device drivers")
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--pmd-dir", help="load DPDK drivers from this directory (EAL -d) on both sides, for a machine "
+                    "without DPDK installed (bench/stage-peers.sh copies them; DIR/linked, with drivers testpmd links itself, "
+                    "is loaded by gnio only)")
     args = ap.parse_args()
+    if args.pmd_dir:
+        if not os.path.isdir(args.pmd_dir):
+            print(f"peers: --pmd-dir {args.pmd_dir} is not a directory", file=sys.stderr)
+            return 2
+        PMD_ARGS[:] = ["-d", os.path.abspath(args.pmd_dir)]
 
     allowed = sorted(os.sched_getaffinity(0))
     cores = args.cores or ",".join(str(c) for c in allowed[:2])
