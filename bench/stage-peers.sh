@@ -35,4 +35,9 @@ for d in net_null net_ring mempool_ring mempool_stack bus_vdev; do
   if ldd "$testpmd" | grep -q "librte_$d\.so"; then dst="$out/pmds/linked"; fi
   cp -L "$pmds/librte_$d.so" "$dst/" 2>/dev/null || echo "stage-peers: no librte_$d.so in $pmds" >&2
 done
+# What those drivers load in turn (librte_stack for the stack mempool).
+for so in "$out"/pmds/*.so "$out"/pmds/linked/*.so; do
+  ldd "$so" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+    xargs -r -I{} cp -nL {} "$out/lib/"
+done
 echo "stage-peers: staged into $out ($(du -sh "$out" | cut -f1))"
