@@ -60,6 +60,8 @@ rxq_state* steer(lane_state& l, const backend::steer_info& s) {
   return l.rx[g[(n & (n - 1)) == 0 ? s.hash & (n - 1) : s.hash % n]];
 }
 
+void publish(port_state& p, rxq_state& q, bool wait);
+
 // Whether q has an entry free for one more frame. On a lossless port a
 // shared queue is waited for here: the lane's budget covers only the queues
 // it alone writes. Called with q's lock held when it is shared.
@@ -73,11 +75,16 @@ bool room(port_state& p, rxq_state& q) {
   take_back();
   if (q.w.free_entries() > 0) return true;
   if (!(p.overflow_wait && q.shared)) return false;
+  // Entries this burst wrote are not published until it ends: publish them
+  // now, or a ring smaller than a burst (or filled by several lanes) holds
+  // only frames the kernel cannot see, and nothing would ever free an entry.
+  publish(p, q, false);
   while ((take_back(), q.w.free_entries() == 0)) {
     if (p.stop_req.load(std::memory_order_relaxed)) return false;
     q.release();
     std::this_thread::yield();
     q.acquire();
+    if (q.staged) publish(p, q, false);  // entries wait for their copies to land
   }
   return true;
 }

@@ -1201,6 +1201,29 @@ TEST(Lifecycle, GeneratorLanesWithClassSteering) {
   }
 }
 
+// Lanes sharing one queue per class under overflow=wait with rings smaller
+// than a burst: a lane waiting for room must first publish what it wrote, or
+// the ring holds only frames the kernel cannot see and the run never ends
+// (it once processed 0 of 20000 frames and counted them missed).
+TEST(Lifecycle, SharedQueuesSmallerThanABurstNeitherHangNorDrop) {
+  REQUIRE_EXECUTOR();
+  for (uint32_t ring : {2u, 128u}) {
+    SCOPED_TRACE("--ring " + std::to_string(ring));
+    gnio::pp::options o;
+    o.port = "gen:mix=all,count=20000,overflow=wait,lanes=4";
+    o.gpu = gpu_selector();
+    o.queues = 1;
+    o.ring = ring;
+    o.stats_interval = 0;
+    auto r = run_app(o, 60s);
+    ASSERT_TRUE(r.finished && !r.needed_stop) << "the run did not end by itself";
+    ASSERT_EQ(r.rc, 0) << r.j.dump(2);
+    EXPECT_EQ(r.j.at("packets").get<int>(), 20000);
+    EXPECT_EQ(r.j.at("missed").get<int>(), 0) << "overflow=wait drops nothing";
+    expect_accounting(r.j);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The command line
 // ---------------------------------------------------------------------------
