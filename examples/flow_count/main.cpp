@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -240,6 +242,13 @@ int main(int argc, char** argv) {
   // Merge the per-GPU tables: a flow's packets may have reached several GPUs
   // only if its queue changed, which RSS never does; summing keeps it exact anyway.
   std::vector<flow_count::flow_entry> flows;
+  // Index of each flow in `flows` by its key's bytes (the fields operator==
+  // compares: everything before `reserved`), so merging is linear in the
+  // table size rather than quadratic.
+  std::unordered_map<std::string, size_t> index;
+  const auto key_bytes = [](const gnio::device::flow_key& k) {
+    return std::string(reinterpret_cast<const char*>(&k), offsetof(gnio::device::flow_key, reserved));
+  };
   std::vector<flow_count::totals> totals(queues);
   flow_count::totals sum{};
   for (auto& c : ctxs) {
@@ -250,9 +259,13 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < c->queue_ids.size(); ++k) totals[c->queue_ids[k]] = c->totals[k];
     for (const auto& f : c->flows) {
       if (f.state != gnio::device::flow_slot_used) continue;
-      auto it = std::find_if(flows.begin(), flows.end(), [&](const auto& x) { return x.key == f.key; });
-      if (it == flows.end()) flows.push_back(f);
-      else it->packets += f.packets, it->bytes += f.bytes;
+      auto [it, fresh] = index.try_emplace(key_bytes(f.key), flows.size());
+      if (fresh) {
+        flows.push_back(f);
+      } else {
+        flows[it->second].packets += f.packets;
+        flows[it->second].bytes += f.bytes;
+      }
     }
   }
   for (const auto& t : totals) {
