@@ -990,11 +990,6 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
 // gnio pp
 // ---------------------------------------------------------------------------
 
-namespace {
-std::atomic<bool> g_stop{false};
-void pp_on_signal(int) { g_stop.store(true); }
-}  // namespace
-
 void add_command(CLI::App& app) {
   auto opt = std::make_shared<options>();
   auto* sub = app.add_subcommand(
@@ -1033,15 +1028,13 @@ void add_command(CLI::App& app) {
       if (op->get_type_size_max() > 0)
         for (const auto& r : op->results()) o.command += " " + r;
     }
-    g_stop.store(false);
-    struct sigaction sa {}, old_int{}, old_term{};
-    sa.sa_handler = pp_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    const int rc = run(o, &g_stop, nullptr);
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
+    // SIGINT, SIGTERM and SIGHUP stop the run (blocking calls are
+    // interrupted, not restarted); SIGPIPE is ignored.
+    int rc = 0;
+    {
+      gnio::stop_signals sig;
+      rc = run(o, sig.flag(), nullptr);
+    }
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/gnio.hpp>
+#include <gnio/signals.hpp>
 
 #include "flow_count.hpp"
 
@@ -38,8 +40,6 @@ gnio::error launch(gnio::kernel_runner& runner, const gnio::launch_dims& dims, c
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-void on_signal(int) { g_interrupted.store(true); }
 
 std::string addr_text(const gnio::device::flow_key& k, const uint8_t* a) {
   char buf[INET6_ADDRSTRLEN] = "-";
@@ -63,6 +63,18 @@ int fail_with(const gnio::error& e, std::string_view step) {
   fmt::print(stderr, "flow_count: {}: {}\n", step, e.what());
   fmt::print(stderr, "flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
              gnio::describe(e.code()).next);
+  return 1;
+}
+
+// A stop signal or the --duration deadline came while a setup step was
+// blocked (e.g. opening a FIFO that no one writes): says so, rather than
+// passing the interrupted call's error off as the cause.
+int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+  if (sig.signal() != 0)
+    fmt::print(stderr, "flow_count: stopped by signal {} ({}) while {} ({})\n", sig.signal(), strsignal(sig.signal()), step,
+               e.what());
+  else
+    fmt::print(stderr, "flow_count: --duration passed while {} ({})\n", step, e.what());
   return 1;
 }
 
@@ -109,8 +121,11 @@ int main(int argc, char** argv) {
   gnio::mem_type pkt_mem = gnio::mem_type::automatic;
   (void)gnio::parse_mem_type(pkt_mem_text, pkt_mem);
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
+  // capture on a FIFO) are interrupted too, and --duration also bounds the
+  // setup: a source that never opens ends at the deadline.
+  gnio::stop_signals sig;
+  if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
   struct gpu_ctx {
@@ -132,6 +147,8 @@ int main(int argc, char** argv) {
   }
 
   auto p = gnio::port::open(ctxs.front()->g, port_dev);
+  if (!p && sig.requested())
+    return stopped_while(sig, "opening the port", p.err());
   if (!p) return fail_with(p.err(), "port");
   // A GPU that fails the capability check for this port is reported and left out.
   for (auto it = ctxs.begin(); it != ctxs.end();) {
@@ -186,6 +203,7 @@ int main(int argc, char** argv) {
 
   if (auto e = p->start(); e) return fail_with(e, "start");
   const auto t0 = std::chrono::steady_clock::now();
+  if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   for (auto& c : ctxs) {
     auto runner = gnio::kernel_runner::create(c->g, {&*p});
     if (!runner) return fail_with(runner.err(), "runner");
@@ -216,7 +234,7 @@ int main(int argc, char** argv) {
     if (done == ctxs.size() || run_err) break;
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (g_interrupted.load() || (duration_s > 0 && elapsed >= duration_s)) {
+    if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
       for (auto& c : ctxs)
         if (c->runner->running())

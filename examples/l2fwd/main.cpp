@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/gnio.hpp>
+#include <gnio/signals.hpp>
 
 #include "l2fwd.hpp"
 
@@ -29,13 +31,23 @@ gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const bod
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-void on_signal(int) { g_interrupted.store(true); }
 
 int fail_with(const gnio::error& e, std::string_view step) {
   fmt::print(stderr, "l2fwd: {}: {}\n", step, e.what());
   fmt::print(stderr, "l2fwd: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
              gnio::describe(e.code()).next);
+  return 1;
+}
+
+// A stop signal or the --duration deadline came while a setup step was
+// blocked (e.g. opening a FIFO that no one writes): says so, rather than
+// passing the interrupted call's error off as the cause.
+int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+  if (sig.signal() != 0)
+    fmt::print(stderr, "l2fwd: stopped by signal {} ({}) while {} ({})\n", sig.signal(), strsignal(sig.signal()), step,
+               e.what());
+  else
+    fmt::print(stderr, "l2fwd: --duration passed while {} ({})\n", step, e.what());
   return 1;
 }
 
@@ -69,8 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
+  // capture on a FIFO) are interrupted too, and --duration also bounds the
+  // setup: a source that never opens ends at the deadline.
+  gnio::stop_signals sig;
+  if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   auto g = gnio::gpu::open(gpu_sel);
   if (!g) return fail_with(g.err(), "gpu");
@@ -78,6 +93,8 @@ int main(int argc, char** argv) {
   fmt::print("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
              info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
   auto p = gnio::port::open(*g, port_dev);
+  if (!p && sig.requested())
+    return stopped_while(sig, "opening the port", p.err());
   if (!p) return fail_with(p.err(), "port");
   if (!p->caps().rx || !p->caps().tx)
     return fail_with(gnio::error(gnio::status::not_supported,
@@ -115,6 +132,7 @@ int main(int argc, char** argv) {
   dims.blocks = queues;
   dims.threads = threads;
   const auto t0 = std::chrono::steady_clock::now();
+  if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   if (auto e = l2fwd::launch(*runner, dims, b); e) {
     (void)runner->destroy();
     (void)p->stop();
@@ -134,7 +152,7 @@ int main(int argc, char** argv) {
     }
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (g_interrupted.load() || (duration_s > 0 && elapsed >= duration_s)) {
+    if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
       if (auto e = runner->stop(std::chrono::seconds(5)); e) run_err = e;
       break;

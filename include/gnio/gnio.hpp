@@ -14,4 +14,5 @@
 #include "gnio/memory.hpp"
 #include "gnio/port.hpp"
 #include "gnio/semaphore.hpp"
+#include "gnio/signals.hpp"
 #include "gnio/status.hpp"

@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -316,6 +319,39 @@ TEST(FlowCount, QuarterMillionFlowsMergeAndReportExactly) {
   for (const auto& f : j.at("flow_rows")) rows += f.at("packets").get<uint64_t>();
   EXPECT_EQ(rows, 524288u);
   expect_accounting(j, r.describe());
+}
+
+// A capture on a FIFO that no one writes blocks in open(). --duration and
+// Ctrl-C must still end the run, with a message that says why (they once
+// restarted the blocked call for ever: only kill -9 ended it).
+class Fifo : public testing::Test {
+ protected:
+  std::string path;
+  void SetUp() override {
+    path = gnio::test::temp_path("fifo");
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  }
+  void TearDown() override { (void)::unlink(path.c_str()); }
+};
+
+TEST_F(Fifo, DurationEndsARunStuckOpeningTheCapture) {
+  REQUIRE_EXECUTOR();
+  auto r = flow_count({"--port", "pcap:file=" + path, "--exec", k_exec, "--duration", "1"}, false);
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("--duration passed while opening the port"), std::string::npos) << r.describe();
+}
+
+TEST_F(Fifo, CtrlCEndsARunStuckOpeningTheCapture) {
+  REQUIRE_EXECUTOR();
+  gnio::test::run_options o;
+  o.signal_after = std::chrono::milliseconds(1000);
+  o.limit = std::chrono::seconds(30);
+  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + path, "--exec", k_exec}, o);
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("stopped by signal 2"), std::string::npos) << r.describe();
 }
 
 // ---------------------------------------------------------------------------
