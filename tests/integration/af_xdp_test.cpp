@@ -758,7 +758,13 @@ TEST_F(af_xdp, consumer_that_does_not_release_starves_the_fill_ring_and_drops_ar
   std::thread t([&] { c.drain(q, 64 + more.size(), 30s, 8); });
   paced_send(peer, more, c.count, 8, c.stop, 64);
   t.join();
-  ASSERT_EQ(c.frames.size(), 64 + more.size()) << "receive must resume once buffers are released";
+  {
+    const auto s2 = o.p.stats();
+    ASSERT_EQ(c.frames.size(), 64 + more.size())
+        << "receive must resume once buffers are released; port: rx_frames " << s2.rx_frames << ", rx_errors "
+        << s2.rx_errors << ", rx_missed " << s2.rx_missed << ", delivered " << s2.rxq[o.rq].delivered << ", consumed "
+        << s2.rxq[o.rq].consumed;
+  }
   for (size_t i = 0; i < more.size(); ++i) ASSERT_EQ(c.frames[64 + i], more[i]) << "frame " << i << " after the release";
   st = o.p.stats();
   const uint64_t processed = c.frames.size();
