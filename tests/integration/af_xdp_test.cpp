@@ -763,7 +763,7 @@ TEST_F(af_xdp, consumer_that_does_not_release_starves_the_fill_ring_and_drops_ar
     ASSERT_EQ(c.frames.size(), 64 + more.size())
         << "receive must resume once buffers are released; port: rx_frames " << s2.rx_frames << ", rx_errors "
         << s2.rx_errors << ", rx_missed " << s2.rx_missed << ", delivered " << s2.rxq[o.rq].delivered << ", consumed "
-        << s2.rxq[o.rq].consumed;
+        << s2.rxq[o.rq].consumed << ", engine error '" << o.p.engine_error().what() << "'";
   }
   for (size_t i = 0; i < more.size(); ++i) ASSERT_EQ(c.frames[64 + i], more[i]) << "frame " << i << " after the release";
   st = o.p.stats();
