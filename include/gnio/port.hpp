@@ -59,6 +59,7 @@ struct rxq_stats {
   uint64_t bytes = 0;      // bytes delivered
   uint64_t truncated = 0;  // frames cut to the slot size
   uint64_t consumed = 0;   // released by the kernel (its published consumer index)
+  uint64_t returned = 0;   // by-reference queues: released buffers handed back to the backend (e.g. the fill ring)
 };
 
 struct txq_stats {

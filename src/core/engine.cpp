@@ -185,13 +185,18 @@ void reclaim(lane_state& l) {
   for (rxq_state* q : l.rx) {
     if (!q->pool) continue;
     queue_guard g(*q);
+    const size_t before = l.released.size();
     l.released.insert(l.released.end(), q->reclaimed.begin(), q->reclaimed.end());
     q->reclaimed.clear();
     q->w.reclaim([&](uint32_t buf) { l.released.push_back(buf); });
+    if (l.released.size() > before) l.returning.emplace_back(q, static_cast<uint32_t>(l.released.size() - before));
   }
   if (!l.released.empty()) {
     p.ops->rx_release(p.priv, l.index, l.released.data(), static_cast<uint32_t>(l.released.size()));
     l.released.clear();
+    // After rx_release: a reader of rxq_stats::returned may rely on the backend having them.
+    for (auto [q, n] : l.returning) q->returned.fetch_add(n, std::memory_order_release);
+    l.returning.clear();
   }
 }
 

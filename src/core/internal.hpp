@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
@@ -117,6 +118,7 @@ struct rxq_state {
   device::rx_cqe* cq_host = nullptr;
   uint64_t* cons_host = nullptr;
   counter offered, delivered, missed, bytes, truncated;
+  std::atomic<uint64_t> returned{0};  // pool buffers handed back to the backend (lanes add, after rx_release)
   device::rxq view{};
   device::rxq host_view{};  // valid when host_consumer
   // Engine lanes that write this queue (fixed at start). With more than one
@@ -168,6 +170,7 @@ struct lane_state {
   backend::steer_info reserved_si;
   std::unique_ptr<copy_queue> copies;  // TX reads from GPU memory (lane 0)
   std::vector<uint32_t> released;   // pool buffers on their way back to the backend
+  std::vector<std::pair<rxq_state*, uint32_t>> returning;  // how many of them each queue gave
   counter frames, busy_ns;          // frames taken from the backend, time spent on them
   // Wall-clock time (ns since the epoch) read once before each rx_burst: the
   // timestamp of frames whose source gives none (one clock read per burst,

@@ -374,6 +374,8 @@ port_stats port::stats() const {
     r.missed = q->missed.get();
     r.bytes = q->bytes.get();
     r.truncated = q->truncated.get();
+    // Pairs with the release add in the engine's reclaim(), made after rx_release returned.
+    r.returned = q->returned.load(std::memory_order_acquire);
     // Pairs with the kernel's release store of its consumer index.
     if (q->cons_host) r.consumed = device::sys_atomic_ref<uint64_t>(*q->cons_host).load(cuda::std::memory_order_acquire);
     out.rx_missed += r.missed;
