@@ -8,6 +8,7 @@
 // GNIO_FLOW_COUNT_BIN override the paths compiled in.
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -334,6 +335,24 @@ class Fifo : public testing::Test {
   }
   void TearDown() override { (void)::unlink(path.c_str()); }
 };
+
+// SIGHUP (a closed terminal) stops a run like SIGTERM: totals and JSON are
+// written and the accounting holds (it once killed the process and lost them).
+TEST(FlowCount, SighupStopsCleanlyAndWritesTheResults) {
+  REQUIRE_EXECUTOR();
+  gnio::test::run_options o;
+  o.with_json = true;
+  o.signal = SIGHUP;
+  o.signal_after = std::chrono::milliseconds(1500);
+  o.limit = std::chrono::seconds(30);
+  auto r = gnio::test::run_process({k_bin, "--port", "gen:rate=20000pps", "--exec", k_exec, "--stats-interval", "0"}, o);
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
+  EXPECT_GT(r.j->at("packets").get<uint64_t>(), 0u);
+  expect_accounting(*r.j, r.describe());
+}
 
 TEST_F(Fifo, DurationEndsARunStuckOpeningTheCapture) {
   REQUIRE_EXECUTOR();

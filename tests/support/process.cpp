@@ -92,7 +92,7 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
       if (w == pid || (w < 0 && errno != EINTR)) break;
       const auto el = std::chrono::steady_clock::now() - t0;
       if (!signalled && el >= o.signal_after) {
-        ::kill(pid, SIGINT);
+        ::kill(pid, o.signal);
         signalled = true;
       }
       if (el >= o.limit) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,8 +45,9 @@ struct run_options {
   // GNIO_LOG_LEVEL for the child; nullopt removes it, so messages are as a
   // user sees them by default.
   std::optional<std::string> log_level;
-  // SIGINT after this long (a user's Ctrl-C); SIGKILL at limit.
+  // `signal` (default SIGINT, a user's Ctrl-C) after this long; SIGKILL at limit.
   std::chrono::milliseconds signal_after = std::chrono::hours(24);
+  int signal = SIGINT;
   std::chrono::milliseconds limit = std::chrono::seconds(60);
 };
 
