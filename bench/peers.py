@@ -20,20 +20,13 @@ PATH; without one the testpmd runs are skipped with a message. Needs root
 time from "Press enter to exit" to the Enter that stops it; gnio's packets
 processed by the kernel (io: frames sent) over its own measured seconds.
 """
-import argparse, json, os, platform, pty, re, shutil, subprocess, sys, tempfile, threading, time
+import argparse, json, os, pty, re, shutil, subprocess, sys, tempfile, threading, time
 
 EAL = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry", "--log-level=4"]
 PMD_ARGS = []  # ["-d", DIR] with --pmd-dir
 
-
-def machine():
-    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            m["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return m
+# The machine description every bench script writes (host, kernel, CPUs, GPUs).
+from flow_count_rate import machine  # noqa: E402  (this script's own folder is on sys.path)
 
 
 def find_testpmd(arg):
