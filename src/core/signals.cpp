@@ -90,7 +90,7 @@ bool stop_signals::arm_deadline(double seconds) noexcept {
   return timer_settime(g_timer, 0, &its, nullptr) == 0;
 }
 
-bool stop_signals::requested() const noexcept { return g_signal.load() != 0 || g_deadline.load(); }
+bool stop_signals::requested() const noexcept { return g_any.load(); }
 bool stop_signals::deadline_passed() const noexcept { return g_deadline.load() && g_signal.load() == 0; }
 int stop_signals::signal() const noexcept { return g_signal.load(); }
 std::atomic<bool>* stop_signals::flag() const noexcept { return &g_any; }
