@@ -648,35 +648,41 @@ struct block_counters {
   GNIO_PP_COUNTERS(GNIO_PP_BLOCK_FIELD)
 #undef GNIO_PP_BLOCK_FIELD
 };
+// flush_block_counters and zero_block_counters index both structs as arrays,
+// counter k at word k, as the host does with counters.
+static_assert(sizeof(block_counters) == num_counters * sizeof(block_counter) && sizeof(block_counter) == sizeof(uint64_t),
+              "block_counters and counters must be arrays of num_counters 64-bit words in the same order");
 
 #if defined(__CUDA_ARCH__)
 namespace detail {
 
-// Moves the block's batch counts into its totals: thread k % blockDim.x
-// handles counter k (one device-scope atomic per non-zero counter per
+// Moves the block's batch counts into its totals: thread k, k + blockDim.x,
+// ... handles counter k (one device-scope atomic per non-zero counter per
 // batch). Call after a block barrier that follows the last count of the
 // batch; the next batch's counts come after recv's barriers, so the zeroing
-// cannot race with them.
+// cannot race with them. Each thread touches only its own counters' words:
+// a chain of per-counter "is it mine and non-zero" tests let the compiler
+// load every counter in every thread ahead of the test, and those loads
+// raced with the owners' zeroing (compute-sanitizer racecheck).
 __device__ inline void flush_block_counters(block_counters& s, counters* total) {
-  uint32_t k = 0;
-  // Relaxed: statistics, as in flush_counters.
-#define GNIO_PP_FLUSH(name)                                                                               \
-  if (k++ % blockDim.x == threadIdx.x && s.name.v != 0) {                                                              \
-    device::dev_atomic_ref<uint64_t>(total->name).fetch_add(s.name.v, cuda::std::memory_order_relaxed);   \
-    s.name.v = 0;                                                                                         \
+  block_counter* const sv = reinterpret_cast<block_counter*>(&s);
+  uint64_t* const tv = reinterpret_cast<uint64_t*>(total);
+  for (uint32_t k = threadIdx.x; k < num_counters; k += blockDim.x) {
+    const unsigned long long v = sv[k].v;
+    if (v != 0) {
+      // Relaxed: statistics, as in flush_counters.
+      device::dev_atomic_ref<uint64_t>(tv[k]).fetch_add(v, cuda::std::memory_order_relaxed);
+      sv[k].v = 0;
+    }
   }
-  GNIO_PP_COUNTERS(GNIO_PP_FLUSH)
-#undef GNIO_PP_FLUSH
 }
 
-// Zeroes the block's counters at kernel start (as flush_block_counters
-// splits them); a block barrier must follow before the first count.
+// Zeroes the block's counters at kernel start (split over the threads as
+// flush_block_counters splits them); a block barrier must follow before the
+// first count.
 __device__ inline void zero_block_counters(block_counters& s) {
-  uint32_t k = 0;
-#define GNIO_PP_ZERO(name) \
-  if (k++ % blockDim.x == threadIdx.x) s.name.v = 0;
-  GNIO_PP_COUNTERS(GNIO_PP_ZERO)
-#undef GNIO_PP_ZERO
+  block_counter* const sv = reinterpret_cast<block_counter*>(&s);
+  for (uint32_t k = threadIdx.x; k < num_counters; k += blockDim.x) sv[k].v = 0;
 }
 
 __device__ GNIO_FORCEINLINE uint32_t warp_members() {
