@@ -207,7 +207,7 @@ std::string cpu_model() {
 
 int main(int argc, char** argv) {
   // Before anything starts CUDA: see the file comment.
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  gnio::prefer_eager_module_loading();
   CLI::App app{"capacity: packets per second gnio's kernels consume from rings fed by a producer that costs nothing"};
   std::string apps = "flow_count,pp", mems = "gpu,host", rings_s = "1,2,4,8,16,32,64", gpu_sel = "auto", json_path;
   std::string traffic = "size=64,flows=4096,mix=all";

@@ -58,6 +58,7 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gnio::prefer_eager_module_loading();  // before any CUDA call (docs/kernels.md)
   CLI::App app{"engine_cost: CPU time the engine spends per frame, with consumers that only release"};
   std::string port_dev = "gen:size=64,flows=4096,count=20000000", json_path;
   uint32_t queues = 4, ring = 4096, batch = 256, consumers = 1, repeat = 3;

@@ -81,6 +81,8 @@ int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gn
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
+  gnio::prefer_eager_module_loading();
   CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;

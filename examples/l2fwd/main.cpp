@@ -54,6 +54,8 @@ int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gn
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
+  gnio::prefer_eager_module_loading();
   CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
                "from a persistent GPU kernel (or the host executor)"};
   std::string port_dev, gpu_sel = "auto", json_path;

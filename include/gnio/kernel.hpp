@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "gnio/device/exec.hpp"
@@ -18,6 +19,31 @@ namespace gnio {
 namespace detail {
 struct runner_state;
 }
+
+// CUDA module loading. With lazy loading (CUDA's default since 12.2) a
+// kernel's module is loaded at its first launch, and loading can wait for the
+// whole context to go idle: a kernel launched for the first time while a
+// persistent kernel spins may never start, and its launch may never return.
+// gnio's programs call prefer_eager_module_loading() before any CUDA call;
+// a program of your own either does the same or preloads every kernel it
+// launches beside a persistent one (docs/kernels.md).
+enum class module_loading { unknown, eager, lazy };
+[[nodiscard]] std::string_view to_string(module_loading m) noexcept;
+
+// Sets CUDA_MODULE_LOADING=EAGER unless the variable is already set (a
+// user's choice is kept). It takes effect only if it runs before the
+// process's first CUDA call. True when it set the variable.
+bool prefer_eager_module_loading() noexcept;
+
+// The mode the CUDA driver uses in this process (this initializes CUDA);
+// unknown without CUDA support or without a driver.
+[[nodiscard]] module_loading cuda_module_loading() noexcept;
+
+// Loads a kernel's module now (cudaFuncGetAttributes on the __global__
+// function's address), so that its first launch needs no loading. Call it
+// for each kernel a program launches while a persistent kernel runs, before
+// that persistent kernel starts. not_supported without CUDA support.
+[[nodiscard]] error preload_kernel(const void* kernel);
 
 struct launch_dims {
   uint32_t blocks = 1;         // host executor: one CPU thread per block

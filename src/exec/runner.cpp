@@ -2,8 +2,10 @@
 // Persistent-kernel runners: CUDA (a non-blocking stream, an exit flag in
 // mapped host memory, stop by polling cudaStreamQuery) and host (one CPU
 // thread per block, the same body).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <thread>
 
 #if defined(GNIO_HAVE_CUDA)
@@ -122,6 +124,65 @@ void release_runner(detail::runner_state* s) {
 
 }  // namespace
 
+namespace {
+// Set once a program preloads a kernel: it knows about lazy loading, so the
+// launch warning below is not needed.
+std::atomic<bool> g_preloaded{false};
+std::atomic<bool> g_lazy_warned{false};
+}  // namespace
+
+std::string_view to_string(module_loading m) noexcept {
+  switch (m) {
+    case module_loading::eager: return "eager";
+    case module_loading::lazy: return "lazy";
+    case module_loading::unknown: break;
+  }
+  return "unknown";
+}
+
+bool prefer_eager_module_loading() noexcept {
+  const char* v = std::getenv("CUDA_MODULE_LOADING");
+  if (v && *v) return false;
+  return ::setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
+}
+
+module_loading cuda_module_loading() noexcept {
+#if defined(GNIO_HAVE_CUDA)
+  // cuModuleGetLoadingMode is a driver-API call; reach it through the
+  // runtime's entry-point lookup rather than linking libcuda.
+  using get_mode_fn = int (*)(int*);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 11070, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || fn == nullptr) {
+    (void)cudaGetLastError();
+    return module_loading::unknown;
+  }
+  int mode = 0;
+  if (reinterpret_cast<get_mode_fn>(fn)(&mode) != 0) return module_loading::unknown;
+  constexpr int cu_module_eager_loading = 0x1, cu_module_lazy_loading = 0x2;  // CUmoduleLoadingMode
+  if (mode == cu_module_eager_loading) return module_loading::eager;
+  if (mode == cu_module_lazy_loading) return module_loading::lazy;
+#endif
+  return module_loading::unknown;
+}
+
+error preload_kernel(const void* kernel) {
+  if (kernel == nullptr) return fail(status::invalid_value, "preload_kernel: no kernel (a null function address)");
+#if defined(GNIO_HAVE_CUDA)
+  cudaFuncAttributes a{};
+  if (cudaError_t e = cudaFuncGetAttributes(&a, kernel); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fail(status::driver, "preload_kernel: cudaFuncGetAttributes: {} ({}); is the address a __global__ function?",
+                cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+  g_preloaded.store(true, std::memory_order_relaxed);
+  return {};
+#else
+  return fail(status::not_supported, "preload_kernel: gnio was built without CUDA");
+#endif
+}
+
 result<kernel_runner> kernel_runner::create(gpu& g, std::vector<port*> ports) {
   if (!g.valid()) return fail(status::bad_state, "kernel_runner: the gpu was destroyed or never opened");
   std::shared_ptr<detail::runner_state> st(new detail::runner_state, release_runner);
@@ -233,6 +294,12 @@ result<void*> kernel_runner::begin_cuda_launch(uint32_t num_blocks) {
     s.mu.unlock();
     return e;
   }
+  if (!g_preloaded.load(std::memory_order_relaxed) && cuda_module_loading() == module_loading::lazy &&
+      !g_lazy_warned.exchange(true))
+    detail::log(log_level::warn,
+                "CUDA lazy module loading is on: a kernel launched for the first time while this persistent kernel "
+                "runs may never start. Set CUDA_MODULE_LOADING=EAGER, or call gnio::preload_kernel() for each such "
+                "kernel before this launch (docs/kernels.md)");
   return s.stream;
 }
 

@@ -8,8 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <gnio/gpu.hpp>
+#include <gnio/kernel.hpp>
 
 int main(int argc, char** argv) {
+  // As gnio's programs do, before any CUDA call (docs/kernels.md).
+  gnio::prefer_eager_module_loading();
   const char* exec = std::getenv("GNIO_TEST_EXEC");
   if (exec && std::string(exec) == "cuda") {
     std::string why;

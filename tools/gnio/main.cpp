@@ -10,6 +10,8 @@
 #include "pp_app.hpp"
 
 int main(int argc, char** argv) {
+  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
+  gnio::prefer_eager_module_loading();
   CLI::App app{"gnio: GPU-initiated packet I/O tools"};
   app.require_subcommand(1);
 
