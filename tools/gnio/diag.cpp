@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -134,6 +135,21 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
              : fmt::format("driver supports CUDA {}, runtime {}{}", cuda_version_text(env.driver_version),
                            cuda_version_text(env.runtime_version), env.error.empty() ? "" : "; " + env.error),
          ok ? "" : "install an NVIDIA driver that supports the CUDA runtime gnio was built with", want_gpu});
+  }
+
+  // CUDA module loading: lazy loading can keep a kernel launched beside a
+  // persistent one from ever starting.
+  if (env.built && env.driver_version > 0) {
+    const module_loading mode = cuda_module_loading();
+    const char* var = std::getenv("CUDA_MODULE_LOADING");
+    const std::string ev = fmt::format("{}; CUDA_MODULE_LOADING={}", to_string(mode), var && *var ? var : "(unset)");
+    add({"cuda_module_loading", "CUDA module loading (lazy loading can stall kernels launched beside a persistent one)",
+         mode == module_loading::eager ? "pass" : "warn", ev,
+         mode == module_loading::eager
+             ? ""
+             : "set CUDA_MODULE_LOADING=EAGER (gnio's programs do when it is unset), or preload every kernel launched "
+               "beside a persistent kernel with gnio::preload_kernel (docs/kernels.md)",
+         false});
   }
 
   // GPUs.
