@@ -6,6 +6,9 @@
 #                                   binaries need into build-gpu/lib, so build-gpu/ can be copied
 #                                   to a GPU machine that lacks them
 #   scripts/gpu-check.sh run        only run, from an existing build-gpu/
+#   scripts/gpu-check.sh stage DIR  copy what `run` needs from build-gpu/ into DIR (binaries without
+#                                   host debug info, and build-gpu/lib), small enough to carry to a GPU
+#                                   machine; there, GPU_CHECK_BUILD=DIR scripts/gpu-check.sh run
 #
 # Results (logs and JSON) go to $OUT when set, else to gpu-results/. The run
 # prints one summary line per step and exits non-zero if any step failed.
@@ -16,24 +19,48 @@
 # flow_count, pp and l2fwd (CUDA next to the host executor, with the
 # host-to-device bandwidth measured in the same run). GPU_CHECK_ONLY='REGEX'
 # runs only the steps whose whole name matches (e.g. 'conformance_.*|bench_capacity.*'),
-# to split a run over several calls.
+# to split a run over several calls. GPU_CHECK_BUILD names another build
+# directory (default build-gpu). Where compute-sanitizer is installed, the
+# GPU programs also run under its memcheck, racecheck and synccheck tools
+# (steps sanitize_*; GPU_CHECK_SANITIZE=0 leaves them out); any error or
+# race hazard fails the step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
-build=build-gpu
+build=${GPU_CHECK_BUILD:-build-gpu}
+# The binaries `run` uses, relative to the build directory.
+run_bins=(examples/flow_count/flow_count examples/l2fwd/l2fwd tools/gnio/gnio tests/conformance_test
+  tests/flow_count_test tests/pp_test tests/l2fwd_test tests/module_loading_test bench/capacity bench/engine_cost)
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
-  ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test capacity engine_cost ||
-    return 1
+  ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test module_loading_test \
+    capacity engine_cost || return 1
+  stage_libs || return 1
+  echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
+}
+
+stage_libs() {
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
-  for bin in "$build/examples/flow_count/flow_count" "$build/examples/l2fwd/l2fwd" "$build/tests/conformance_test" \
-    "$build/tools/gnio/gnio" "$build/bench/capacity" "$build/bench/engine_cost"; do
-    ldd "$bin" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-      xargs -r -I{} cp -L {} "$build/lib/"
+  local b
+  for b in "${run_bins[@]}"; do
+    ldd "$build/$b" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+      xargs -r -I{} cp -L {} "$build/lib/" || return 1
   done
-  echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
+}
+
+do_stage() {
+  local dir=${1:?usage: $0 stage DIR}
+  rm -rf "$dir" && mkdir -p "$dir" || return 1
+  local b
+  for b in "${run_bins[@]}"; do
+    mkdir -p "$dir/$(dirname "$b")"
+    # Host debug info off; the device code (with its -lineinfo) stays.
+    objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
+  done
+  stage_libs && cp -r "$build/lib" "$dir/lib" || return 1
+  echo "gpu-check: staged $build into $dir ($(du -sh "$dir" | cut -f1))"
 }
 
 do_run() {
@@ -57,6 +84,21 @@ do_run() {
     summary+=("$(printf '%-28s %-12s %4ss  %s' "$name" "$verdict" $((SECONDS - t0)) "$(grep -E 'PASSED|FAILED|tests ran|SKIPPED' "$out/$name.log" | tail -1)")")
     echo "${summary[-1]}"
   }
+  sanitize() {  # sanitize TOOL PROGRAM ARGS...: fails on any error, and on any race hazard (errors and warnings)
+    local tool=$1; shift
+    local extra=() log rc
+    [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+    log=$(mktemp)
+    compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 97 --print-limit 50 "$@" 2>&1 |
+      tee "$log"
+    rc=${PIPESTATUS[0]}
+    # "ERROR SUMMARY: N errors", "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+    if [ "$rc" -eq 0 ] && grep -Eq 'SUMMARY: [1-9][0-9]* (hazard|error)' "$log"; then rc=98; fi
+    rm -f "$log"
+    return "$rc"
+  }
+  # step runs its command under timeout, which needs a program, not a function.
+  local san=(bash -c "$(declare -f sanitize); sanitize \"\$@\"" sanitize)
   { nvidia-smi -L; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total --format=csv; } >"$out/gpu.txt" 2>&1
   cat "$out/gpu.txt"
   step conformance_cuda env GNIO_TEST_EXEC=cuda "$build/tests/conformance_test"
@@ -64,9 +106,30 @@ do_run() {
   step flow_count_cuda env GNIO_TEST_EXEC=cuda "$build/tests/flow_count_test"
   step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
   step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
+  step module_loading_cuda "$build/tests/module_loading_test"
   # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
   step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
   step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
+  if [ "${GPU_CHECK_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+    # Every GPU program under memcheck, racecheck and synccheck: the three
+    # kernels on captures that exercise their paths (pp's TX replies too),
+    # and the conformance suite's kernels. Zero errors and zero race hazards.
+    # The flow_count, pp and l2fwd suites run natively above: under a
+    # sanitizer every child takes ~15 s to start and the whole pp suite
+    # passes 240 s, and their time-limited cases (Fifo.*) then fail.
+    local tool cap d="$GNIO_TEST_DATA_DIR"
+    for tool in memcheck racecheck synccheck; do
+      for cap in dns_icmp http test; do
+        step "sanitize_${tool}_pp_$cap" "${san[@]}" "$tool" "$GNIO_TOOL_BIN" pp --gpu 0 --port "pcap:file=$d/$cap.pcap" \
+          --reply-all --ip 10.0.0.1 --stats-interval 0 --json "$out/sanitize_${tool}_pp_$cap.json"
+      done
+      step "sanitize_${tool}_flow_count" "${san[@]}" "$tool" "$GNIO_FLOW_COUNT_BIN" --exec cuda --queues 4 \
+        --port "pcap:file=$d/test.pcap" --stats-interval 0
+      step "sanitize_${tool}_l2fwd" "${san[@]}" "$tool" "$GNIO_L2FWD_BIN" --gpu 0 --queues 2 \
+        --port "pcap:file=$d/http.pcap,tx=$out/sanitize_${tool}_l2fwd.pcap" --stats-interval 0
+      step "sanitize_${tool}_conformance" env GNIO_TEST_EXEC=cuda "${san[@]}" "$tool" "$build/tests/conformance_test"
+    done
+  fi
   local ngpu
   ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   if [ "${ngpu:-0}" -ge 2 ]; then
@@ -111,6 +174,7 @@ do_run() {
 case $mode in
   build) do_build ;;
   run) do_run ;;
+  stage) do_stage "${2:-}" ;;
   all) do_build && do_run ;;
-  *) echo "usage: $0 [build|run]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|run|stage DIR]" >&2; exit 2 ;;
 esac
