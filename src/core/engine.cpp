@@ -5,7 +5,9 @@
 // the burst, gives released pool buffers back, and (lane 0) transmits what
 // kernels rang the TX doorbell for.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include <pcap/pcap.h>
@@ -278,9 +280,17 @@ bool drain_tx(port_state& p, lane_state& l) {
         pcap_pkthdr h{};
         h.ts.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(now).count();
         h.ts.tv_usec = std::chrono::duration_cast<std::chrono::microseconds>(now).count() % 1000000;
-        for (uint32_t i = 0; i < sent; ++i) {
+        FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(p.tx_dumper));
+        for (uint32_t i = 0; i < sent && p.tx_pcap_errno == 0; ++i) {
           h.caplen = h.len = frames[i].len;
+          errno = 0;
           pcap_dump(static_cast<u_char*>(p.tx_dumper), &h, frames[i].data);
+          if (std::ferror(f)) {
+            // errno now is the failed fwrite's; stop() reports it.
+            p.tx_pcap_errno = errno != 0 ? errno : EIO;
+            log(log_level::warn, "port {}: writing tx_pcap '{}' failed: {}; no more frames are written to it", p.name,
+                p.tx_pcap_path, std::strerror(p.tx_pcap_errno));
+          }
         }
       }
       q->sent.add(sent);

@@ -3,23 +3,29 @@
 // against captures written here, and checks what comes out against libpcap's
 // own reading of the same files and against tshark's counts in MANIFEST.tsv.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
+#include "gnio/gnio.hpp"
 #include "gnio/log.hpp"
+#include "support/process.hpp"
 
 #ifndef GNIO_SOURCE_DIR
 #error "compile with -DGNIO_SOURCE_DIR=\"<repo root>\""
@@ -850,6 +856,346 @@ TEST_F(PcapBackend, LifecycleCallsInAnyOrderAreSafe) {
     EXPECT_EQ(pcap_ops.rx_burst(p.priv, s.sink(), 8, &produced), status::shutdown);
     EXPECT_EQ(produced, 0u);
   }
+}
+
+// --- Streams that cannot seek (F4) -------------------------------------------
+
+// Writes a whole file into fd from a thread of its own, then closes fd. A
+// reader that gives up early makes the write fail (EPIPE), not kill the test.
+struct feeder {
+  std::thread t;
+  feeder(int fd, std::string bytes) {
+    std::signal(SIGPIPE, SIG_IGN);
+    t = std::thread([fd, b = std::move(bytes)] {
+      size_t off = 0;
+      while (off < b.size()) {
+        ssize_t n = ::write(fd, b.data() + off, b.size() - off);
+        if (n <= 0) break;
+        off += size_t(n);
+      }
+      ::close(fd);
+    });
+  }
+  ~feeder() {
+    if (t.joinable()) t.join();
+  }
+};
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The frames libpcap reads from a file, as the port must deliver them from a pipe.
+void expect_same_frames(const std::vector<frame>& got, const std::string& path) {
+  auto ref = read_with_libpcap(path);
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_EQ(got[i].bytes, ref[i].data) << "frame " << i;
+    EXPECT_EQ(got[i].ts_ns, ref[i].ts_ns) << "frame " << i;
+  }
+}
+
+TEST_F(PcapBackend, CaptureThroughAPipeIsReadWithoutASeek) {
+  // What `cat x.pcap | gnio pp --port pcap:file=/dev/stdin` and
+  // `file=<(zcat x.pcap.gz)` hand the backend: a pipe, read once.
+  for (const char* name : {"http.pcap", "test004.pcapng"}) {
+    SCOPED_TRACE(name);
+    const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/" + name;
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    feeder w(fds[1], file_bytes(src));
+    port p;
+    error e = open_port("pcap:file=/dev/fd/" + std::to_string(fds[0]), &p);
+    ::close(fds[0]);  // the port opened a descriptor of its own
+    ASSERT_TRUE(e.ok()) << e.what();
+    EXPECT_TRUE(p.caps().finite);
+    ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+    vector_sink s;
+    const status end = drain(p, s);
+    // test004.pcapng ends with an interface libpcap refuses (see pcap.cpp): counted, as from a file.
+    EXPECT_EQ(end, status::shutdown);
+    if (std::string(name) == "http.pcap") {
+      expect_same_frames(s.frames, src);
+      EXPECT_EQ(p.counters().rx_errors, 0u);
+    } else {
+      port f;
+      ASSERT_TRUE(open_port("pcap:file=" + src, &f).ok());
+      vector_sink fs_;
+      EXPECT_EQ(drain(f, fs_), status::shutdown);
+      ASSERT_EQ(s.frames.size(), fs_.frames.size());
+      for (size_t i = 0; i < s.frames.size(); ++i) EXPECT_EQ(s.frames[i].bytes, fs_.frames[i].bytes) << "frame " << i;
+      EXPECT_EQ(p.counters().rx_errors, f.counters().rx_errors);
+    }
+  }
+}
+
+TEST_F(PcapBackend, CaptureThroughAFifoIsReadWithoutASeek) {
+  const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap";
+  const std::string fifo = tmp("f.pcap");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for the port to open it
+    if (fd >= 0) feeder(fd, file_bytes(src));
+  });
+  port p;
+  error e = open_port("pcap:file=" + fifo, &p);
+  vector_sink s;
+  if (e.ok()) EXPECT_EQ(drain(p, s), status::shutdown);
+  writer.join();
+  ASSERT_TRUE(e.ok()) << e.what();
+  expect_same_frames(s.frames, src);
+}
+
+TEST_F(PcapBackend, ReplayingAStreamIsRefusedAtOpen) {
+  // A pipe can be read once: loop=2 or loop=0 cannot replay it, and saying so
+  // at open beats an error after the first pass.
+  for (const char* loop : {"2", "0"}) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ::close(fds[1]);  // an empty stream: nothing to wait for, whatever the port reads
+    port p;
+    error e = open_port("pcap:file=/dev/fd/" + std::to_string(fds[0]) + ",loop=" + loop, &p);
+    ::close(fds[0]);
+    EXPECT_EQ(e.code(), status::bad_config) << e.what();
+    EXPECT_NE(e.message().find(std::string("loop=") + loop), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("pipe or FIFO"), std::string::npos) << e.message();
+    EXPECT_EQ(p.priv, nullptr);
+  }
+}
+
+TEST_F(PcapBackend, CompressedCaptureThroughAPipeIsNamedAsCompressed) {
+  // The hint names the pipe form, and that form then works.
+  const std::string gz = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns+icmp.pcapng.gz";
+  port p;
+  error e = open_port("pcap:file=" + gz, &p);
+  EXPECT_EQ(e.code(), status::not_supported);
+  EXPECT_NE(e.message().find("file=<(zcat '" + gz + "')"), std::string::npos) << e.message();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  feeder w(fds[1], file_bytes(gz));
+  port q;
+  e = open_port("pcap:file=/dev/fd/" + std::to_string(fds[0]), &q);
+  ::close(fds[0]);
+  EXPECT_EQ(e.code(), status::not_supported) << "a compressed stream is recognised through a pipe too";
+  EXPECT_NE(e.message().find("gzip-compressed"), std::string::npos) << e.message();
+}
+
+// --- A looping source that breaks mid-run (F9) --------------------------------
+
+// Plays `path` with loop=0 for two passes, breaks it with `damage`, and
+// returns how the stream ended.
+struct broken_run {
+  status end = status::success;
+  std::string why;  // last_error
+  size_t frames = 0;
+};
+
+broken_run break_mid_run(const std::string& path, const std::function<void()>& damage) {
+  broken_run r;
+  port p;
+  if (error e = open_port("pcap:file=" + path + ",loop=0", &p); !e.ok()) {
+    ADD_FAILURE() << e.what();
+    return r;
+  }
+  vector_sink s;
+  // Two passes over the 32 records, then the damage, while the third pass is open.
+  EXPECT_EQ(drain(p, s, 4, 68), status::success);
+  damage();
+  r.end = drain(p, s, 4);
+  const char* why = pcap_ops.last_error ? pcap_ops.last_error(p.priv) : nullptr;
+  r.why = why ? why : "";
+  r.frames = s.frames.size();
+  return r;
+}
+
+TEST_F(PcapBackend, LoopingCaptureThatBreaksMidRunEndsWithAnError) {
+  const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap";
+  const std::string path = tmp("f.pcap");
+  struct damage_case {
+    const char* name;
+    std::function<void()> damage;
+    const char* says;
+  };
+  const std::vector<damage_case> cases = {
+      {"deleted", [&] { fs::remove(path); }, "No such file or directory"},
+      {"emptied", [&] { fs::resize_file(path, 0); }, "empty"},
+      {"cut to its header", [&] { fs::resize_file(path, 24); }, "delivered no frames"},
+      {"replaced by another link type",
+       [&] {
+         write_capture(tmp("other.pcap"), DLT_RAW, {{std::vector<uint8_t>(40, 0x45), 40}});
+         fs::rename(tmp("other.pcap"), path);
+       },
+       "changed link type"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    fs::copy_file(src, path, fs::copy_options::overwrite_existing);
+    broken_run r = break_mid_run(path, c.damage);
+    EXPECT_EQ(r.end, status::io_failed) << "an endless replay that stopped early must not end like a finished one";
+    EXPECT_NE(r.why.find(c.says), std::string::npos) << r.why;
+    EXPECT_NE(r.why.find(path), std::string::npos) << r.why;
+    EXPECT_GE(r.frames, 68u);
+  }
+}
+
+TEST_F(PcapBackend, BrokenReplayReachesThePortsEngineError) {
+  // Through the core: the failure is the port's engine_error, which the tools
+  // report and exit 1 on.
+  const std::string path = tmp("f.pcap");
+  fs::copy_file(std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap", path);
+  auto g = gnio::gpu::open("host");
+  ASSERT_TRUE(g) << g.err().what();
+  auto p = gnio::port::open(*g, "pcap:file=" + path + ",loop=0");
+  ASSERT_TRUE(p) << p.err().what();
+  gnio::rxq_config cfg;
+  cfg.host_consumer = true;
+  cfg.num_descs = 64;
+  auto q = p->create_rxq(cfg);
+  ASSERT_TRUE(q) << q.err().what();
+  fs::remove(path);  // the first pass is open already; the second cannot be
+  ASSERT_TRUE(p->start().ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!p->rx_ended() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(p->rx_ended());
+  const error e = p->engine_error();
+  EXPECT_EQ(e.code(), status::io_failed) << e.what();
+  EXPECT_NE(e.message().find("reopening '" + path + "' for pass 2"), std::string::npos) << e.what();
+  EXPECT_EQ(p->stats().rx_frames, 32u);
+  EXPECT_TRUE(p->stop().ok());
+  EXPECT_TRUE(p->destroy_rxq(*q).ok());
+  EXPECT_TRUE(p->close().ok());
+}
+
+// --- TX files: created at start, checked at open (F12, F17l), errno kept (F7) ---
+
+TEST_F(PcapBackend, PortThatNeverStartsLeavesTheTxFileAlone) {
+  // `gnio caps` and runs refused before start open and close the port.
+  const std::string in = tmp("in.pcap"), keep = tmp("keep.pcap"), fresh = tmp("fresh.pcap");
+  write_capture(in, DLT_EN10MB, {{std::vector<uint8_t>(60, 1), 60}});
+  write_capture(keep, DLT_EN10MB, {{std::vector<uint8_t>(60, 2), 60}, {std::vector<uint8_t>(70, 3), 70}});
+  const std::string before = file_bytes(keep);
+  for (const std::string& dev : {"pcap:file=" + in + ",tx=" + keep, "pcap:tx=" + keep, "pcap:tx=" + fresh}) {
+    SCOPED_TRACE(dev);
+    port p;
+    ASSERT_TRUE(open_port(dev, &p).ok());
+    EXPECT_TRUE(p.caps().tx);
+    EXPECT_TRUE(pcap_ops.stop(p.priv).ok());
+  }
+  EXPECT_EQ(file_bytes(keep), before) << "an existing tx= file must not be truncated before the port starts";
+  EXPECT_FALSE(fs::exists(fresh)) << "a tx= file must not be created before the port starts";
+  // Starting creates it.
+  port p;
+  ASSERT_TRUE(open_port("pcap:tx=" + fresh, &p).ok());
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  EXPECT_TRUE(fs::exists(fresh));
+}
+
+TEST_F(PcapBackend, CoreTxPcapIsCheckedAtOpenAndCreatedAtStart) {
+  auto g = gnio::gpu::open("host");
+  ASSERT_TRUE(g) << g.err().what();
+  // The same errno gives the same status for tx= and tx_pcap=, both at open.
+  const std::string missing = tmp("no/such/dir/out.pcap");
+  auto bad = gnio::port::open(*g, "gen:count=1,tx_pcap=" + missing);
+  EXPECT_EQ(bad.code(), status::not_found) << (bad ? "opened" : bad.err().what());
+  port pb;
+  EXPECT_EQ(open_port("pcap:tx=" + missing, &pb).code(), status::not_found);
+  auto dir = gnio::port::open(*g, "gen:count=1,tx_pcap=" + dir_);
+  EXPECT_FALSE(dir) << "a directory is no tx_pcap= file";
+
+  // Opened and closed without a start: an existing file keeps its bytes, a new one is not made.
+  const std::string keep = tmp("keep.pcap"), fresh = tmp("fresh.pcap");
+  write_capture(keep, DLT_EN10MB, {{std::vector<uint8_t>(60, 2), 60}});
+  const std::string before = file_bytes(keep);
+  for (const std::string& f : {keep, fresh}) {
+    auto p = gnio::port::open(*g, "gen:count=1,tx_pcap=" + f);
+    ASSERT_TRUE(p) << p.err().what();
+    auto t = p->create_txq();
+    ASSERT_TRUE(t) << t.err().what();
+    EXPECT_TRUE(p->destroy_txq(*t).ok());
+    EXPECT_TRUE(p->close().ok());
+  }
+  EXPECT_EQ(file_bytes(keep), before);
+  EXPECT_FALSE(fs::exists(fresh));
+
+  // Started: created, as a pcap file.
+  auto p = gnio::port::open(*g, "gen:count=1,tx_pcap=" + fresh);
+  ASSERT_TRUE(p) << p.err().what();
+  auto t = p->create_txq();
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(p->start().ok());
+  EXPECT_TRUE(p->stop().ok());
+  EXPECT_TRUE(p->destroy_txq(*t).ok());
+  EXPECT_TRUE(p->close().ok());
+  EXPECT_TRUE(read_with_libpcap(fresh).empty());
+  EXPECT_EQ(fs::file_size(fresh), 24u);
+}
+
+TEST_F(PcapBackend, TxWriteErrorIsReportedWithItsOwnErrno) {
+  // /dev/full fails every write with ENOSPC, as a full disk does. stdio
+  // keeps the stream's error flag but not errno, which other calls move on.
+  port p;
+  ASSERT_TRUE(open_port("pcap:tx=/dev/full", &p).ok());
+  ASSERT_TRUE(pcap_ops.start(p.priv).ok());
+  std::vector<uint8_t> f(1500, 0x5a);
+  std::vector<gnio::backend::tx_frame> frames(64, gnio::backend::tx_frame{f.data(), 1500});
+  error first;
+  for (int i = 0; i < 8 && first.ok(); ++i) {
+    uint32_t n = 0;
+    first = pcap_ops.tx_burst(p.priv, frames.data(), uint32_t(frames.size()), &n);
+  }
+  EXPECT_EQ(first.code(), status::io_failed);
+  EXPECT_NE(first.message().find(std::strerror(ENOSPC)), std::string::npos) << first.message();
+  errno = ENOENT;  // what an unrelated call (a stat of a missing file) leaves behind
+  uint32_t n = 0;
+  error again = pcap_ops.tx_burst(p.priv, frames.data(), 1, &n);
+  EXPECT_NE(again.message().find(std::strerror(ENOSPC)), std::string::npos) << again.message();
+  errno = ENOENT;
+  error stop = pcap_ops.stop(p.priv);
+  EXPECT_EQ(stop.code(), status::io_failed);
+  EXPECT_NE(stop.message().find(std::strerror(ENOSPC)), std::string::npos) << stop.message();
+  EXPECT_GE(p.counters().tx_errors, 1u);
+}
+
+TEST_F(PcapBackend, CoreTxPcapWriteErrorIsReportedAtStop) {
+  // gnio pp --pcap-out on a gen port writes through the core's tx_pcap=.
+  const std::string tool = gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
+  auto r = gnio::test::run_process({tool, "pp", "--port", "gen:mix=all,count=20000", "--reply-all", "--pcap-out",
+                                    "/dev/full", "--gpu", "host", "--stats-interval", "0"});
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("tx_pcap: writing '/dev/full' failed: " + std::string(std::strerror(ENOSPC))), std::string::npos)
+      << r.describe();
+}
+
+// --- Messages ------------------------------------------------------------------
+
+TEST_F(PcapBackend, UnsupportedVersionMessageReadsAsASentence) {
+  port p;
+  error e = open_port("pcap:file=" + std::string(GNIO_SOURCE_DIR) + "/tests/data/pcap-invalid-version-2.pcap", &p);
+  EXPECT_EQ(e.code(), status::unsupported_version);
+  EXPECT_NE(e.message().find("(libpcap: unsupported pcap savefile version 2.5)"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("format version is one libpcap version "), std::string::npos) << e.message();
+  EXPECT_EQ(e.message().find("TPACKET"), std::string::npos) << "libpcap's build details are no version: " << e.message();
+}
+
+TEST_F(PcapBackend, ImplausibleWireLengthIsCountedAndWarnedOnce) {
+  // tshark counts a record's claimed length as it is; so does the port, but
+  // it says so, once per capture, naming the record.
+  const std::string path = tmp("huge.pcap");
+  std::vector<uint8_t> eth(60, 0x11);
+  write_capture(path, DLT_EN10MB, {{eth, 60}, {eth, 0xFFFFFFFFu}, {eth, 0xFFFFFFFFu}, {eth, 1u << 19}});
+  log_capture logs;
+  port p;
+  ASSERT_TRUE(open_port("pcap:file=" + path + ",loop=2", &p).ok());
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  ASSERT_EQ(s.frames.size(), 8u);
+  EXPECT_EQ(s.frames[1].wire_len, 0xFFFFFFFFu);
+  EXPECT_EQ(s.frames[3].wire_len, 1u << 19) << "a BIG TCP super-frame's length is plausible";
+  ASSERT_EQ(logs.lines.size(), 1u);
+  EXPECT_NE(logs.lines[0].find("packet 2"), std::string::npos) << logs.lines[0];
+  EXPECT_NE(logs.lines[0].find("4294967295"), std::string::npos) << logs.lines[0];
 }
 
 TEST(PcapOptions, UnknownOptionIsBadConfig) {

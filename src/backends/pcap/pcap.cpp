@@ -10,8 +10,10 @@
 // end early here: the packets before that block are delivered, the error is
 // counted in rx_errors and logged.
 
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +28,7 @@
 
 #include "gnio/backend/backend.hpp"
 #include "log_internal.hpp"
+#include "out_file.hpp"
 
 namespace gnio::backend {
 
@@ -40,6 +43,9 @@ constexpr uint16_t kEtherIPv6 = 0x86DD;
 // Pacing may run ahead of a slow poller by at most this much, so a late poll
 // catches up without releasing an unbounded burst.
 constexpr double kBucketDepthS = 0.010;
+// No link carries a frame this long (Linux's largest GSO packet, BIG TCP, is
+// 512 KiB): a record claiming more has a damaged or forged length field.
+constexpr uint32_t kImplausibleWireLen = 1u << 20;
 
 // The link types this backend can turn into Ethernet frames.
 bool supported_linktype(int dlt) {
@@ -78,58 +84,138 @@ uint32_t load_host32(const uint8_t* p) {
   return v;
 }
 
-status errno_status(int e) {
-  switch (e) {
-    case ENOENT:
-    case ENOTDIR:
-      return status::not_found;
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return status::not_permitted;
-    case ENOMEM:
-      return status::no_memory;
-    default:
-      return status::io_failed;
-  }
-}
+status errno_status(int e) { return detail::file_errno_status(e); }
 
 // Compressed captures are common (wireshark's test captures, rotated logs) and
 // libpcap only says "unknown file format" for them, which sends users looking
-// in the wrong place.
-const char* compression_hint(const uint8_t* m, size_t n) {
-  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) return "gzip-compressed: gunzip it first";
-  if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) return "zstd-compressed: unzstd it first";
-  if (n >= 4 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X') return "xz-compressed: unxz it first";
-  if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') return "bzip2-compressed: bunzip2 it first";
-  return nullptr;
+// in the wrong place. Reading through a pipe needs no temporary file.
+std::string compression_hint(const uint8_t* m, size_t n, const std::string& path) {
+  const char* kind = nullptr;
+  const char* tool = nullptr;
+  const char* cat = nullptr;
+  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) kind = "gzip", tool = "gunzip", cat = "zcat";
+  else if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) kind = "zstd", tool = "unzstd", cat = "zstdcat";
+  else if (n >= 4 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X') kind = "xz", tool = "unxz", cat = "xzcat";
+  else if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') kind = "bzip2", tool = "bunzip2", cat = "bzcat";
+  if (!kind) return {};
+  return fmt::format("{}-compressed: {} it first, or read it through a pipe: file=<({} '{}') (bash), or {} it into "
+                     "file=/dev/stdin",
+                     kind, tool, cat, path, cat);
+}
+
+// A stream that cannot seek (a pipe, a FIFO, a terminal): the bytes read to
+// recognise it are handed to libpcap first, then the rest of the stream, so
+// nothing needs to be read twice.
+struct peeked_stream {
+  int fd = -1;
+  uint8_t head[4] = {};
+  size_t len = 0, pos = 0;
+};
+
+ssize_t peeked_read(void* cookie, char* buf, size_t size) {
+  auto* s = static_cast<peeked_stream*>(cookie);
+  if (s->pos < s->len) {
+    const size_t n = std::min(size, s->len - s->pos);
+    std::memcpy(buf, s->head + s->pos, n);
+    s->pos += n;
+    return static_cast<ssize_t>(n);
+  }
+  // EINTR is passed on: a stop signal must end a read that blocks.
+  return ::read(s->fd, buf, size);
+}
+
+int peeked_close(void* cookie) {
+  auto* s = static_cast<peeked_stream*>(cookie);
+  const int rc = ::close(s->fd);
+  delete s;
+  return rc;
+}
+
+// Up to n bytes from the start of fd, fewer only at the end of the stream;
+// -1 with errno on a read error (EINTR included).
+ssize_t read_head(int fd, uint8_t* out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+const char* stream_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a pipe or FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
 }
 
 // Opens a capture for reading with nanosecond timestamps and checks that its
-// link type can be delivered as Ethernet.
-error open_capture(const std::string& path, pcap_t** out) {
+// link type can be delivered as Ethernet. Regular files and streams that
+// cannot seek (pipes, FIFOs, process substitution) alike: nothing is read
+// twice. loops: the loop= value; a stream can be read only once (*replayable
+// false), so it must be 1.
+error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* replayable) {
   *out = nullptr;
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    int e = errno;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
     return fail(errno_status(e), "pcap: cannot open capture '{}': {}", path, std::strerror(e));
   }
   struct stat st {};
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::fclose(f);
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return fail(errno_status(e), "pcap: cannot stat capture '{}': {}", path, std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
     return fail(status::bad_config, "pcap: file={} is a directory, not a capture", path);
   }
+  const bool regular = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+  if (replayable) *replayable = regular;
+  if (!regular && loops != 1) {
+    ::close(fd);
+    return fail(status::bad_config,
+                "pcap: loop={} replays the capture, but '{}' is {}, which can be read only once; save it to a file "
+                "first, or leave loop= out",
+                loops, path, stream_kind(st.st_mode));
+  }
   uint8_t magic[4] = {};
-  size_t got = std::fread(magic, 1, sizeof magic, f);
-  if (const char* hint = compression_hint(magic, got)) {
-    std::fclose(f);
+  // A file is read at an offset, leaving its position at the start; a stream
+  // is read, and what was read is fed back below.
+  const ssize_t got = regular ? pread(fd, magic, sizeof magic, 0) : read_head(fd, magic, sizeof magic);
+  if (got < 0) {
+    const int e = errno;
+    ::close(fd);
+    return fail(errno_status(e), "pcap: cannot read capture '{}': {}", path, std::strerror(e));
+  }
+  const std::string hint = compression_hint(magic, static_cast<size_t>(got), path);
+  if (!hint.empty()) {
+    ::close(fd);
     return fail(status::not_supported, "pcap: '{}' is {}", path, hint);
   }
   if (got == 0) {
-    std::fclose(f);
+    ::close(fd);
     return fail(status::bad_config, "pcap: '{}' is empty (0 bytes), not a capture", path);
   }
-  std::rewind(f);
+  FILE* f = nullptr;
+  if (regular) {
+    f = fdopen(fd, "rb");
+  } else {
+    auto* s = new peeked_stream;
+    s->fd = fd;
+    std::memcpy(s->head, magic, static_cast<size_t>(got));
+    s->len = static_cast<size_t>(got);
+    f = fopencookie(s, "rb", cookie_io_functions_t{peeked_read, nullptr, nullptr, peeked_close});
+    if (!f) delete s;
+  }
+  if (!f) {
+    const int e = errno;
+    ::close(fd);
+    return fail(status::no_memory, "pcap: cannot open capture '{}': {}", path, std::strerror(e));
+  }
 
   char errbuf[PCAP_ERRBUF_SIZE] = "";
   // pcap_fopen_offline owns f from here on, on failure too.
@@ -138,9 +224,14 @@ error open_capture(const std::string& path, pcap_t** out) {
     std::string why = errbuf;
     // libpcap has no error codes for this; its messages for a recognised
     // format of an unknown version say "version" (or "archaic" for pre-2.0).
-    if (why.find("version") != std::string::npos || why.find("archaic") != std::string::npos)
-      return fail(status::unsupported_version, "pcap: '{}' has a capture format version {} cannot read (libpcap: {})",
-                  path, pcap_lib_version(), why);
+    if (why.find("version") != std::string::npos || why.find("archaic") != std::string::npos) {
+      // "libpcap version 1.10.3 (with TPACKET_V3)": the version, without the build details.
+      std::string lib = pcap_lib_version();
+      lib = lib.substr(0, lib.find(" ("));
+      return fail(status::unsupported_version,
+                  "pcap: cannot read '{}': its capture format version is one {} does not read (libpcap: {})", path,
+                  lib, why);
+    }
     if (why.find("unknown file format") != std::string::npos)
       return fail(status::bad_config, "pcap: '{}' is not a pcap or pcapng capture (libpcap: {})", path, why);
     return fail(status::bad_config, "pcap: cannot read the header of capture '{}' (libpcap: {})", path, why);
@@ -176,12 +267,20 @@ struct port {
   // rx
   pcap_t* rx = nullptr;
   int dlt = DLT_EN10MB;
+  bool replayable = true;       // a file that can be opened again for the next pass (not a pipe)
   uint64_t passes_done = 0;
   uint64_t pass_records = 0;    // records read in the current pass, for messages
   uint64_t pass_delivered = 0;  // frames delivered in the current pass
+  uint64_t first_pass_delivered = 0;
   bool rx_ended = false;
+  // Why the stream ended early (a later pass could not be read): returned by
+  // the rx_burst after the one that delivered the last frames, and kept for
+  // the last_error op.
+  status rx_fail = status::success;
+  std::string rx_fail_text;
   bool warned_read = false;
   bool warned_convert = false;
+  bool warned_wire_len = false;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kMaxFrame);
 
   // pacing
@@ -193,6 +292,9 @@ struct port {
   pcap_t* tx_dead = nullptr;
   pcap_dumper_t* dumper = nullptr;
   bool tx_written_once = false;
+  // errno of the first failed write to the tx file, kept because stdio's
+  // error flag stays set while errno moves on.
+  int tx_errno = 0;
 
   // The engine thread updates these while another thread may read them.
   std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, rx_errors{0};
@@ -347,18 +449,26 @@ void close_rx(port* p) {
 }
 
 // Flushes and closes the tx file so other tools can read a complete capture.
+// A write that failed earlier (a full disk) is reported with its own errno.
 error close_tx(port* p) {
   if (!p->dumper) return {};
   error e;
-  if (pcap_dump_flush(p->dumper) != 0 || std::ferror(pcap_dump_file(p->dumper))) {
-    bump(p->tx_errors);
-    e = fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(errno));
+  FILE* f = pcap_dump_file(p->dumper);
+  int err = p->tx_errno;
+  if (pcap_dump_flush(p->dumper) != 0 && err == 0) err = errno;
+  if (err == 0 && std::ferror(f)) err = EIO;  // a failed write whose errno was not seen
+  if (err != 0) {
+    if (p->tx_errno == 0) bump(p->tx_errors);
+    e = fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(err));
   }
   pcap_dump_close(p->dumper);
   p->dumper = nullptr;
+  p->tx_errno = 0;
   return e;
 }
 
+// Creates the tx file (the first start) or opens it to append (a restart
+// after stop(), so frames sent before the stop stay).
 error open_tx(port* p) {
   if (p->dumper) return {};
   if (!p->tx_written_once) {
@@ -373,12 +483,12 @@ error open_tx(port* p) {
     // header; DLT_EN10MB always maps to a linktype).
     p->dumper = pcap_dump_fopen(p->tx_dead, f);
   } else {
-    // A restart after stop() appends, so frames sent before the stop stay.
     p->dumper = pcap_dump_open_append(p->tx_dead, p->tx_path.c_str());
   }
   if (!p->dumper)
     return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path, pcap_geterr(p->tx_dead));
   p->tx_written_once = true;
+  p->tx_errno = 0;
   return {};
 }
 
@@ -424,7 +534,7 @@ error pcap_open(const devargs& args, void** priv) {
     return bail(fail(status::bad_config, "pcap: loop= and rate= apply to reading a capture; '{}' has no file=", args.text));
 
   if (p->has_rx()) {
-    if (error e = open_capture(p->rx_path, &p->rx)) return bail(e);
+    if (error e = open_capture(p->rx_path, p->loops, &p->rx, &p->replayable)) return bail(e);
     p->dlt = pcap_datalink(p->rx);
   }
   if (p->has_tx()) {
@@ -432,8 +542,11 @@ error pcap_open(const devargs& args, void** priv) {
       return bail(fail(status::bad_config, "pcap: tx={} is the capture being read; writing it would destroy it", p->tx_path));
     p->tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kMaxFrame, PCAP_TSTAMP_PRECISION_NANO);
     if (!p->tx_dead) return bail(fail(status::no_memory, "pcap: pcap_open_dead failed"));
-    // Created now so a bad tx path fails at open, not at the first send.
-    if (error e = open_tx(p)) return bail(e);
+    // Checked now, so a bad tx path fails at open; created at start, so a
+    // port that never starts (gnio caps, a run refused before it starts)
+    // leaves an existing file as it was and creates none.
+    if (int e = detail::output_path_errno(p->tx_path); e != 0)
+      return bail(fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e)));
   }
   *priv = p;
   return {};
@@ -467,32 +580,49 @@ error pcap_stop(void* priv) {
 
 void pcap_close_port(void* priv) { destroy(static_cast<port*>(priv)); }
 
+// Ends the stream early: the frames delivered so far count, and the
+// rx_burst after the one that delivered them returns the failure (the
+// engine then reports it as the port's engine_error).
+status fail_rx(port* p, status code, std::string why) {
+  close_rx(p);
+  p->rx_ended = true;
+  if (p->rx_fail == status::success) {
+    p->rx_fail = code;
+    p->rx_fail_text = std::move(why);
+  }
+  return code;
+}
+
 // Ends one pass over the file and, when more are due, starts the next.
 status end_pass(port* p) {
   ++p->passes_done;
+  if (p->passes_done == 1) p->first_pass_delivered = p->pass_delivered;
   bool last = p->loops != 0 && p->passes_done >= p->loops;
-  // A pass that produced nothing would produce nothing again; looping on it
+  // A file with nothing to deliver would deliver nothing again; looping on it
   // forever (loop=0) would spin without ever ending.
-  if (last || p->pass_delivered == 0) {
+  if (last || (p->passes_done == 1 && p->pass_delivered == 0)) {
     close_rx(p);
     p->rx_ended = true;
     return status::shutdown;
   }
+  // A later pass over the same file that delivered nothing means the file
+  // changed under the replay (emptied, or cut to its header).
+  if (p->pass_delivered == 0)
+    return fail_rx(p, status::io_failed,
+                   fmt::format("pcap: pass {} over '{}' delivered no frames where pass 1 delivered {}: the file was "
+                               "emptied or truncated while it was replayed",
+                               p->passes_done, p->rx_path, p->first_pass_delivered));
   close_rx(p);
   p->pass_records = 0;
   p->pass_delivered = 0;
-  if (error e = open_capture(p->rx_path, &p->rx)) {
-    detail::log(log_level::error, "pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1, e.message());
-    p->rx_ended = true;
-    return e.code();
-  }
-  if (pcap_datalink(p->rx) != p->dlt) {
-    detail::log(log_level::error, "pcap: '{}' changed link type between passes ({} -> {})", p->rx_path,
-                linktype_name(p->dlt), linktype_name(pcap_datalink(p->rx)));
-    close_rx(p);
-    p->rx_ended = true;
-    return status::bad_state;
-  }
+  if (error e = open_capture(p->rx_path, 1, &p->rx, nullptr))
+    return fail_rx(p, status::io_failed,
+                   fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1, e.what()));
+  if (pcap_datalink(p->rx) != p->dlt)
+    return fail_rx(p, status::io_failed,
+                   fmt::format("pcap: '{}' changed link type between passes ({} -> {}): it was replaced while it "
+                               "was replayed",
+                               p->rx_path, linktype_name(p->dlt), linktype_name(pcap_datalink(p->rx))));
   return status::success;
 }
 
@@ -525,7 +655,10 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
   uint32_t n = 0;
   *produced = 0;
   while (n < budget) {
-    if (p->rx_ended || !p->rx) return n > 0 ? status::success : status::shutdown;
+    if (p->rx_ended || !p->rx) {
+      if (n > 0) return status::success;
+      return p->rx_fail != status::success ? p->rx_fail : status::shutdown;
+    }
     if (!may_send(p)) break;
     pcap_pkthdr* h = nullptr;
     const u_char* data = nullptr;
@@ -539,6 +672,14 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
         p->warned_convert = true;
         detail::log(level, "pcap: '{}' packet {}: {}; skipped", p->rx_path, p->pass_records, c.problem);
         continue;
+      }
+      if (h->len > kImplausibleWireLen && !p->warned_wire_len) {
+        // Counted as it claims, as tshark counts it, but not silently.
+        p->warned_wire_len = true;
+        detail::log(log_level::warn,
+                    "pcap: '{}' packet {} claims a wire length of {} bytes (captured {}), more than any link carries; "
+                    "it is counted with that length, as tshark counts it",
+                    p->rx_path, p->pass_records, h->len, h->caplen);
       }
       // One copy, from libpcap's read buffer into the RX buffer the frame steers to.
       lane.deliver(c.data, c.len, c.wire_len, ts_ns(h));
@@ -561,7 +702,7 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
     }
     // rc == -2 is the end of the file; 0 (timeout) only happens on live captures.
     status s = end_pass(p);
-    if (s == status::shutdown) return n > 0 ? status::success : status::shutdown;
+    // A failure after frames of this burst is returned by the next call.
     if (s != status::success) return n > 0 ? status::success : s;
   }
   if (n == 0 && budget > 0) return status::again;
@@ -573,6 +714,11 @@ error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* se
   *sent = 0;
   if (!p->has_tx()) return fail(status::not_supported, "pcap: this port has no tx= file");
   if (!p->dumper) return fail(status::bad_state, "pcap: tx file '{}' is closed; start the port first", p->tx_path);
+  if (p->tx_errno != 0) {
+    // The stream is broken (stdio keeps its error flag): nothing more is written.
+    bump(p->tx_errors, n);
+    return fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(p->tx_errno));
+  }
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   FILE* f = pcap_dump_file(p->dumper);
@@ -582,16 +728,24 @@ error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* se
     h.ts.tv_usec = now.tv_nsec;  // nanoseconds: the dumper was opened with nano precision
     h.caplen = frames[i].len;
     h.len = frames[i].len;
+    errno = 0;
     pcap_dump(reinterpret_cast<u_char*>(p->dumper), &h, frames[i].data);
     if (std::ferror(f)) {
+      // errno now is the failed write's (pcap_dump only calls fwrite).
+      p->tx_errno = errno != 0 ? errno : EIO;
       bump(p->tx_errors, n - i);
-      return fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(errno));
+      return fail(status::io_failed, "pcap: writing tx file '{}' failed: {}", p->tx_path, std::strerror(p->tx_errno));
     }
     bump(p->tx_frames);
     bump(p->tx_bytes, frames[i].len);
     *sent = i + 1;
   }
   return {};
+}
+
+const char* pcap_last_error(void* priv) {
+  auto* p = static_cast<port*>(priv);
+  return p->rx_fail_text.empty() ? nullptr : p->rx_fail_text.c_str();
 }
 
 void pcap_get_counters(void* priv, counters* c) {
@@ -613,10 +767,13 @@ const ops pcap_ops = {
     .summary = "replays a pcap/pcapng file as received traffic and records transmitted frames to a pcap file (libpcap)",
     .options =
         "file=PATH  capture to read: pcap or pcapng, not compressed; Ethernet, BSD loopback, raw IP and Linux cooked\n"
-        "           link types, all delivered as Ethernet frames\n"
+        "           link types, all delivered as Ethernet frames; a pipe or FIFO is read once (file=/dev/stdin,\n"
+        "           file=<(zcat x.pcap.gz))\n"
         "rx=PATH    same as file=\n"
-        "tx=PATH    write every transmitted frame to this pcap file (Ethernet, nanosecond timestamps)\n"
-        "loop=N     play the file N times (default 1; 0 = forever)\n"
+        "tx=PATH    write every transmitted frame to this pcap file (Ethernet, nanosecond timestamps); checked at\n"
+        "           open, created when the port starts\n"
+        "loop=N     play the file N times (default 1; 0 = forever; a pipe only once); a later pass that cannot be\n"
+        "           read ends the stream with io_failed\n"
         "rate=R     pace reading, in packets or bits per second: 1000pps, 2Mpps, 100Mbps (default: unpaced)\n",
     .open = pcap_open,
     .get_caps = pcap_get_caps,
@@ -626,6 +783,7 @@ const ops pcap_ops = {
     .stop = pcap_stop,
     .close = pcap_close_port,
     .get_counters = pcap_get_counters,
+    .last_error = pcap_last_error,
 };
 
 }  // namespace gnio::backend
