@@ -859,6 +859,9 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
           unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
   con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
+  if (st.rx_dropped)
+    con.out("pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
+            "received)\n", st.rx_dropped);
   if (total.tx_failed) con.out("pp: {} replies could not be sent (TX ring full or frame too big)\n", total.tx_failed);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
@@ -904,6 +907,7 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   j["pending"] = pending;
   j["unaccounted"] = unaccounted;
   j["source_errors"] = st.rx_errors;
+  j["source_dropped"] = st.rx_dropped;
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["tx_frames"] = st.tx_frames;
   j["tx_errors"] = st.tx_errors;

@@ -320,6 +320,9 @@ int main(int argc, char** argv) {
              st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
   fmt::print("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) fmt::print("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
+  if (st.rx_dropped)
+    fmt::print("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; "
+               "not in received)\n", st.rx_dropped);
   if (sum.malformed) fmt::print("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) fmt::print("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
   if (sum.packets == 0 && !stopped_early) fmt::print("flow_count: the port delivered no packets (empty capture?)\n");
@@ -365,6 +368,7 @@ int main(int argc, char** argv) {
     j["pending"] = pending;
     j["unaccounted"] = lost;
     j["source_errors"] = st.rx_errors;
+    j["source_dropped"] = st.rx_dropped;
     j["malformed"] = sum.malformed;
     j["table_full"] = sum.table_full;
     j["stopped_early"] = stopped_early;

@@ -193,6 +193,9 @@ int main(int argc, char** argv) {
              st.rx_missed, st.rx_unsteered, pending,
              unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
   fmt::print("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
+  if (st.rx_dropped)
+    fmt::print("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not "
+               "in received)\n", st.rx_dropped);
 
   if (!json_path.empty()) {
     nlohmann::json j;
@@ -213,6 +216,7 @@ int main(int argc, char** argv) {
     j["received"] = st.rx_frames;
     j["missed"] = st.rx_missed;
     j["unsteered"] = st.rx_unsteered;
+    j["source_dropped"] = st.rx_dropped;
     j["pending"] = pending;
     j["unaccounted"] = unaccounted;
     j["stopped_early"] = stopped_early;

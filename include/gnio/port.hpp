@@ -80,6 +80,11 @@ struct port_stats {
   uint64_t rx_frames = 0;    // frames the backend produced
   uint64_t rx_bytes = 0;
   uint64_t rx_errors = 0;    // source-side errors (damaged capture, socket errors)
+  // Frames the source dropped before the engine saw them (a kernel or device
+  // ring full, no free buffer: af_xdp's rx_dropped/rx_ring_full, af_packet's
+  // tp_drops, DPDK's imissed/rx_nombuf). Outside received = processed +
+  // missed + unsteered + pending, which starts at rx_frames.
+  uint64_t rx_dropped = 0;
   uint64_t rx_missed = 0;    // sum over queues
   uint64_t rx_delivered = 0; // sum over queues
   uint64_t rx_unsteered = 0; // frames with no queue to go to (no RX queue for their class)

@@ -447,6 +447,7 @@ port_stats port::stats() const {
   out.rx_frames = c.rx_frames;
   out.rx_bytes = c.rx_bytes;
   out.rx_errors = c.rx_errors;
+  out.rx_dropped = c.rx_dropped;
   out.tx_frames = c.tx_frames;
   out.tx_bytes = c.tx_bytes;
   out.tx_errors = c.tx_errors;

@@ -153,6 +153,9 @@ struct counters {
   uint64_t rx_frames = 0;   // frames read from the source
   uint64_t rx_bytes = 0;
   uint64_t rx_errors = 0;   // frames the source could not deliver (damaged, read errors)
+  // Frames the source dropped before the backend read them (a kernel or
+  // device ring full, no free buffer): never part of rx_frames.
+  uint64_t rx_dropped = 0;
   uint64_t tx_frames = 0;   // frames written to the sink
   uint64_t tx_bytes = 0;
   uint64_t tx_errors = 0;

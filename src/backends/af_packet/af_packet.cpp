@@ -849,7 +849,8 @@ void af_packet_counters(void* priv, counters* c) {
   }
   c->rx_frames = p->rx_frames.load(std::memory_order_relaxed);
   c->rx_bytes = p->rx_bytes.load(std::memory_order_relaxed);
-  c->rx_errors = p->rx_bad.load(std::memory_order_relaxed) + p->kernel_drops.load(std::memory_order_relaxed);
+  c->rx_errors = p->rx_bad.load(std::memory_order_relaxed);
+  c->rx_dropped = p->kernel_drops.load(std::memory_order_relaxed);
   c->tx_frames = p->tx_frames.load(std::memory_order_relaxed);
   c->tx_bytes = p->tx_bytes.load(std::memory_order_relaxed);
   c->tx_errors = p->tx_errors.load(std::memory_order_relaxed);
@@ -877,7 +878,7 @@ const ops af_packet_ops = {
         "Received: every frame the interface receives, not what it transmits; stripped VLAN tags are put back and\n"
         "checksums left to offload by a local sender (veth, lo) are completed. GRO/LRO merge TCP segments before\n"
         "packet sockets see them (ethtool -K NAME gro off lro off for one frame per packet). Frames the kernel\n"
-        "dropped on a full ring count as rx_errors. Transmitted frames bypass the qdisc (PACKET_QDISC_BYPASS).\n"
+        "dropped on a full ring count as rx_dropped. Transmitted frames bypass the qdisc (PACKET_QDISC_BYPASS).\n"
         "If the interface goes down the port waits for it; if it is removed, receive fails with io_failed and\n"
         "the stream ends, counters kept.\n",
     .open = af_packet_open,

@@ -1033,20 +1033,25 @@ void af_xdp_counters(void* priv, counters* c) {
   c->tx_frames = p->tx_pkts.load(std::memory_order_relaxed);
   c->tx_bytes = p->tx_bytes.load(std::memory_order_relaxed);
   c->tx_errors = p->tx_errors.load(std::memory_order_relaxed);
-  uint64_t rx_err = 0, tx_invalid = 0;
+  uint64_t rx_err = 0, rx_drop = 0, tx_invalid = 0;
   std::lock_guard lk(p->stats_mu);
   for (auto& q : p->q) {
     xdp_statistics s{};
     socklen_t len = sizeof s;
     // Kernels before 5.9 fill only the first three fields; the rest stay 0.
     if (q.fd >= 0 && getsockopt(q.fd, SOL_XDP, XDP_STATISTICS, &s, &len) == 0) q.last = s;
-    rx_err += q.last.rx_dropped + q.last.rx_invalid_descs + q.last.rx_ring_full;
+    // Frames the kernel dropped before they reached the RX ring (no fill-ring
+    // buffer, RX ring full) are drops, not read errors; a descriptor the
+    // kernel refused (a bad fill-ring address) is ours, an error.
+    rx_drop += q.last.rx_dropped + q.last.rx_ring_full;
+    rx_err += q.last.rx_invalid_descs;
     // In copy mode a frame dropped for an empty fill ring is already in
     // rx_dropped; only zero-copy drivers count it here alone.
-    if (q.zerocopy) rx_err += q.last.rx_fill_ring_empty_descs;
+    if (q.zerocopy) rx_drop += q.last.rx_fill_ring_empty_descs;
     tx_invalid += q.last.tx_invalid_descs;
   }
   c->rx_errors = rx_err;
+  c->rx_dropped = rx_drop;
   c->tx_errors += tx_invalid;
 }
 

@@ -874,9 +874,13 @@ void dpdk_counters(void* priv, counters* c) {
   c->rx_frames = p->rx_frames.load(std::memory_order_relaxed);
   c->rx_bytes = p->rx_bytes.load(std::memory_order_relaxed);
   rte_eth_stats st{};
-  // Frames the NIC (or virtual device) dropped before the engine saw them,
-  // and those no pool mbuf was free to copy into.
-  if (rte_eth_stats_get(p->port_id, &st) == 0) c->rx_errors = st.imissed + st.ierrors + st.rx_nombuf;
+  // Frames the NIC (or virtual device) dropped before the engine saw them
+  // (no descriptor or no mbuf free) are drops; frames it received damaged,
+  // and those no pool mbuf was free to copy into here, are errors.
+  if (rte_eth_stats_get(p->port_id, &st) == 0) {
+    c->rx_dropped = st.imissed + st.rx_nombuf;
+    c->rx_errors = st.ierrors;
+  }
   c->rx_errors += p->rx_no_mbuf.load(std::memory_order_relaxed);
   c->tx_frames = p->tx_frames.load(std::memory_order_relaxed);
   c->tx_bytes = p->tx_bytes.load(std::memory_order_relaxed);
@@ -908,7 +912,8 @@ extern const ops dpdk_ops = {
         "mbufs=N         mbufs in the RX pool (by_ref=1), 256..1048576 (default: 16383, more with many queues\n"
         "                or descriptors); frames the kernel holds stay out of it until released\n"
         "Live: the stream never ends by itself (stop with --duration or Ctrl-C). Frames the device dropped\n"
-        "(imissed, ierrors, no mbuf) count as rx_errors. TX frames go out on queue 0, at most 2048 bytes each.\n",
+        "(imissed, no mbuf) count as rx_dropped, damaged ones (ierrors) as rx_errors. TX frames go out on\n"
+        "queue 0, at most 2048 bytes each.\n",
     .open = dpdk_open,
     .get_caps = dpdk_caps,
     .rx_pool_setup = dpdk_rx_pool_setup,
