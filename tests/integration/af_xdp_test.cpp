@@ -524,11 +524,14 @@ TEST_F(af_xdp, missing_interface_is_not_found_and_named) {
   EXPECT_NE(p.err().message().find("gnio-nosuch0"), std::string::npos) << p.err().what();
 }
 
-TEST_F(af_xdp, interface_down_is_bad_state_with_the_fix) {
+TEST_F(af_xdp, interface_down_is_not_connected_with_the_fix) {
   make_veth(false);
   auto p = gnio::port::open(*g, "af_xdp:if=" + a + ",mode=skb");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.code(), gnio::status::bad_state) << p.err().what();
+  EXPECT_EQ(p.code(), gnio::status::not_connected) << p.err().what();
+  const auto& d = gnio::describe(p.code());
+  EXPECT_EQ(d.where, gnio::layer::env);
+  EXPECT_NE(d.next.find("ip link set"), std::string::npos) << "the hint must point at the link: " << d.next;
   EXPECT_NE(p.err().message().find("ip link set dev " + a + " up"), std::string::npos) << p.err().what();
   EXPECT_FALSE(xdp_attached()) << "a refused open must not leave an XDP program";
 }

@@ -98,7 +98,7 @@ status errno_status(int e) {
     case ENOBUFS: return status::no_memory;
     case EBUSY: return status::in_use;
     case EINVAL: return status::invalid_value;
-    case ENETDOWN: return status::bad_state;
+    case ENETDOWN: return status::not_connected;
     case EAFNOSUPPORT:
     case EPROTONOSUPPORT:
     case ENOPROTOOPT: return status::not_supported;
@@ -328,7 +328,7 @@ error bind_socket(port* p, int fd, uint16_t proto) {
     return fail(status::not_found, "af_packet: interface '{}' (index {}) no longer exists: {}", p->ifname, p->ifindex,
                 err_text(e));
   if (e == ENETDOWN)
-    return fail(status::bad_state, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname);
+    return fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname);
   return socket_error(p, "bind", e);
 }
 
@@ -427,7 +427,7 @@ error af_packet_open(const devargs& a, void** priv) {
   }
   if (!(flags & IFF_UP)) {
     close(probe);
-    return bail(fail(status::bad_state, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
+    return bail(fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
   }
   if (!(flags & IFF_RUNNING))
     detail::log(log_level::warn, "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
@@ -866,7 +866,7 @@ const ops af_packet_ops = {
                "sendmmsg TX (needs CAP_NET_RAW)",
     .options =
         "if=NAME       interface to receive from and transmit on (required); it must exist in this network namespace\n"
-        "              and be up: one that is down fails with bad_state (ip link set NAME up), a missing one with\n"
+        "              and be up: one that is down fails with not_connected (ip link set NAME up), a missing one with\n"
         "              not_found, and no CAP_NET_RAW with not_permitted\n"
         "queues=N      packet sockets in one PACKET_FANOUT_HASH group, 1..64 (default 1); a flow stays on one socket\n"
         "              (with the core option lanes=L, L <= N engine threads each read every L-th socket)\n"

@@ -637,7 +637,7 @@ error af_xdp_open(const devargs& a, void** priv) {
       return bail(fail(status::io_failed, "af_xdp: reading the flags of {} failed: {}", p->ifname, std::strerror(e)));
     }
     if (!(ifr.ifr_flags & IFF_UP))
-      return bail(fail(status::bad_state, "af_xdp: interface {} is down; bring it up first: ip link set dev {} up",
+      return bail(fail(status::not_connected, "af_xdp: interface {} is down; bring it up first: ip link set dev {} up",
                        p->ifname, p->ifname));
   }
   if (auto e = count_channels(p->ifname, &p->channels); e) return bail(e);
