@@ -26,11 +26,14 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <gnio/backend/backend.hpp>
 #include <gnio/device/rx.hpp>
 #include <gnio/device/tx.hpp>
@@ -42,7 +45,14 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "support/frames.hpp"
+#include "support/process.hpp"
+
+#if defined(GNIO_TEST_HAVE_LIBBPF)
+#include "integration/xdp_stale.hpp"
+#endif
 
 using namespace std::chrono_literals;
 using frame = std::vector<uint8_t>;
@@ -684,6 +694,127 @@ TEST_F(af_xdp, interface_removed_while_running_is_an_engine_error_and_stats_stay
   close_port(o);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "closing after the removal must not hang";
 }
+
+// --- The XDP program goes with the process (F10) --------------------------------
+
+// What `ip -d -j link show` says about the interface's XDP program: the mode
+// ("drv", "skb", "" for none) and the program's name.
+struct xdp_seen {
+  std::string mode, name;
+};
+xdp_seen xdp_state(const std::string& ifname) {
+  xdp_seen s;
+  nlohmann::json j = nlohmann::json::parse(run("ip -d -j link show dev " + ifname), nullptr, false);
+  if (!j.is_array() || j.empty() || !j[0].contains("xdp")) return s;
+  const auto& x = j[0]["xdp"];
+  const int mode = x.value("mode", 0);  // XDP_ATTACHED_DRV 1, SKB 2, HW 3
+  s.mode = mode == 1 ? "drv" : mode == 2 ? "skb" : mode == 3 ? "hw" : "other";
+  if (x.contains("prog")) s.name = x["prog"].value("name", "");
+  return s;
+}
+
+// The pid of a running process whose command line contains `needle`, or 0.
+pid_t find_process(const std::string& needle) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(needle) != std::string::npos && std::stoi(pid) != getpid()) return std::stoi(pid);
+  }
+  return 0;
+}
+
+TEST_F(af_xdp, kill_9_leaves_no_xdp_program_and_the_next_run_gets_the_mode_it_asks_for) {
+  make_veth();
+  const std::string dev = "af_xdp:if=" + a + ",mode=skb";
+  gnio::test::proc_result r;
+  std::thread t([&] {
+    gnio::test::run_options o;
+    o.limit = std::chrono::seconds(120);
+    r = gnio::test::run_process({gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN), "pp", "--port", dev, "--gpu",
+                                 "host", "--stats-interval", "0"},
+                                o);
+  });
+  // Attached means the port is open: then the process dies without a word.
+  const bool up = wait_for([&] { return xdp_state(a).mode == "skb"; }, 60s);
+  const pid_t pid = up ? find_process(dev) : 0;
+  if (pid > 0) kill(pid, SIGKILL);
+  t.join();
+  ASSERT_TRUE(up) << "gnio pp never attached its program:\n" << r.describe();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(r.signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(wait_for([&] { return !xdp_attached(); }, 5s))
+      << "the XDP program must go with the killed process:\n" << run("ip -d link show " + a);
+
+  // The next run asks for another mode and gets it, and leaves nothing either.
+  auto p = gnio::port::open(*g, "af_xdp:if=" + a + ",mode=drv");
+  ASSERT_TRUE(p.ok()) << p.err().what();
+  const xdp_seen s = xdp_state(a);
+  EXPECT_EQ(s.mode, "drv") << run("ip -d link show " + a);
+  EXPECT_EQ(s.name, "gnio_xsk");
+  EXPECT_FALSE(p->close());
+  EXPECT_FALSE(xdp_attached()) << run("ip -d link show " + a);
+}
+
+#if defined(GNIO_TEST_HAVE_LIBBPF)
+using gnio::test::attach_xsk_def_prog;
+
+TEST_F(af_xdp, stale_xsk_program_of_a_dead_process_is_replaced_with_a_warning) {
+  make_veth();
+  // A process attaches the program (in skb mode) and dies without detaching
+  // it: what a killed libxdp user, or gnio before it used bpf_links, left.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int map = -1;
+    _exit(attach_xsk_def_prog(if_nametoindex(a.c_str()), true, &map) >= 0 ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "could not attach the stale program";
+  ASSERT_EQ(xdp_state(a).mode, "skb");
+  ASSERT_EQ(xdp_state(a).name, "xsk_def_prog");
+
+  log_capture logs;
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=drv", o));
+  EXPECT_TRUE(logs.has("stale AF_XDP program")) << "replacing it must be said";
+  const xdp_seen s = xdp_state(a);
+  EXPECT_EQ(s.mode, "drv") << "mode=drv must run in drv mode, not through the stale generic program";
+  EXPECT_EQ(s.name, "gnio_xsk");
+  // And it receives through its own program.
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  const auto q = *o.p.rxq(o.rq);
+  consumer c;
+  for (uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(peer.send(make_frame(k_mac_a, k_mac_b, i, 100)));
+  c.drain(q, 10, 10s);
+  EXPECT_EQ(c.frames.size(), 10u);
+  close_port(o);
+  EXPECT_FALSE(xdp_attached()) << run("ip -d link show " + a);
+}
+
+TEST_F(af_xdp, xdp_program_another_process_holds_is_refused_not_replaced) {
+  make_veth();
+  // This process holds it (its descriptors stay open): someone's live program.
+  int map = -1;
+  const int prog = attach_xsk_def_prog(if_nametoindex(a.c_str()), true, &map);
+  ASSERT_GE(prog, 0) << std::strerror(-prog);
+  auto p = gnio::port::open(*g, "af_xdp:if=" + a + ",mode=skb");
+  EXPECT_EQ(p.code(), gnio::status::in_use) << (p ? "opened" : p.err().what());
+  if (!p) {
+    EXPECT_NE(p.err().message().find("held by pid " + std::to_string(getpid())), std::string::npos) << p.err().what();
+    EXPECT_NE(p.err().message().find("xdpgeneric off"), std::string::npos) << p.err().what();
+  }
+  EXPECT_EQ(xdp_state(a).name, "xsk_def_prog") << "a program someone holds must stay";
+  gnio::test::detach_xdp(if_nametoindex(a.c_str()), true);
+  close(prog);
+  close(map);
+}
+#endif
 
 // --- Receive by reference: the UMEM is the port's RX pool --------------------
 

@@ -8,9 +8,10 @@
 // socket's UMEM. In each region the lower half of the frames receives, the
 // upper half is a private free list for copied transmits. Every gnio TX queue
 // sends through the first socket, so frames leave in the order they were
-// rung. libxdp loads its default redirect program when the first socket binds
-// and removes it when the last one goes, so a closed port leaves no XDP
-// program behind.
+// rung. The XDP program that redirects to the sockets is gnio's own,
+// attached through a bpf_link (see attach_program): it goes when the port
+// closes, and also when the process is killed, and it runs in the mode=
+// asked for or the port fails.
 //
 // Receive is by reference: each RX descriptor becomes a completion naming its
 // UMEM buffer (rx_lane::deliver_ref, pool offset = region base + UMEM
@@ -35,6 +36,9 @@
 // completion ring is driven by lane 0 (which runs tx_burst) only.
 // get_counters may run on any thread.
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
@@ -54,10 +58,14 @@
 #include <bit>
 #include <cerrno>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -125,6 +133,8 @@ struct xsk_queue {
   xdp_statistics last{};
 };
 
+struct xdp_attachment;
+
 struct port {
   rx_failure failure;  // why receive failed (last_error op); ends every lane
   std::string ifname;
@@ -139,6 +149,7 @@ struct port {
   uint32_t rx_frames = 0;  // per queue
   uint32_t tx_frames = 0;  // per queue
   uint32_t xdp_flags = 0;  // the mode that was attached
+  xdp_attachment* att = nullptr;  // the XDP program the sockets are in the map of (shared per interface)
 
   // The RX pool (rx_pool_setup): one region of frames * frame_size per socket.
   // The core allocated it and frees it after close.
@@ -228,6 +239,305 @@ class print_capture {
   libbpf_print_fn_t old_bpf_ = nullptr;
 };
 
+// --- The XDP program: attached through a bpf_link ------------------------------
+//
+// gnio loads its own redirect program (the same five instructions as
+// libxdp's xsk_def_prog: frames of a queue with a socket in the XSKMAP go to
+// it, the rest to the stack) and attaches it through a bpf_link, so the
+// kernel detaches it when the last descriptor of the link closes: at close,
+// and also when the process is killed (kill -9 left libxdp's netlink-attached
+// program behind, and later runs reused it silently, in whatever mode it was).
+// Kernels without XDP links (before 5.9) get a netlink attach, detached at
+// close. The sockets are bound without libxdp loading anything
+// (XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD) and put into the map here. The ports
+// of one process share one attachment per interface.
+
+struct xdp_attachment {
+  unsigned ifindex = 0;
+  uint32_t flags = 0;  // XDP_FLAGS_SKB_MODE or XDP_FLAGS_DRV_MODE
+  int prog_fd = -1, map_fd = -1;
+  int link_fd = -1;  // -1: attached through netlink (a kernel without XDP links)
+  uint32_t map_entries = 0;
+  int users = 0;
+};
+
+std::mutex g_attach_mu;
+std::vector<xdp_attachment*> g_attachments;  // guarded by g_attach_mu
+
+constexpr const char* k_prog_name = "gnio_xsk";
+
+// r2 = ctx->rx_queue_index; r1 = &xsks_map; r3 = XDP_PASS;
+// return bpf_redirect_map(r1, r2, r3)
+int load_redirect_program(int map_fd) {
+  bpf_insn insns[6] = {};
+  insns[0].code = BPF_LDX | BPF_MEM | BPF_W;
+  insns[0].dst_reg = BPF_REG_2;
+  insns[0].src_reg = BPF_REG_1;
+  insns[0].off = offsetof(xdp_md, rx_queue_index);
+  insns[1].code = BPF_LD | BPF_DW | BPF_IMM;  // a 64-bit immediate: the map, two instructions
+  insns[1].dst_reg = BPF_REG_1;
+  insns[1].src_reg = BPF_PSEUDO_MAP_FD;
+  insns[1].imm = map_fd;
+  insns[3].code = BPF_ALU64 | BPF_MOV | BPF_K;
+  insns[3].dst_reg = BPF_REG_3;
+  insns[3].imm = XDP_PASS;
+  insns[4].code = BPF_JMP | BPF_CALL;
+  insns[4].imm = BPF_FUNC_redirect_map;
+  insns[5].code = BPF_JMP | BPF_EXIT;
+  return bpf_prog_load(BPF_PROG_TYPE_XDP, k_prog_name, "Apache-2.0", insns, 6, nullptr);
+}
+
+const char* attach_mode_name(uint32_t flags) {
+  return flags & XDP_FLAGS_SKB_MODE ? "skb (generic)" : flags & XDP_FLAGS_HW_MODE ? "hw (offloaded)" : "drv (native)";
+}
+
+const char* ip_mode_word(uint32_t flags) {
+  return flags & XDP_FLAGS_SKB_MODE ? "xdpgeneric" : flags & XDP_FLAGS_HW_MODE ? "xdpoffload" : "xdpdrv";
+}
+
+// Processes that hold a descriptor of a BPF object (`what`: "prog_id:" or
+// "map_id:", as /proc/PID/fdinfo says) with one of `ids`, as "pid N (comm)".
+std::vector<std::string> bpf_holders(const char* what, const std::vector<uint32_t>& ids) {
+  std::vector<std::string> out;
+  if (ids.empty()) return out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec2;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", ec2)) {
+      std::error_code ec3;
+      const std::string target = std::filesystem::read_symlink(fd.path(), ec3).string();
+      if (ec3 || target.rfind("anon_inode:bpf", 0) != 0) continue;
+      std::ifstream info(proc.path() / "fdinfo" / fd.path().filename());
+      bool held = false;
+      for (std::string line; !held && std::getline(info, line);) {
+        if (line.rfind(what, 0) != 0) continue;
+        const unsigned long id = std::strtoul(line.c_str() + std::strlen(what) + 1, nullptr, 10);
+        held = std::find(ids.begin(), ids.end(), id) != ids.end();
+      }
+      if (!held) continue;
+      std::string comm;
+      std::ifstream(proc.path() / "comm") >> comm;
+      out.push_back(fmt::format("pid {} ({})", pid, comm));
+      break;
+    }
+  }
+  return out;
+}
+
+// Deals with an XDP program some other attach left on the interface: one
+// that nobody holds any more and that is an AF_XDP redirect program (libxdp's
+// xsk_def_prog, or ours attached through netlink) was left by a process that
+// died, and is replaced, with a warning; anything else is someone's, and the
+// port is refused rather than share or displace it.
+error clear_foreign_program(const port* p) {
+  bpf_xdp_query_opts q{};
+  q.sz = sizeof q;
+  if (bpf_xdp_query(static_cast<int>(p->ifindex), 0, &q) != 0) return {};  // nothing to learn: attach will say
+  struct found {
+    uint32_t id, flags;
+  };
+  std::vector<found> progs;
+  if (q.skb_prog_id) progs.push_back({q.skb_prog_id, XDP_FLAGS_SKB_MODE});
+  if (q.drv_prog_id) progs.push_back({q.drv_prog_id, XDP_FLAGS_DRV_MODE});
+  if (q.hw_prog_id) progs.push_back({q.hw_prog_id, XDP_FLAGS_HW_MODE});
+  if (progs.empty() && q.prog_id)
+    progs.push_back({q.prog_id, q.attach_mode == XDP_ATTACHED_SKB ? uint32_t{XDP_FLAGS_SKB_MODE} : XDP_FLAGS_DRV_MODE});
+  for (const found& f : progs) {
+    std::string name = "?";
+    std::vector<uint32_t> maps;
+    if (const int fd = bpf_prog_get_fd_by_id(f.id); fd >= 0) {
+      bpf_prog_info info{};
+      uint32_t map_ids[8] = {};
+      info.nr_map_ids = 8;
+      info.map_ids = reinterpret_cast<uintptr_t>(map_ids);
+      uint32_t len = sizeof info;
+      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+        name = info.name;
+        maps.assign(map_ids, map_ids + std::min<uint32_t>(info.nr_map_ids, 8));
+      }
+      ::close(fd);  // before looking for holders, this process included
+    }
+    std::vector<std::string> holders = bpf_holders("prog_id:", {f.id});
+    for (auto& h : bpf_holders("map_id:", maps))
+      if (std::find(holders.begin(), holders.end(), h) == holders.end()) holders.push_back(h);
+    const bool redirect = name == "xsk_def_prog" || name == k_prog_name;
+    const int fd = redirect && holders.empty() && !(f.flags & XDP_FLAGS_HW_MODE) ? bpf_prog_get_fd_by_id(f.id) : -1;
+    if (fd >= 0) {
+      bpf_xdp_attach_opts o{};
+      o.sz = sizeof o;
+      o.old_prog_fd = fd;  // detach exactly that program, not one attached since
+      const int rc = bpf_xdp_detach(static_cast<int>(p->ifindex), f.flags, &o);
+      ::close(fd);
+      if (rc != 0)
+        return fail(status::in_use,
+                    "af_xdp: {} has a stale AF_XDP program attached (id {}, '{}', {} mode) that no process holds any "
+                    "more, and detaching it failed: {}; detach it by hand: ip link set dev {} {} off",
+                    p->ifname, f.id, name, attach_mode_name(f.flags), std::strerror(-rc), p->ifname,
+                    ip_mode_word(f.flags));
+      detail::log(log_level::warn,
+                  "af_xdp: {} had a stale AF_XDP program attached (id {}, '{}', {} mode) that no process holds any "
+                  "more, left by a process that was killed; detached it",
+                  p->ifname, f.id, name, attach_mode_name(f.flags));
+      continue;
+    }
+    std::string who;
+    for (const auto& h : holders) who += (who.empty() ? ", held by " : ", ") + h;
+    return fail(status::in_use,
+                "af_xdp: {} already has an XDP program attached (id {}, '{}', {} mode{}); gnio attaches its own "
+                "redirect program: stop its owner, or detach it (ip link set dev {} {} off, or xdp-loader unload {} "
+                "--all; ip -d link show {} shows it)",
+                p->ifname, f.id, name, attach_mode_name(f.flags), who, p->ifname, ip_mode_word(f.flags), p->ifname,
+                p->ifname);
+  }
+  return {};
+}
+
+error attach_error(const port* p, uint32_t flags, int err, const std::string& libbpf_text) {
+  const std::string where = fmt::format("af_xdp: {} ({} mode)", p->ifname, mode_name(flags));
+  switch (err) {
+    case EPERM:
+    case EACCES:
+      return fail(status::not_permitted,
+                  "{}: loading or attaching the XDP program failed: {}; AF_XDP needs CAP_NET_RAW, and loading the XDP "
+                  "program CAP_NET_ADMIN plus CAP_BPF (or CAP_SYS_ADMIN): run as root or grant them (setcap "
+                  "cap_net_raw,cap_net_admin,cap_bpf+ep){}",
+                  where, std::strerror(err), libbpf_text);
+    case EBUSY:
+    case EEXIST:
+      return fail(status::in_use,
+                  "{}: attaching the XDP program failed: {}; another XDP program is attached (ip -d link show {}; "
+                  "xdp-loader status {}){}",
+                  where, std::strerror(err), p->ifname, p->ifname, libbpf_text);
+    case EOPNOTSUPP:
+      return fail(status::not_supported, "{}: attaching the XDP program failed: {}{}{}", where, std::strerror(err),
+                  flags & XDP_FLAGS_DRV_MODE ? "; the driver has no native XDP, try mode=skb" : "", libbpf_text);
+    case ENODEV:
+    case ENXIO:
+      return fail(status::not_found, "{}: attaching the XDP program failed: {}; the interface disappeared{}", where,
+                  std::strerror(err), libbpf_text);
+    default:
+      return fail(status::driver, "{}: attaching the XDP program failed: {}{}", where, std::strerror(err),
+                  libbpf_text);
+  }
+}
+
+// Attaches the redirect program in the mode mode= asks for (auto: drv, else
+// skb), or joins this process's attachment on the interface. Sets
+// p->xdp_flags and p->att.
+error attach_program(port* p, print_capture& pc) {
+  std::lock_guard lk(g_attach_mu);
+  const uint32_t need = std::max(p->channels, p->first_queue + p->num_queues);
+  for (xdp_attachment* a : g_attachments) {
+    if (a->ifindex != p->ifindex) continue;
+    const bool mismatch = (p->mode == attach_mode::skb && a->flags != XDP_FLAGS_SKB_MODE) ||
+                          (p->mode == attach_mode::drv && a->flags != XDP_FLAGS_DRV_MODE);
+    if (mismatch)
+      return fail(status::in_use,
+                  "af_xdp: another port of this process has {} in {} mode; mode={} cannot share it: open both in the "
+                  "same mode",
+                  p->ifname, mode_name(a->flags), p->mode == attach_mode::skb ? "skb" : "drv");
+    if (p->first_queue + p->num_queues > a->map_entries)
+      return fail(status::invalid_value, "af_xdp: {} queue {} is beyond the {} queues it had when first opened",
+                  p->ifname, p->first_queue + p->num_queues - 1, a->map_entries);
+    ++a->users;
+    p->att = a;
+    p->xdp_flags = a->flags;
+    return {};
+  }
+  if (auto e = clear_foreign_program(p); e) return e;
+  auto a = std::make_unique<xdp_attachment>();
+  a->ifindex = p->ifindex;
+  a->map_entries = need;
+  auto drop = [&] {
+    if (a->prog_fd >= 0) ::close(a->prog_fd);
+    if (a->map_fd >= 0) ::close(a->map_fd);
+  };
+  (void)pc.take();
+  a->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "gnio_xsks", sizeof(int), sizeof(int), need, nullptr);
+  if (a->map_fd < 0) {
+    const int e = errno;
+    drop();
+    return attach_error(p, p->mode == attach_mode::skb ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE, e, pc.take());
+  }
+  a->prog_fd = load_redirect_program(a->map_fd);
+  if (a->prog_fd < 0) {
+    const int e = errno;
+    drop();
+    return attach_error(p, p->mode == attach_mode::skb ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE, e, pc.take());
+  }
+  std::vector<uint32_t> modes;
+  if (p->mode != attach_mode::skb) modes.push_back(XDP_FLAGS_DRV_MODE);
+  // Zero-copy has no skb mode to fall back to.
+  if (p->mode == attach_mode::skb || (p->mode == attach_mode::automatic && p->zerocopy != 1))
+    modes.push_back(XDP_FLAGS_SKB_MODE);
+  int err = 0;
+  for (size_t i = 0; i < modes.size(); ++i) {
+    const uint32_t flags = modes[i];
+    bpf_link_create_opts lo{};
+    lo.sz = sizeof lo;
+    lo.flags = flags;
+    const int link = bpf_link_create(a->prog_fd, static_cast<int>(p->ifindex), BPF_XDP, &lo);
+    err = link >= 0 ? 0 : errno;
+    if (link >= 0) {
+      a->link_fd = link;
+    } else if (err == EINVAL) {
+      // No XDP links (Linux < 5.9): attach through netlink, detached at close
+      // (but not if the process is killed).
+      if (bpf_xdp_attach(static_cast<int>(p->ifindex), a->prog_fd, flags | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr) == 0) {
+        err = 0;
+        detail::log(log_level::info,
+                    "af_xdp: {}: this kernel has no XDP bpf_link; the program is attached through netlink and would "
+                    "stay attached if the process were killed",
+                    p->ifname);
+      } else {
+        err = errno;
+      }
+    }
+    if (err == 0) {
+      a->flags = flags;
+      break;
+    }
+    // Permission, busy and missing-device failures would recur in skb mode.
+    if (i + 1 < modes.size() && err != EPERM && err != EACCES && err != ENODEV && err != EBUSY && err != EEXIST) {
+      detail::log(log_level::info, "af_xdp: {}: native (drv) XDP failed ({}{}); falling back to skb mode", p->ifname,
+                  std::strerror(err), pc.take());
+      continue;
+    }
+    break;
+  }
+  if (err != 0) {
+    drop();
+    return attach_error(p, modes.back(), err, pc.take());
+  }
+  a->users = 1;
+  p->att = a.get();
+  p->xdp_flags = a->flags;
+  g_attachments.push_back(a.release());
+  return {};
+}
+
+void detach_program(port* p) {
+  if (!p->att) return;
+  std::lock_guard lk(g_attach_mu);
+  xdp_attachment* a = p->att;
+  p->att = nullptr;
+  if (--a->users > 0) return;
+  if (a->link_fd >= 0) {
+    ::close(a->link_fd);  // the kernel detaches the program with its link
+  } else {
+    bpf_xdp_attach_opts o{};
+    o.sz = sizeof o;
+    o.old_prog_fd = a->prog_fd;  // only if it is still ours
+    (void)bpf_xdp_detach(static_cast<int>(a->ifindex), a->flags, &o);
+  }
+  ::close(a->prog_fd);
+  ::close(a->map_fd);
+  std::erase(g_attachments, a);
+  delete a;
+}
+
 // A socket just for interface ioctls, closed on scope exit.
 struct ctl_socket {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -289,7 +599,8 @@ void destroy(port* p) {
   // bpffs); route that to the log.
   print_capture pc;
   // Sockets before their UMEMs (a UMEM in use refuses deletion with EBUSY);
-  // libxdp detaches its XDP program when the interface's last socket goes.
+  // a closed socket leaves the XSKMAP by itself. The program goes with the
+  // last port of the process on the interface.
   for (auto& q : p->q) {
     if (q.xsk) xsk_socket__delete(q.xsk);
     q.xsk = nullptr;
@@ -302,6 +613,7 @@ void destroy(port* p) {
     }
     q.umem = nullptr;
   }
+  detach_program(p);
   // The pool's memory is the core's; it frees it after close.
   delete p;
 }
@@ -349,9 +661,9 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
   (void)pc.take();  // what earlier queues' successful setup said is no explanation
   const char* what = "";
 
-  // One try in one mode, from a fresh UMEM: libxdp gives a UMEM's first
-  // socket the UMEM's own fd and keeps it open (and bound to the queue) when
-  // attaching the program fails, so a second try needs a new UMEM.
+  // One try, from a fresh UMEM: libxdp gives a UMEM's first socket the UMEM's
+  // own fd and keeps it open when the socket cannot be set up, so a second
+  // try needs a new UMEM.
   auto attempt = [&](uint32_t xdp_flags) -> int {
     xsk_umem_config ucfg{};
     ucfg.fill_size = p->rx_frames;
@@ -368,7 +680,7 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
     xsk_socket_config scfg{};
     scfg.rx_size = p->rx_frames;
     scfg.tx_size = p->tx_frames;
-    scfg.libxdp_flags = 0;  // let libxdp load (or reuse) its redirect program
+    scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // the program is ours (attach_program)
     scfg.xdp_flags = xdp_flags;
     uint16_t bind = XDP_USE_NEED_WAKEUP;
     // Generic (skb) XDP can only copy; saying so keeps the bind from depending
@@ -378,9 +690,16 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
     else if (p->zerocopy == 0 || (xdp_flags & XDP_FLAGS_SKB_MODE))
       bind |= XDP_COPY;
     scfg.bind_flags = bind;
-    p->xdp_flags = xdp_flags;
     what = "creating the AF_XDP socket";
     int rc = xsk_socket__create(&q.xsk, p->ifname.c_str(), q.qid, q.umem, &q.rx, &q.tx, &scfg);
+    if (rc == 0) {
+      what = "adding the AF_XDP socket to the XDP program's map";
+      rc = xsk_socket__update_xskmap(q.xsk, p->att->map_fd);
+      if (rc != 0) {
+        xsk_socket__delete(q.xsk);
+        rc = rc < 0 ? rc : -errno;
+      }
+    }
     if (rc != 0) {
       q.xsk = nullptr;
       (void)xsk_umem__delete(q.umem);
@@ -405,25 +724,9 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
     return rc;
   };
 
-  int rc = 0;
-  if (p->xdp_flags != 0) {
-    rc = create(p->xdp_flags);  // later queues use the mode the first one got
-  } else if (p->mode == attach_mode::skb) {
-    rc = create(XDP_FLAGS_SKB_MODE);
-  } else if (p->mode == attach_mode::drv) {
-    rc = create(XDP_FLAGS_DRV_MODE);
-  } else {
-    rc = create(XDP_FLAGS_DRV_MODE);
-    // Permission, memory, busy-queue and missing-device failures would recur
-    // in skb mode; zero-copy has no skb mode to fall back to.
-    const int e = -rc;
-    if (rc != 0 && p->zerocopy != 1 && e != EPERM && e != EACCES && e != ENODEV && e != ENOMEM && e != ENOBUFS &&
-        e != EBUSY && e != EEXIST) {
-      detail::log(log_level::info, "af_xdp: {} queue {}: native (drv) XDP failed ({}{}); falling back to skb mode",
-                  p->ifname, q.qid, std::strerror(e), pc.take());
-      rc = create(XDP_FLAGS_SKB_MODE);
-    }
-  }
+  // The mode is the attached program's (attach_program): a socket binds in
+  // copy mode for generic XDP, as the driver offers (or zerocopy= asks) for native.
+  const int rc = create(p->xdp_flags);
   if (rc != 0) return xsk_error(p, q.qid, what, -rc, pc.take());
   q.fd = xsk_socket__fd(q.xsk);
 
@@ -669,6 +972,7 @@ error af_xdp_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
                 e.message());
   {
     print_capture pc;
+    if (auto e = attach_program(p, pc); e) return e;
     for (uint32_t i = 0; i < p->num_queues; ++i) {
       auto& q = p->q.emplace_back();
       q.qid = p->first_queue + i;
@@ -1067,7 +1371,9 @@ const ops af_xdp_ops = {
         "queue=Q       first kernel RX queue (default 0)\n"
         "queues=N      consecutive kernel queues from Q, one AF_XDP socket each (default 1, at most the channels);\n"
         "              with the core option lanes=L, L <= N engine threads each read every L-th socket\n"
-        "mode=M        skb (generic XDP), drv (native XDP) or auto: drv, else skb (default auto)\n"
+        "mode=M        skb (generic XDP), drv (native XDP) or auto: drv, else skb (default auto); the port runs in\n"
+        "              that mode or fails. gnio's XDP program is attached through a bpf_link: it goes with the port,\n"
+        "              and with the process if that is killed\n"
         "zerocopy=0|1  1: require zero-copy (drv mode only); 0: force copy; default: whatever the driver offers\n"
         "frames=N      UMEM frames per queue, half RX (buffers kernels hold by reference) and half TX, a power\n"
         "              of two (default 4096)\n"
