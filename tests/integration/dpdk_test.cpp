@@ -14,14 +14,21 @@
 // Environment: GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN, GNIO_FLOW_COUNT_BIN and
 // GNIO_L2FWD_BIN override the paths compiled in.
 #include <pcap/pcap.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -327,6 +334,156 @@ TEST(Dpdk, MbufsOfAnotherPoolAreCopiedIntoThePool) {
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("not returned"), std::string::npos) << log;
+}
+
+// --- net_af_packet on a veth pair (root, iproute2) --------------------------------
+
+// A veth pair of this test's own (names tagged with the pid), both ends up,
+// removed at the end.
+class DpdkVeth : public ::testing::Test {
+ protected:
+  std::string a, b;
+  bool created = false;
+
+  static int sh(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  static std::string out(const std::string& cmd) {
+    std::string s;
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+      pclose(f);
+    }
+    return s;
+  }
+
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (a veth pair, net_af_packet's packet sockets)";
+    if (sh("command -v ip >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs the ip command (Debian package iproute2)";
+    static int seq = 0;
+    const std::string tag = std::to_string(getpid() % 100000) + "d" + std::to_string(seq++);
+    a = "gda" + tag;
+    b = "gdb" + tag;
+    ASSERT_EQ(sh("ip link add " + a + " type veth peer name " + b), 0);
+    created = true;
+    for (const auto& n : {a, b}) {
+      if (std::ofstream f("/proc/sys/net/ipv6/conf/" + n + "/disable_ipv6"); f) f << "1\n";
+      ASSERT_EQ(sh("ip link set " + n + " up"), 0);
+    }
+  }
+  void TearDown() override {
+    if (created) (void)sh("ip link del " + a + " 2>/dev/null");
+  }
+
+  // The interface's promiscuity count and whether IFF_PROMISC itself is set
+  // (what `ip link set promisc on`, or DPDK's promiscuous_enable, sets).
+  struct promisc_state {
+    long count = -1;
+    bool flag = false;
+  };
+  promisc_state promisc() const {
+    promisc_state s;
+    const json j = json::parse(out("ip -d -j link show dev " + a), nullptr, false);
+    if (!j.is_array() || j.empty()) return s;
+    s.count = j[0].value("promiscuity", -1L);
+    for (const auto& f : j[0].value("flags", json::array()))
+      if (f == "PROMISC") s.flag = true;
+    return s;
+  }
+
+  std::string port() const { return "dpdk:vdev=net_af_packet0;iface=" + a; }
+
+  // gnio pp on the port in a thread of its own; *started turns true once the
+  // port's promiscuous membership shows (the port started).
+  std::thread run_pp(gnio::test::proc_result* r, std::vector<std::string> extra, gnio::test::run_options o) {
+    std::vector<std::string> argv{k_tool, "pp", "--port", port(), "--gpu", "host", "--stats-interval", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::thread([argv, r, o] { *r = gnio::test::run_process(argv, o); });
+  }
+  bool wait_started(const std::chrono::seconds limit) const {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (promisc().count >= 1) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  pid_t find_pp() const {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string pid = e.path().filename().string();
+      if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(in)), {});
+      if (cmd.find(port()) != std::string::npos && std::stoi(pid) != getpid()) return std::stoi(pid);
+    }
+    return 0;
+  }
+};
+
+TEST_F(DpdkVeth, PromiscuousModeEndsWithTheRunCleanOrKilled) {
+  ASSERT_EQ(promisc().count, 0);
+  // A clean run: promiscuous while it runs, not after.
+  {
+    gnio::test::proc_result r;
+    std::thread t = run_pp(&r, {"--duration", "3"}, {});
+    const bool started = wait_started(std::chrono::seconds(60));
+    const promisc_state during = promisc();
+    t.join();
+    ASSERT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(started) << "promisc=1 (the default) must make the interface promiscuous while the port runs";
+    EXPECT_GE(during.count, 1);
+    const promisc_state after = promisc();
+    EXPECT_EQ(after.count, 0) << "a clean exit must leave the interface as it found it";
+    EXPECT_FALSE(after.flag) << out("ip link show dev " + a);
+  }
+  // Killed: the kernel drops the membership with the process.
+  {
+    gnio::test::proc_result r;
+    std::thread t = run_pp(&r, {}, {.limit = std::chrono::seconds(120)});
+    const bool started = wait_started(std::chrono::seconds(60));
+    const pid_t pid = started ? find_pp() : 0;
+    if (pid > 0) kill(pid, SIGKILL);
+    t.join();
+    ASSERT_TRUE(started) << r.describe();
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(r.signal, SIGKILL) << r.describe();
+    const promisc_state after = promisc();
+    EXPECT_EQ(after.count, 0) << "kill -9 must not leave the interface promiscuous";
+    EXPECT_FALSE(after.flag) << out("ip link show dev " + a);
+  }
+  // promisc=0: never promiscuous.
+  {
+    auto r = gnio::test::run_process({k_tool, "pp", "--port", port() + ",promisc=0", "--gpu", "host", "--duration",
+                                      "1", "--stats-interval", "0"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    EXPECT_EQ(promisc().count, 0);
+  }
+}
+
+TEST_F(DpdkVeth, InterfaceRemovedMidRunIsAnEngineErrorAndTheRunFails) {
+  gnio::test::proc_result r;
+  gnio::test::run_options o;
+  o.with_json = true;
+  o.limit = std::chrono::seconds(120);
+  // Long enough that only noticing the removal ends it.
+  std::thread t = run_pp(&r, {"--duration", "30"}, o);
+  const bool started = wait_started(std::chrono::seconds(60));
+  if (started) {
+    EXPECT_EQ(sh("ip link del " + a), 0);
+    created = false;
+  }
+  t.join();
+  ASSERT_TRUE(started) << r.describe();
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const std::string err = r.j->at("engine_error").get<std::string>();
+  EXPECT_NE(err.find("io_failed"), std::string::npos) << err;
+  EXPECT_NE(err.find(a + " (ifindex"), std::string::npos) << err;
+  EXPECT_NE(err.find("was removed"), std::string::npos) << err;
 }
 
 TEST(Dpdk, BadDeviceStringsNameTheProblem) {

@@ -18,8 +18,12 @@
 // later ports reuse it. Virtual devices are created per port (EAL hotplug)
 // and removed when the port closes. Engine threads register as EAL threads
 // (rte_thread_register) so they free mbufs through per-lcore mempool caches.
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <unistd.h>
 
@@ -58,6 +62,15 @@ constexpr uint32_t k_max_queues = 64;
 constexpr uint32_t k_burst = 32;
 constexpr uint32_t k_max_frame = RTE_MBUF_DEFAULT_DATAROOM;  // one mbuf per TX frame
 constexpr uint64_t k_max_pool_mbufs = 1u << 20;  // 2.1 GiB of buffers; completions carry 32-bit offsets
+// A kernel interface behind a virtual device (net_af_packet, net_af_xdp) can
+// vanish without any DPDK call failing, so lane 0 looks for that this often.
+constexpr uint64_t k_health_period_ns = 20'000'000;
+
+uint64_t mono_coarse_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+}
 
 // --- EAL: once per process ----------------------------------------------------
 
@@ -196,6 +209,20 @@ struct port {
 
   rx_failure failure;  // why receive failed (last_error op)
 
+  // Promiscuous mode (promisc=1). A device with a kernel interface behind it
+  // (dev_info if_index: net_af_packet, net_af_xdp, net_tap) gets it as a
+  // packet-socket membership, which the kernel drops when the socket closes,
+  // also when the process is killed; DPDK's promiscuous_enable would set
+  // IFF_PROMISC, which outlives the process. Other devices get DPDK's, turned
+  // off again at stop when this port turned it on.
+  int promisc_fd = -1;
+  bool promisc_set = false;
+  // The kernel interface behind the device (0: none), and its name, for the
+  // health check (lane 0's engine thread).
+  unsigned kernel_ifindex = 0;
+  std::string kernel_ifname;
+  uint64_t next_health_ns = 0;
+
   std::atomic<uint64_t> rx_frames{0}, rx_bytes{0}, tx_frames{0}, tx_bytes{0}, tx_errors{0};
   // How frames went: held by reference, copied by the core (a queue in GPU
   // memory), copied into a pool mbuf here (an mbuf from another pool, e.g.
@@ -231,7 +258,39 @@ std::string port_text(const port* p) {
                               : fmt::format("port {} ({})", p->port_id, p->vdev_name);
 }
 
+// Turns promiscuous mode on as the port's promisc= asks, in a way that is
+// undone when the port stops or the process dies (see port::promisc_fd).
+void promisc_on(port* p) {
+  if (p->kernel_ifindex != 0) {
+    const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);  // protocol 0: receives nothing
+    packet_mreq mr{};
+    mr.mr_ifindex = static_cast<int>(p->kernel_ifindex);
+    mr.mr_type = PACKET_MR_PROMISC;
+    if (fd >= 0 && setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) == 0) {
+      p->promisc_fd = fd;
+      return;
+    }
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    detail::log(log_level::warn,
+                "dpdk: {}: promiscuous mode through a packet-socket membership on {} failed ({}); using the driver's, "
+                "which stays on if the process is killed (ip link set dev {} promisc off)",
+                port_text(p), p->kernel_ifname, std::strerror(e), p->kernel_ifname);
+  }
+  if (rte_eth_promiscuous_get(p->port_id) == 1) return;  // on already: not ours to turn off
+  // Not every PMD has it.
+  if (rte_eth_promiscuous_enable(p->port_id) == 0) p->promisc_set = true;
+}
+
+void promisc_off(port* p) {
+  if (p->promisc_fd >= 0) ::close(p->promisc_fd);  // the kernel drops the membership
+  p->promisc_fd = -1;
+  if (p->promisc_set) (void)rte_eth_promiscuous_disable(p->port_id);
+  p->promisc_set = false;
+}
+
 void release(port* p) {
+  promisc_off(p);
   if (p->started) (void)rte_eth_dev_stop(p->port_id);
   p->started = false;
   if (p->own_vdev) {
@@ -276,6 +335,11 @@ void release(port* p) {
 error configure(port* p) {
   if (int rc = rte_eth_dev_info_get(p->port_id, &p->info); rc != 0)
     return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: rte_eth_dev_info_get", p->port_id));
+  char ifname[IF_NAMESIZE] = "";
+  if (p->info.if_index != 0 && if_indextoname(p->info.if_index, ifname)) {
+    p->kernel_ifindex = p->info.if_index;
+    p->kernel_ifname = ifname;
+  }
   if (p->nqueues > p->info.max_rx_queues || p->nqueues > p->info.max_tx_queues)
     return fail(status::invalid_value, "dpdk: queues={} but {} ({}) has at most {} RX and {} TX queues", p->nqueues,
                 p->vdev_name.empty() ? fmt::format("port {}", p->port_id) : p->vdev_name, p->info.driver_name,
@@ -563,7 +627,8 @@ error dpdk_start(void* priv) {
   if (int rc = rte_eth_dev_start(p->port_id); rc != 0)
     return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: rte_eth_dev_start", p->port_id));
   p->started = true;
-  if (p->promisc) (void)rte_eth_promiscuous_enable(p->port_id);  // not every PMD has it
+  if (p->promisc) promisc_on(p);
+  p->next_health_ns = 0;
   rte_eth_link link{};
   if (rte_eth_link_get_nowait(p->port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN)
     detail::log(log_level::warn, "dpdk: port {} ({}) link is down", p->port_id, p->info.driver_name);
@@ -725,6 +790,25 @@ status rx_by_ref(port* p, rx_lane& sink, uint32_t lane, uint32_t budget, uint32_
   return total ? status::success : status::again;
 }
 
+// Whether the device is still there: a hot-unplugged one (a PCI NIC), or the
+// kernel interface behind a virtual device removed or moved to another
+// network namespace (net_af_packet just stops receiving; its link status
+// never changes).
+void check_health(port* p) {
+  if (rte_eth_dev_is_removed(p->port_id)) {
+    p->failure.set(fmt::format("dpdk: {} was removed; it receives nothing more", port_text(p)));
+    return;
+  }
+  if (p->kernel_ifindex == 0) return;
+  char name[IF_NAMESIZE];
+  if (if_indextoname(p->kernel_ifindex, name)) return;
+  const int e = errno;
+  if (e != ENXIO && e != ENODEV) return;  // a failure to ask is not a missing interface
+  p->failure.set(fmt::format("dpdk: {}: its interface {} (ifindex {}) was removed or moved to another network "
+                             "namespace; it receives nothing more",
+                             port_text(p), p->kernel_ifname, p->kernel_ifindex));
+}
+
 status dpdk_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
   const uint32_t lane = sink.index();
   auto* p = static_cast<port*>(priv);
@@ -733,8 +817,18 @@ status dpdk_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
     p->failure.set(fmt::format("dpdk: port {}: receive on a port that is not started", p->port_id));
     return status::bad_state;
   }
+  if (p->failure.failed()) return status::io_failed;
   register_thread();
-  return p->rx_ext ? rx_by_ref(p, sink, lane, budget, produced) : rx_by_copy(p, sink, lane, budget, produced);
+  const status s = p->rx_ext ? rx_by_ref(p, sink, lane, budget, produced) : rx_by_copy(p, sink, lane, budget, produced);
+  if (lane == 0 && *produced == 0) {
+    const uint64_t now = mono_coarse_ns();
+    if (now >= p->next_health_ns) {
+      p->next_health_ns = now + k_health_period_ns;
+      check_health(p);
+      if (p->failure.failed()) return status::io_failed;  // the engine logs it as the port's engine error
+    }
+  }
+  return s;
 }
 
 void dpdk_rx_release(void* priv, uint32_t, const uint32_t* bufs, uint32_t n) {
@@ -857,6 +951,7 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
 error dpdk_stop(void* priv) {
   auto* p = static_cast<port*>(priv);
   if (!p->started) return {};
+  promisc_off(p);
   p->started = false;
   if (int rc = rte_eth_dev_stop(p->port_id); rc != 0)
     return dpdk_fail(errno_status(-rc), -rc, fmt::format("dpdk: port {}: rte_eth_dev_stop", p->port_id));
@@ -905,13 +1000,16 @@ extern const ops dpdk_ops = {
         "queues=N        DPDK RX and TX queues, 1..64 (default 1); with N > 1 the device's RSS spreads flows,\n"
         "                and the core option lanes=L (L <= N) polls them from L engine threads\n"
         "descs=N         descriptors per DPDK queue (default 1024, adjusted to the device's limits)\n"
-        "promisc=0|1     promiscuous mode where the device has it (default 1)\n"
+        "promisc=0|1     promiscuous mode where the device has it (default 1); on a device with a kernel interface\n"
+        "                (net_af_packet, net_af_xdp) a packet-socket membership the kernel drops when the process\n"
+        "                ends, killed or not; on others DPDK's, turned off again at stop if the port turned it on\n"
         "by_ref=0|1      1 (default): the device receives into gnio's RX pool and completions name the mbufs'\n"
         "                data, no CPU copy; frames sent in place from RX buffers go out without a copy.\n"
         "                0: every frame is copied into the ring's area, and every TX frame into an mbuf\n"
         "mbufs=N         mbufs in the RX pool (by_ref=1), 256..1048576 (default: 16383, more with many queues\n"
         "                or descriptors); frames the kernel holds stay out of it until released\n"
-        "Live: the stream never ends by itself (stop with --duration or Ctrl-C). Frames the device dropped\n"
+        "Live: the stream never ends by itself (stop with --duration or Ctrl-C); if the device, or the kernel\n"
+        "interface behind it, is removed, receive fails with io_failed and the stream ends. Frames the device dropped\n"
         "(imissed, no mbuf) count as rx_dropped, damaged ones (ierrors) as rx_errors. TX frames go out on\n"
         "queue 0, at most 2048 bytes each.\n",
     .open = dpdk_open,
