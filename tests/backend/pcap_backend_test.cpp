@@ -1067,6 +1067,56 @@ TEST_F(PcapBackend, BrokenReplayReachesThePortsEngineError) {
   EXPECT_TRUE(p->close().ok());
 }
 
+// The pid of a process (not this one) whose command line contains needle
+// and that has `path` open, or 0.
+pid_t process_with_open(const std::string& needle, const std::string& path) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || std::stoi(pid) == getpid()) continue;
+    std::ifstream in(e.path() / "cmdline");
+    const std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    if (cmd.find(needle) == std::string::npos) continue;
+    std::error_code ec2;
+    for (const auto& fd : fs::directory_iterator(e.path() / "fd", ec2)) {
+      std::error_code ec3;
+      if (fs::read_symlink(fd.path(), ec3) == path) return std::stoi(pid);
+    }
+  }
+  return 0;
+}
+
+TEST_F(PcapBackend, BrokenReplayFailsTheToolsRunAndItsJson) {
+  // gnio pp and flow_count on loop=0; the capture is deleted once the port
+  // has it open, so the second pass cannot be read.
+  const std::string tool = gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
+  const std::string flow_count = gnio::test::env_or("GNIO_FLOW_COUNT_BIN", GNIO_FLOW_COUNT_BIN);
+  for (const bool pp : {true, false}) {
+    SCOPED_TRACE(pp ? "gnio pp" : "flow_count");
+    const std::string path = tmp(pp ? "pp.pcap" : "fc.pcap");
+    fs::copy_file(std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap", path);
+    const std::string dev = "pcap:file=" + path + ",loop=0,rate=200pps";  // a pass takes 0.16 s
+    std::vector<std::string> argv = pp ? std::vector<std::string>{tool, "pp", "--port", dev, "--gpu", "host"}
+                                       : std::vector<std::string>{flow_count, "--port", dev, "--exec", "host"};
+    argv.insert(argv.end(), {"--stats-interval", "0"});
+    gnio::test::proc_result r;
+    std::thread t([&] { r = gnio::test::run_process(argv, {.with_json = true}); });
+    pid_t pid = 0;
+    for (int i = 0; i < 3000 && pid == 0; ++i) {
+      pid = process_with_open(dev, path);
+      if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    fs::remove(path);
+    t.join();
+    ASSERT_GT(pid, 0) << "the program never opened the capture: " << r.describe();
+    EXPECT_EQ(r.code, 1) << "an endless replay that broke must not end like a finished run: " << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    const std::string err = r.j->at("engine_error").get<std::string>();
+    EXPECT_NE(err.find("io_failed"), std::string::npos) << err;
+    EXPECT_NE(err.find("reopening '" + path + "'"), std::string::npos) << err;
+  }
+}
+
 // --- TX files: created at start, checked at open (F12, F17l), errno kept (F7) ---
 
 TEST_F(PcapBackend, PortThatNeverStartsLeavesTheTxFileAlone) {
