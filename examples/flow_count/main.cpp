@@ -321,8 +321,8 @@ int main(int argc, char** argv) {
   fmt::print("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) fmt::print("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
-    fmt::print("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; "
-               "not in received)\n", st.rx_dropped);
+    fmt::print("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was "
+               "full; not in received)\n", st.rx_dropped);
   if (sum.malformed) fmt::print("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) fmt::print("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
   if (sum.packets == 0 && !stopped_early) fmt::print("flow_count: the port delivered no packets (empty capture?)\n");

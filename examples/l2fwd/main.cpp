@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
              unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
   fmt::print("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_dropped)
-    fmt::print("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not "
-               "in received)\n", st.rx_dropped);
+    fmt::print("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; "
+               "not in received)\n", st.rx_dropped);
 
   if (!json_path.empty()) {
     nlohmann::json j;

@@ -36,7 +36,8 @@ int output_path_errno(const std::string& path) noexcept {
   if (errno != ENOENT) return errno;  // ENOTDIR, EACCES on the way, ELOOP, ...
   // A file to create: its directory must exist and take new entries.
   std::string dir = ".";
-  if (const auto slash = path.find_last_of('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (const auto slash = path.find_last_of('/'); slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
   if (stat(dir.c_str(), &st) != 0) return errno;
   if (!S_ISDIR(st.st_mode)) return ENOTDIR;
   return faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0 ? 0 : errno;

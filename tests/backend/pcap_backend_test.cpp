@@ -1056,7 +1056,8 @@ TEST_F(PcapBackend, BrokenReplayReachesThePortsEngineError) {
   fs::remove(path);  // the first pass is open already; the second cannot be
   ASSERT_TRUE(p->start().ok());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!p->rx_ended() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (!p->rx_ended() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_TRUE(p->rx_ended());
   const error e = p->engine_error();
   EXPECT_EQ(e.code(), status::io_failed) << e.what();

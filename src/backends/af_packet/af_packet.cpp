@@ -427,7 +427,8 @@ error af_packet_open(const devargs& a, void** priv) {
   }
   if (!(flags & IFF_UP)) {
     close(probe);
-    return bail(fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
+    return bail(
+        fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
   }
   if (!(flags & IFF_RUNNING))
     detail::log(log_level::warn, "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "

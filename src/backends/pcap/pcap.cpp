@@ -90,14 +90,18 @@ status errno_status(int e) { return detail::file_errno_status(e); }
 // libpcap only says "unknown file format" for them, which sends users looking
 // in the wrong place. Reading through a pipe needs no temporary file.
 std::string compression_hint(const uint8_t* m, size_t n, const std::string& path) {
-  const char* kind = nullptr;
-  const char* tool = nullptr;
-  const char* cat = nullptr;
-  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) kind = "gzip", tool = "gunzip", cat = "zcat";
-  else if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) kind = "zstd", tool = "unzstd", cat = "zstdcat";
-  else if (n >= 4 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X') kind = "xz", tool = "unxz", cat = "xzcat";
-  else if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') kind = "bzip2", tool = "bunzip2", cat = "bzcat";
-  if (!kind) return {};
+  struct format {
+    const char *kind, *tool, *cat;
+  };
+  const format* f = nullptr;
+  static constexpr format gzip{"gzip", "gunzip", "zcat"}, zstd{"zstd", "unzstd", "zstdcat"}, xz{"xz", "unxz", "xzcat"},
+      bzip2{"bzip2", "bunzip2", "bzcat"};
+  if (n >= 2 && m[0] == 0x1f && m[1] == 0x8b) f = &gzip;
+  else if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) f = &zstd;
+  else if (n >= 4 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X') f = &xz;
+  else if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') f = &bzip2;
+  if (!f) return {};
+  const auto [kind, tool, cat] = *f;
   return fmt::format("{}-compressed: {} it first, or read it through a pipe: file=<({} '{}') (bash), or {} it into "
                      "file=/dev/stdin",
                      kind, tool, cat, path, cat);
@@ -617,7 +621,8 @@ status end_pass(port* p) {
   p->pass_delivered = 0;
   if (error e = open_capture(p->rx_path, 1, &p->rx, nullptr))
     return fail_rx(p, status::io_failed,
-                   fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1, e.what()));
+                   fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1,
+                               e.what()));
   if (pcap_datalink(p->rx) != p->dlt)
     return fail_rx(p, status::io_failed,
                    fmt::format("pcap: '{}' changed link type between passes ({} -> {}): it was replaced while it "
