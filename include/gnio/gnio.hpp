@@ -2,7 +2,9 @@
 // Umbrella header for gnio's host API.
 #pragma once
 
+#include "gnio/atomic_file.hpp"
 #include "gnio/caps.hpp"
+#include "gnio/console.hpp"
 #include "gnio/device/pkt.hpp"
 #include "gnio/device/rx.hpp"
 #include "gnio/device/sem.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Stopping a gnio program cleanly, for tools and applications alike.
 //
-//   gnio::stop_signals sig;              // SIGINT, SIGTERM, SIGHUP: stop; SIGPIPE: ignored
+//   gnio::stop_signals sig;              // SIGINT, SIGTERM, SIGHUP: stop; SIGPIPE, SIGXFSZ: ignored
 //   if (duration_s > 0) sig.arm_deadline(duration_s);
 //   while (!sig.requested()) { ... }
 //   if (sig.deadline_passed()) ...       // stopped by the deadline, not by a signal
@@ -14,7 +14,10 @@
 // stop_signals, which is the one such calls block. The deadline is a
 // CLOCK_MONOTONIC timer aimed at that thread (SIGALRM); it interrupts
 // blocking calls the same way. SIGPIPE is ignored, so writing to a closed
-// pipe is an EPIPE error to report, not a silent death that loses results.
+// pipe is an EPIPE error to report, not a silent death that loses results;
+// SIGXFSZ too, so a file that reaches RLIMIT_FSIZE is an EFBIG error. A
+// second stop signal also ends a console write that a stuck reader blocks
+// (gnio/console.hpp).
 //
 // One instance at a time per process; its destructor restores the previous
 // handlers and disarms the deadline. Nothing here throws.

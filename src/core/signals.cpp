@@ -23,16 +23,18 @@ std::atomic<int> g_signal{0};         // first stop signal
 std::atomic<bool> g_deadline{false};  // SIGALRM from the deadline timer
 std::atomic<pid_t> g_owner_tid{0};    // the thread blocking calls should be interrupted on
 std::atomic<bool> g_any{false};       // either of the above
+std::atomic<unsigned> g_count{0};     // stop signals so far (console gives up a stuck write at the second)
 pthread_t g_owner;
 
 constexpr int k_stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction g_old[3], g_old_alrm, g_old_pipe;
+struct sigaction g_old[3], g_old_alrm, g_old_pipe, g_old_xfsz;
 timer_t g_timer;
 bool g_timer_armed = false;
 
 void on_stop(int sig) {
   int expected = 0;
   (void)g_signal.compare_exchange_strong(expected, sig);
+  g_count.fetch_add(1);
   g_any.store(true);
   // Pass it on to the owner thread, whose blocking call must return EINTR.
   // syscall() and pthread_kill() are async-signal-safe.
@@ -48,6 +50,7 @@ void on_alarm(int) {
 
 stop_signals::stop_signals() noexcept {
   g_signal.store(0);
+  g_count.store(0);
   g_deadline.store(false);
   g_any.store(false);
   g_owner = pthread_self();
@@ -61,6 +64,9 @@ stop_signals::stop_signals() noexcept {
   sigaction(SIGALRM, &sa, &g_old_alrm);
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, &g_old_pipe);
+  // A file past RLIMIT_FSIZE is an EFBIG write error to report, like a full
+  // disk, not a death that loses the results.
+  sigaction(SIGXFSZ, &sa, &g_old_xfsz);
 }
 
 stop_signals::~stop_signals() {
@@ -71,6 +77,7 @@ stop_signals::~stop_signals() {
   for (int i = 0; i < 3; ++i) sigaction(k_stop_signals[i], &g_old[i], nullptr);
   sigaction(SIGALRM, &g_old_alrm, nullptr);
   sigaction(SIGPIPE, &g_old_pipe, nullptr);
+  sigaction(SIGXFSZ, &g_old_xfsz, nullptr);
 }
 
 bool stop_signals::arm_deadline(double seconds) noexcept {
@@ -94,5 +101,9 @@ bool stop_signals::requested() const noexcept { return g_any.load(); }
 bool stop_signals::deadline_passed() const noexcept { return g_deadline.load() && g_signal.load() == 0; }
 int stop_signals::signal() const noexcept { return g_signal.load(); }
 std::atomic<bool>* stop_signals::flag() const noexcept { return &g_any; }
+
+namespace detail {
+unsigned stop_signal_count() noexcept { return g_count.load(); }
+}  // namespace detail
 
 }  // namespace gnio
