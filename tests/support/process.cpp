@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,20 +67,60 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
   if (o.log_level) env.push_back("GNIO_LOG_LEVEL=" + *o.log_level);
+  env.insert(env.end(), o.env.begin(), o.env.end());
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0);
+  const std::string& child_out = o.stdout_path.empty() ? out_path : o.stdout_path;
+  const std::string& child_err = o.stderr_path.empty() ? err_path : o.stderr_path;
   std::vector<char*> av, ev;
   for (auto& a : argv) av.push_back(a.data());
   av.push_back(nullptr);
   for (auto& e : env) ev.push_back(e.data());
   ev.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = 0;
+  if (o.file_size_limit == 0 && o.address_space_limit == 0) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, child_out.c_str(), O_WRONLY | O_TRUNC, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, child_err.c_str(), O_WRONLY | O_TRUNC, 0);
+    rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, av.data(), ev.data());
+    posix_spawn_file_actions_destroy(&fa);
+  } else {
+    // posix_spawn cannot set resource limits: fork, and only
+    // async-signal-safe calls in the child before exec.
+    int err_pipe[2];
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+      rc = errno;
+    } else {
+      pid = ::fork();
+      if (pid == 0) {
+        const int in = ::open("/dev/null", O_RDONLY);
+        const int out = ::open(child_out.c_str(), O_WRONLY | O_TRUNC);
+        const int err = ::open(child_err.c_str(), O_WRONLY | O_TRUNC);
+        const rlimit fsize{o.file_size_limit, o.file_size_limit}, as{o.address_space_limit, o.address_space_limit};
+        int e = 0;
+        if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
+            (o.file_size_limit && ::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ||
+            (o.address_space_limit && ::setrlimit(RLIMIT_AS, &as) != 0))
+          e = errno;
+        else
+          ::execvpe(av[0], av.data(), ev.data());
+        if (e == 0) e = errno;
+        (void)!::write(err_pipe[1], &e, sizeof e);
+        ::_exit(127);
+      }
+      rc = pid < 0 ? errno : 0;
+      ::close(err_pipe[1]);
+      int child_errno = 0;
+      if (pid > 0 && ::read(err_pipe[0], &child_errno, sizeof child_errno) == sizeof child_errno) {
+        rc = child_errno;  // setup or exec failed; the child is reaped below
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+      }
+      ::close(err_pipe[0]);
+    }
+  }
   if (rc != 0) {
     r.err = "posix_spawnp(" + argv[0] + ") failed: " + std::strerror(rc);
   } else {

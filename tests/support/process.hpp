@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <map>
 #include <optional>
@@ -49,6 +50,17 @@ struct run_options {
   std::chrono::milliseconds signal_after = std::chrono::hours(24);
   int signal = SIGINT;
   std::chrono::milliseconds limit = std::chrono::seconds(60);
+  // The child's stdout and stderr go to these files (e.g. /dev/full) instead
+  // of being collected; proc_result::out or err is then empty.
+  std::string stdout_path, stderr_path;
+  // RLIMIT_FSIZE for the child, in bytes (0: none): a file that would grow
+  // past it fails with EFBIG (or, where SIGXFSZ is not ignored, the child
+  // dies of SIGXFSZ).
+  uint64_t file_size_limit = 0;
+  // RLIMIT_AS for the child, in bytes (0: none): allocations past it fail.
+  uint64_t address_space_limit = 0;
+  // More environment variables for the child ("NAME=value").
+  std::vector<std::string> env;
 };
 
 // Runs argv[0] (a path, or a name looked up in PATH) with the rest as
