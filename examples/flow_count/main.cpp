@@ -15,10 +15,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -30,6 +30,8 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/gnio.hpp>
+#include <gnio/atomic_file.hpp>
+#include <gnio/console.hpp>
 #include <gnio/signals.hpp>
 
 #include "flow_count.hpp"
@@ -59,74 +61,71 @@ std::string proto_text(uint8_t p, uint8_t family) {
   }
 }
 
-int fail_with(const gnio::error& e, std::string_view step) {
-  fmt::print(stderr, "flow_count: {}: {}\n", step, e.what());
-  fmt::print(stderr, "flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
-             gnio::describe(e.code()).next);
+using json = nlohmann::json;
+
+// Console output that never throws: a failed write is remembered and
+// reported once at the end (gnio/console.hpp).
+template <class... A>
+void say(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::out(fmt::format(f, std::forward<A>(a)...));
+}
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
+}
+
+// The JSON names the first failure: its message, status and step.
+void set_error(json& j, const std::string& message, std::string_view status, std::string_view step) {
+  if (j.contains("error")) return;
+  j["error"] = message;
+  j["error_status"] = std::string(status);
+  j["error_step"] = std::string(step);
+}
+
+int fail_with(json& j, const gnio::error& e, std::string_view step) {
+  warn("flow_count: {}: {}\n", step, e.what());
+  warn("flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
+       gnio::describe(e.code()).next);
+  set_error(j, e.what(), gnio::to_string(e.code()), step);
   return 1;
 }
 
 // A stop signal or the --duration deadline came while a setup step was
 // blocked (e.g. opening a FIFO that no one writes): says so, rather than
 // passing the interrupted call's error off as the cause.
-int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+  std::string msg;
   if (sig.signal() != 0)
-    fmt::print(stderr, "flow_count: stopped by signal {} ({}) while {} ({})\n", sig.signal(), strsignal(sig.signal()), step,
-               e.what());
+    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
   else
-    fmt::print(stderr, "flow_count: --duration passed while {} ({})\n", step, e.what());
+    msg = fmt::format("--duration passed while {} ({})", step, e.what());
+  warn("flow_count: {}\n", msg);
+  set_error(j, msg, gnio::to_string(e.code()), step);
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
-  gnio::prefer_eager_module_loading();
-  CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
+struct options {
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   double duration_s = 0, interval_s = 1.0;
-  app.add_option("--port", port_dev, "device string, e.g. pcap:file=x.pcap, gen:size=64,count=1000000, pair:")->required();
-  app.add_option("--exec", exec, "executor: cuda, host, or auto (a GPU if present, else host)")
-      ->check(CLI::IsMember({"cuda", "host", "auto"}))
-      ->capture_default_str();
-  app.add_option("--gpu", gpu_sel,
-                 "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto; a comma-separated list (0,1) "
-                 "spreads the queues over several GPUs, one context and kernel each");
-  app.add_option("--queues", queues, "RX queues (one kernel block, or host thread, per queue)")
-      ->check(CLI::Range(1u, flow_count::max_queues))
-      ->capture_default_str();
-  app.add_option("--ring", ring, "descriptors per RX queue (power of two)")->capture_default_str();
-  app.add_option("--pkt-mem", pkt_mem_text,
-                 "where frames land: auto (mapped host memory, or the backend's RX pool by reference), cpu_gpu, or "
-                 "gpu (GPU memory, filled by asynchronous copies)")
-      ->check(CLI::IsMember({"auto", "cpu_gpu", "gpu"}))
-      ->capture_default_str();
-  app.add_option("--batch", batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
-  app.add_option("--threads", threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
-  app.add_option("--table", table_cap, "flow table slots (power of two)")->capture_default_str();
-  app.add_option("--top", top, "flows shown on the console")->capture_default_str();
-  app.add_option("--duration", duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--stats-interval", interval_s, "seconds between progress lines on stderr (0: none)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON to FILE");
-  CLI11_PARSE(app, argc, argv);
+  std::string command;
+};
 
-  if (table_cap < 16 || (table_cap & (table_cap - 1)) != 0) {
-    fmt::print(stderr, "flow_count: --table {} must be a power of two >= 16\n", table_cap);
-    return 2;
-  }
-  if (gpu_sel.empty()) gpu_sel = exec == "cuda" ? "0" : exec;
+// The run itself, from opening the GPUs to the lifecycle in reverse. Fills j
+// with everything known (the error too, when a step fails) and returns the
+// exit status.
+int run(const options& o, gnio::stop_signals& sig, json& j) {
+  const std::string& port_dev = o.port_dev;
+  const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads, table_cap = o.table_cap,
+                 top = o.top;
+  const double duration_s = o.duration_s, interval_s = o.interval_s;
+  const std::string gpu_sel = o.gpu_sel.empty() ? (o.exec == "cuda" ? "0" : o.exec) : o.gpu_sel;
   gnio::mem_type pkt_mem = gnio::mem_type::automatic;
-  (void)gnio::parse_mem_type(pkt_mem_text, pkt_mem);
-
-  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
-  // capture on a FIFO) are interrupted too, and --duration also bounds the
-  // setup: a source that never opens ends at the deadline.
-  gnio::stop_signals sig;
+  (void)gnio::parse_mem_type(o.pkt_mem_text, pkt_mem);
+  j["command"] = o.command;
+  j["port"] = port_dev;
+  j["queues"] = queues;
+  j["pkt_mem"] = o.pkt_mem_text;
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
@@ -141,38 +140,43 @@ int main(int argc, char** argv) {
   };
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
   auto gpus = gnio::gpu::open_list(gpu_sel);
-  if (!gpus) return fail_with(gpus.err(), "gpu");
+  if (!gpus) return fail_with(j, gpus.err(), "gpu");
   for (auto& g : *gpus) {
     auto c = std::make_unique<gpu_ctx>();
     c->g = std::move(g);
     ctxs.push_back(std::move(c));
   }
+  j["executor"] = std::string(gnio::to_string(ctxs.front()->g.info().executor));
+  j["device"] = ctxs.front()->g.info().name;
 
   auto p = gnio::port::open(ctxs.front()->g, port_dev);
-  if (!p && sig.requested())
-    return stopped_while(sig, "opening the port", p.err());
-  if (!p) return fail_with(p.err(), "port");
+  if (!p && sig.requested()) return stopped_while(j, sig, "opening the port", p.err());
+  if (!p) return fail_with(j, p.err(), "port");
   // A GPU that fails the capability check for this port is reported and left out.
   for (auto it = ctxs.begin(); it != ctxs.end();) {
     const auto verdict = gnio::check_receive_kernels(p->caps(), port_dev.substr(0, port_dev.find(':')),
                                                      (*it)->g.info(), gnio::built_with_cuda());
     const std::string why = verdict ? verdict.message() : "";
     if (!why.empty()) {
-      fmt::print(stderr, "flow_count: leaving out {}: {}\n", (*it)->g.info().name, why);
-      if (it == ctxs.begin()) return fail_with(gnio::error(gnio::status::not_supported, why), "gpu");
+      warn("flow_count: leaving out {}: {}\n", (*it)->g.info().name, why);
+      if (it == ctxs.begin()) return fail_with(j, gnio::error(gnio::status::not_supported, why), "gpu");
       it = ctxs.erase(it);
     } else {
       ++it;
     }
   }
+  j["executor"] = std::string(gnio::to_string(ctxs.front()->g.info().executor));
+  j["device"] = ctxs.front()->g.info().name;
   for (const auto& c : ctxs) {
     const auto& info = c->g.info();
-    fmt::print("flow_count: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
-               info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+    say("flow_count: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
+        info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
   }
   if (queues < ctxs.size()) {
-    fmt::print(stderr, "flow_count: --queues {} is fewer than the {} GPUs; give each GPU at least one queue\n", queues,
-               ctxs.size());
+    const std::string msg =
+        fmt::format("--queues {} is fewer than the {} GPUs; give each GPU at least one queue", queues, ctxs.size());
+    warn("flow_count: {}\n", msg);
+    set_error(j, msg, "invalid_value", "options");
     return 2;
   }
   // Queue i belongs to GPU i mod N: the port's RSS over all queues spreads flows over the GPUs.
@@ -183,9 +187,9 @@ int main(int argc, char** argv) {
     rc.owner = &c.g;
     rc.pkt_mem = pkt_mem;
     auto id = p->create_rxq(rc);
-    if (!id) return fail_with(id.err(), "create_rxq");
+    if (!id) return fail_with(j, id.err(), "create_rxq");
     auto v = p->rxq(*id);
-    if (!v) return fail_with(v.err(), "rxq");
+    if (!v) return fail_with(j, v.err(), "rxq");
     c.b.q[c.queue_ids.size()] = *v;
     c.queue_ids.push_back(*id);
   }
@@ -194,30 +198,30 @@ int main(int argc, char** argv) {
     c->b.capacity = table_cap;
     c->b.batch = batch;
     auto table = c->g.alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
-    if (!table) return fail_with(table.err(), "flow table");
+    if (!table) return fail_with(j, table.err(), "flow table");
     auto tot = c->g.alloc(sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
-    if (!tot) return fail_with(tot.err(), "totals");
+    if (!tot) return fail_with(j, tot.err(), "totals");
     c->table = *table;
     c->tot = *tot;
     c->b.table = static_cast<flow_count::flow_entry*>(c->table.exec_ptr);
     c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
   }
 
-  if (auto e = p->start(); e) return fail_with(e, "start");
+  if (auto e = p->start(); e) return fail_with(j, e, "start");
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   for (auto& c : ctxs) {
     auto runner = gnio::kernel_runner::create(c->g, {&*p});
-    if (!runner) return fail_with(runner.err(), "runner");
+    if (!runner) return fail_with(j, runner.err(), "runner");
     c->runner = std::move(runner).value();
     gnio::launch_dims dims;
     dims.blocks = c->b.num_queues;
     dims.threads = threads;
     if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
-      for (auto& o : ctxs)
-        if (o->runner && o->runner->running()) (void)o->runner->stop(std::chrono::seconds(5));
+      for (auto& oc : ctxs)
+        if (oc->runner && oc->runner->running()) (void)oc->runner->stop(std::chrono::seconds(5));
       (void)p->stop();
-      return fail_with(e, "launch");
+      return fail_with(j, e, "launch");
     }
   }
 
@@ -246,16 +250,33 @@ int main(int argc, char** argv) {
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
       auto st = p->stats();
       const double dt = std::chrono::duration<double>(now - last).count();
-      fmt::print(stderr, "flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
-                 (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed);
+      warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
+           (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed);
       last = now;
       last_delivered = st.rx_delivered;
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (run_err) return fail_with(run_err, "kernel");  // fail closed: nothing is freed while it may run
+  j["seconds"] = seconds;
+  j["stopped_early"] = stopped_early;
+  if (run_err) {
+    // Fail closed: nothing is freed while a kernel may run. What the port
+    // counted so far goes into the JSON.
+    const auto st = p->stats();
+    j["received"] = st.rx_frames;
+    j["missed"] = st.rx_missed;
+    j["source_errors"] = st.rx_errors;
+    const int rc = fail_with(j, run_err, "kernel");
+    for (auto& c : ctxs)
+      if (c->runner) new gnio::kernel_runner(std::move(*c->runner));
+    new gnio::port(std::move(*p));
+    return rc;
+  }
 
-  if (auto e = p->stop(); e) return fail_with(e, "stop");
+  // A port that fails to stop (a TX capture that could not be written) has
+  // still counted everything: the error is reported and the results kept.
+  int rc = 0;
+  if (auto e = p->stop(); e) rc = fail_with(j, e, "stop");
   const auto st = p->stats();
   const auto engine_err = p->engine_error();
 
@@ -274,8 +295,9 @@ int main(int argc, char** argv) {
   for (auto& c : ctxs) {
     c->flows.resize(table_cap);
     c->totals.resize(c->queue_ids.size());
-    if (auto e = c->g.copy_to_host(c->flows.data(), c->table, 0, c->table.bytes); e) return fail_with(e, "read flow table");
-    if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e) return fail_with(e, "read totals");
+    if (auto e = c->g.copy_to_host(c->flows.data(), c->table, 0, c->table.bytes); e)
+      return fail_with(j, e, "read flow table");
+    if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e) return fail_with(j, e, "read totals");
     for (size_t k = 0; k < c->queue_ids.size(); ++k) totals[c->queue_ids[k]] = c->totals[k];
     for (const auto& f : c->flows) {
       if (f.state != gnio::device::flow_slot_used) continue;
@@ -314,89 +336,74 @@ int main(int argc, char** argv) {
   const int64_t lost = static_cast<int64_t>(st.rx_frames) -
                        static_cast<int64_t>(sum.packets + st.rx_missed + unsteered + pending);
 
-  fmt::print("flow_count: {} packets, {} bytes, {} flows in {:.3f} s ({:.3f} Mpps)\n", sum.packets, sum.bytes, used.size(),
-             seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
-  fmt::print("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
-             st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
-  fmt::print("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
-  if (st.rx_errors) fmt::print("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
+  say("flow_count: {} packets, {} bytes, {} flows in {:.3f} s ({:.3f} Mpps)\n", sum.packets, sum.bytes, used.size(),
+      seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
+  say("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
+      st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
+  say("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
+  if (st.rx_errors) say("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
-    fmt::print("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was "
-               "full; not in received)\n", st.rx_dropped);
-  if (sum.malformed) fmt::print("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
-  if (sum.table_full) fmt::print("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
-  if (sum.packets == 0 && !stopped_early) fmt::print("flow_count: the port delivered no packets (empty capture?)\n");
+    say("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not "
+        "in received)\n",
+        st.rx_dropped);
+  if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
+  if (sum.table_full) say("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
+  if (sum.packets == 0 && !stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
   if (!used.empty()) {
-    fmt::print("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination",
-               "port", "packets", "bytes");
+    say("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination", "port",
+        "packets", "bytes");
     for (uint32_t i = 0; i < std::min<size_t>(top, used.size()); ++i) {
       const auto& f = *used[i];
-      fmt::print("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}\n", i + 1, proto_text(f.key.proto, f.key.family),
-                 addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes);
+      say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}\n", i + 1, proto_text(f.key.proto, f.key.family),
+          addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes);
     }
   }
 
-  if (!json_path.empty()) {
-    nlohmann::json j;
-    j["command"] = [&] {
-      std::string c;
-      for (int i = 0; i < argc; ++i) c += (i ? " " : "") + std::string(argv[i]);
-      return c;
-    }();
-    j["executor"] = std::string(gnio::to_string(ctxs.front()->g.info().executor));
-    j["device"] = ctxs.front()->g.info().name;
-    nlohmann::json per_gpu = nlohmann::json::array();
-    for (const auto& c : ctxs) {
-      uint64_t pk = 0;
-      for (const auto& t : c->totals) pk += t.packets;
-      per_gpu.push_back({{"executor", std::string(gnio::to_string(c->g.info().executor))}, {"device", c->g.info().name},
-                         {"bus_id", c->g.info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
-                         {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
-    }
-    j["per_gpu"] = per_gpu;
-    j["port"] = port_dev;
-    j["queues"] = queues;
-    j["seconds"] = seconds;
-    j["packets"] = sum.packets;
-    j["bytes"] = sum.bytes;
-    j["flows"] = used.size();
-    j["tcp_conversations"] = tcp_conv.size();
-    j["udp_conversations"] = udp_conv.size();
-    j["missed"] = st.rx_missed;
-    j["received"] = st.rx_frames;
-    j["unsteered"] = unsteered;
-    j["pending"] = pending;
-    j["unaccounted"] = lost;
-    j["source_errors"] = st.rx_errors;
-    j["source_dropped"] = st.rx_dropped;
-    j["malformed"] = sum.malformed;
-    j["table_full"] = sum.table_full;
-    j["stopped_early"] = stopped_early;
-    j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
-    j["engine_error"] = engine_err ? engine_err.what() : "";
-    j["pkt_mem"] = pkt_mem_text;
-    j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-    nlohmann::json qs = nlohmann::json::array();
-    for (uint32_t i = 0; i < st.rxq.size(); ++i) {
-      const auto& q = st.rxq[i];
-      qs.push_back({{"queue", i}, {"offered", q.offered}, {"delivered", q.delivered}, {"missed", q.missed},
-                    {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", totals[i].packets}});
-    }
-    j["per_queue"] = qs;
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto* f : used) {
-      rows.push_back({{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
-                      {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
-                      {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
-                      {"bytes", f->bytes}});
-    }
-    j["flow_rows"] = rows;
-    std::ofstream out(json_path);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "flow_count: could not write {}\n", json_path);
-      return 1;
-    }
+  json per_gpu = json::array();
+  for (const auto& c : ctxs) {
+    uint64_t pk = 0;
+    for (const auto& t : c->totals) pk += t.packets;
+    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->g.info().executor))}, {"device", c->g.info().name},
+                       {"bus_id", c->g.info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
+                       {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
+  }
+  j["per_gpu"] = per_gpu;
+  j["packets"] = sum.packets;
+  j["bytes"] = sum.bytes;
+  j["flows"] = used.size();
+  j["tcp_conversations"] = tcp_conv.size();
+  j["udp_conversations"] = udp_conv.size();
+  j["missed"] = st.rx_missed;
+  j["received"] = st.rx_frames;
+  j["unsteered"] = unsteered;
+  j["pending"] = pending;
+  j["unaccounted"] = lost;
+  j["source_errors"] = st.rx_errors;
+  j["source_dropped"] = st.rx_dropped;
+  j["malformed"] = sum.malformed;
+  j["table_full"] = sum.table_full;
+  j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
+  j["engine_error"] = engine_err ? engine_err.what() : "";
+  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
+  json qs = json::array();
+  for (uint32_t i = 0; i < st.rxq.size(); ++i) {
+    const auto& q = st.rxq[i];
+    qs.push_back({{"queue", i}, {"offered", q.offered}, {"delivered", q.delivered}, {"missed", q.missed},
+                  {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", i < totals.size() ? totals[i].packets : 0}});
+  }
+  j["per_queue"] = qs;
+  json rows = json::array();
+  for (const auto* f : used) {
+    rows.push_back({{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
+                    {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
+                    {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
+                    {"bytes", f->bytes}});
+  }
+  j["flow_rows"] = rows;
+  if (lost != 0) {
+    set_error(j, fmt::format("{} packet(s) unaccounted: received != processed + missed + unsteered + pending", lost),
+              "unexpected", "accounting");
+    rc = 1;
   }
 
   // Reverse order of the lifecycle.
@@ -409,8 +416,111 @@ int main(int argc, char** argv) {
   (void)p->close();
   for (auto& c : ctxs) (void)c->g.destroy();
   if (engine_err) {
-    fmt::print(stderr, "flow_count: the port's engine failed: {}\n", engine_err.what());
-    return 1;
+    warn("flow_count: the port's engine failed: {}\n", engine_err.what());
+    set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
+    rc = 1;
   }
-  return lost == 0 ? 0 : 1;
+  return rc;
+}
+
+// Writes the JSON (also for a failed run): console failures so far are in it.
+int write_json(gnio::atomic_file& f, json& j, int rc) {
+  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
+  if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(j, t, "io_failed", "output");
+  if (gnio::error e = f.commit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); e) {
+    warn("flow_count: --json: {}\n", e.what());
+    return rc == 0 ? 1 : rc;
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
+  gnio::prefer_eager_module_loading();
+  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
+  // capture on a FIFO) are interrupted too, and --duration also bounds the
+  // setup: a source that never opens ends at the deadline. SIGPIPE and
+  // SIGXFSZ are ignored: writes fail with an errno instead.
+  gnio::stop_signals sig;
+  json j = json::object();
+  std::optional<gnio::atomic_file> json_out;
+  int rc = 0;
+  try {
+    CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
+    options o;
+    app.add_option("--port", o.port_dev, "device string, e.g. pcap:file=x.pcap, gen:size=64,count=1000000, pair:")
+        ->required();
+    app.add_option("--exec", o.exec, "executor: cuda, host, or auto (a GPU if present, else host)")
+        ->check(CLI::IsMember({"cuda", "host", "auto"}))
+        ->capture_default_str();
+    app.add_option("--gpu", o.gpu_sel,
+                   "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto; a comma-separated list (0,1) "
+                   "spreads the queues over several GPUs, one context and kernel each");
+    app.add_option("--queues", o.queues, "RX queues (one kernel block, or host thread, per queue)")
+        ->check(CLI::Range(1u, flow_count::max_queues))
+        ->capture_default_str();
+    app.add_option("--ring", o.ring, "descriptors per RX queue (power of two)")->capture_default_str();
+    app.add_option("--pkt-mem", o.pkt_mem_text,
+                   "where frames land: auto (mapped host memory, or the backend's RX pool by reference), cpu_gpu, or "
+                   "gpu (GPU memory, filled by asynchronous copies)")
+        ->check(CLI::IsMember({"auto", "cpu_gpu", "gpu"}))
+        ->capture_default_str();
+    app.add_option("--batch", o.batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
+    app.add_option("--threads", o.threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
+    app.add_option("--table", o.table_cap, "flow table slots (power of two)")->capture_default_str();
+    app.add_option("--top", o.top, "flows shown on the console")->capture_default_str();
+    app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      std::ostringstream out, err;
+      rc = app.exit(e, out, err);
+      gnio::console::out(out.str());
+      gnio::console::err(err.str());
+      return gnio::console::finish("flow_count", rc);
+    }
+    for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+
+    if (o.table_cap < 16 || (o.table_cap & (o.table_cap - 1)) != 0) {
+      warn("flow_count: --table {} must be a power of two >= 16\n", o.table_cap);
+      return gnio::console::finish("flow_count", 2);
+    }
+    // The JSON path is checked before anything runs: it must be writable, and
+    // not a file the port reads or writes.
+    if (json_opt->count() > 0) {
+      auto f = gnio::prepare_output("--json", o.json_path, gnio::device_files(o.port_dev));
+      if (!f) {
+        warn("flow_count: {}\n", f.err().message());
+        return gnio::console::finish("flow_count", 2);
+      }
+      json_out = std::move(*f);
+    }
+    rc = run(o, sig, j);
+  } catch (...) {
+    // Reported with its type; the JSON is still written, below.
+    const std::string what = gnio::console::current_exception_text();
+    gnio::console::err("flow_count: unexpected error: " + what + "\n");
+    try {
+      set_error(j, what, "unexpected", "exception");
+    } catch (...) {
+      // No memory even for that: the message above stands alone.
+    }
+    rc = 1;
+  }
+  if (json_out) {
+    try {
+      rc = write_json(*json_out, j, rc);
+    } catch (...) {
+      gnio::console::err("flow_count: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
+      rc = rc == 0 ? 1 : rc;
+    }
+  }
+  return gnio::console::finish("flow_count", rc);
 }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -22,6 +23,8 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -403,6 +406,143 @@ TEST(FlowCount, DamagedCaptureReportsTheReadErrorWithoutCrashing) {
     EXPECT_GE(r.j->at("source_errors").get<uint64_t>(), 1u);
     expect_accounting(*r.j, r.describe());
   }
+}
+
+// ---------------------------------------------------------------------------
+// Outputs: results are always written, write errors are reported
+// ---------------------------------------------------------------------------
+
+// stdout or stderr on a full device once made fmt::print throw: SIGABRT
+// (status 134) and no JSON. Now the run finishes, the JSON is complete, the
+// failure is said once on the other stream with the errno text, and the
+// exit status is 1.
+TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
+  REQUIRE_EXECUTOR();
+  {
+    SCOPED_TRACE("stdout on /dev/full: 1000 flow rows");
+    gnio::test::run_options o{.with_json = true, .stdout_path = "/dev/full"};
+    auto r = gnio::test::run_process(
+        {k_bin, "--port", "gen:count=20000,flows=1000", "--exec", k_exec, "--top", "1000", "--stats-interval", "0"}, o);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.err.find("flow_count: writing stdout failed: No space left on device"), std::string::npos)
+        << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->at("packets").get<uint64_t>(), 20000u);
+    EXPECT_EQ(r.j->at("flows").get<uint64_t>(), 1000u);
+    EXPECT_EQ(r.j->at("flow_rows").size(), 1000u);
+    EXPECT_EQ(r.j->at("error_step").get<std::string>(), "output") << r.j->dump(2).substr(0, 2000);
+    expect_accounting(*r.j, r.describe());
+  }
+  {
+    SCOPED_TRACE("stderr on /dev/full: progress lines");
+    gnio::test::run_options o{.with_json = true, .stderr_path = "/dev/full"};
+    auto r = gnio::test::run_process({k_bin, "--port", "gen:rate=20000pps", "--exec", k_exec, "--duration", "1.5",
+                                      "--stats-interval", "0.2"},
+                                     o);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.out.find("flow_count: writing stderr failed: No space left on device"), std::string::npos)
+        << r.describe();
+    EXPECT_NE(r.out.find("flow_count: received "), std::string::npos) << "the totals are still printed\n"
+                                                                       << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
+    EXPECT_GT(r.j->at("packets").get<uint64_t>(), 0u);
+    expect_accounting(*r.j, r.describe());
+  }
+}
+
+// --json onto the capture being read once replaced the capture with JSON
+// text. Now it is refused (status 2) before anything runs.
+TEST(Outputs, JsonOntoTheInputCaptureIsRefusedAndTheCaptureKept) {
+  const std::string copy = temp_path("fc_in");
+  const std::string capture = gnio::test::slurp(data("http.pcap"));
+  std::ofstream(copy, std::ios::binary) << capture;
+  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + copy, "--exec", "host", "--json", copy});
+  const std::string after = gnio::test::slurp(copy);
+  std::remove(copy.c_str());
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--json " + copy + " is the same file as file=" + copy), std::string::npos) << r.describe();
+  EXPECT_EQ(after, capture) << "the capture was changed";
+  EXPECT_EQ(r.out.find("packets"), std::string::npos) << "nothing ran\n" << r.describe();
+}
+
+// A --json path that cannot be written is refused before the run (status
+// 2) with the errno text; it was found only after the whole run, with no
+// reason. An empty name is refused too (it once wrote nothing, silently).
+TEST(Outputs, JsonPathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
+  const std::string dir = temp_path("fc_dir");
+  ASSERT_EQ(std::remove(dir.c_str()), 0);
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {dir + "/missing/x.json", "cannot create a file in '" + dir + "/missing': No such file or directory"},
+      {dir, "Is a directory"},
+      {"", "--json needs a file name"},
+  };
+  for (const auto& [path, says] : cases) {
+    SCOPED_TRACE("--json '" + path + "'");
+    // An endless source: a check made only after the run would never come.
+    auto r = flow_count({"--port", "gen", "--exec", "host", "--json", path}, false);
+    EXPECT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.describe();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "something was left in " << dir;
+  std::filesystem::remove_all(dir);
+}
+
+// A run that fails after its options were accepted (here: the capture does
+// not exist) writes its JSON with the error; the previous run's JSON was
+// once left in place, looking like this run's success.
+TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
+  REQUIRE_EXECUTOR();
+  const std::string json_path = temp_path("fc_stale");
+  auto ok = gnio::test::run_process({k_bin, "--port", "gen:count=5", "--exec", k_exec, "--json", json_path});
+  ASSERT_EQ(ok.code, 0) << ok.describe();
+  ASSERT_EQ(json::parse(gnio::test::slurp(json_path)).at("packets").get<int>(), 5);
+  const std::string missing = data("no_such_capture.pcap");
+  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + missing, "--exec", k_exec, "--json", json_path});
+  const std::string text = gnio::test::slurp(json_path);
+  std::remove(json_path.c_str());
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  const json j = json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_FALSE(j.contains("packets")) << "the old run's counts are gone\n" << text;
+  EXPECT_EQ(j.value("error_step", ""), "port") << text;
+  EXPECT_EQ(j.value("error_status", ""), "not_found") << text;
+  EXPECT_NE(j.value("error", "").find(missing), std::string::npos) << text;
+  EXPECT_EQ(j.value("port", ""), "pcap:file=" + missing) << text;
+}
+
+// An exception (here std::bad_alloc: the flow table's copy does not fit
+// under an address-space limit) once reached main and ended in terminate,
+// SIGABRT, with no JSON. Now it is reported with its type and message, the
+// JSON holds it, and the exit status is 1.
+TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than any limit this test can set";
+#else
+  // 2^23 slots of 64 bytes: 512 MiB in the executor (host memory). The copy
+  // read back after the run needs as much again, past the limit.
+  const uint64_t table = 1ull << 29;
+  const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  gnio::test::run_options o{.with_json = true};
+  o.address_space_limit = table + table / 2 + (64ull << 20) + threads * (16ull << 20);
+  o.env = {"MALLOC_ARENA_MAX=2"};  // arenas reserve address space per thread
+  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
+                                    std::to_string(table / 64), "--stats-interval", "0"},
+                                   o);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("flow_count: unexpected error: std::bad_alloc"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->value("error_step", ""), "exception") << r.j->dump(2);
+  EXPECT_EQ(r.j->value("error", "").rfind("std::bad_alloc", 0), 0u) << r.j->dump(2);
+  EXPECT_EQ(r.j->value("executor", ""), "host") << r.j->dump(2);
+#endif
 }
 
 // ---------------------------------------------------------------------------
