@@ -11,8 +11,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/gnio.hpp>
+#include <gnio/atomic_file.hpp>
+#include <gnio/console.hpp>
 #include <gnio/signals.hpp>
 
 #include "l2fwd.hpp"
@@ -31,75 +33,84 @@ gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const bod
 
 namespace {
 
+using json = nlohmann::json;
 
-int fail_with(const gnio::error& e, std::string_view step) {
-  fmt::print(stderr, "l2fwd: {}: {}\n", step, e.what());
-  fmt::print(stderr, "l2fwd: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
-             gnio::describe(e.code()).next);
+// Console output that never throws: a failed write is remembered and
+// reported once at the end (gnio/console.hpp).
+template <class... A>
+void say(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::out(fmt::format(f, std::forward<A>(a)...));
+}
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
+}
+
+// The JSON names the first failure: its message, status and step.
+void set_error(json& j, const std::string& message, std::string_view status, std::string_view step) {
+  if (j.contains("error")) return;
+  j["error"] = message;
+  j["error_status"] = std::string(status);
+  j["error_step"] = std::string(step);
+}
+
+int fail_with(json& j, const gnio::error& e, std::string_view step) {
+  warn("l2fwd: {}: {}\n", step, e.what());
+  warn("l2fwd: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where), gnio::describe(e.code()).next);
+  set_error(j, e.what(), gnio::to_string(e.code()), step);
   return 1;
 }
 
 // A stop signal or the --duration deadline came while a setup step was
 // blocked (e.g. opening a FIFO that no one writes): says so, rather than
 // passing the interrupted call's error off as the cause.
-int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+  std::string msg;
   if (sig.signal() != 0)
-    fmt::print(stderr, "l2fwd: stopped by signal {} ({}) while {} ({})\n", sig.signal(), strsignal(sig.signal()), step,
-               e.what());
+    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
   else
-    fmt::print(stderr, "l2fwd: --duration passed while {} ({})\n", step, e.what());
+    msg = fmt::format("--duration passed while {} ({})", step, e.what());
+  warn("l2fwd: {}\n", msg);
+  set_error(j, msg, gnio::to_string(e.code()), step);
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
-  gnio::prefer_eager_module_loading();
-  CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
-               "from a persistent GPU kernel (or the host executor)"};
+struct options {
   std::string port_dev, gpu_sel = "auto", json_path;
   // Large batches pay for the wait on each batch's transmission (see the README).
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
-  app.add_option("--port", port_dev, "device string of a port that receives and transmits, e.g. "
-                                     "pcap:file=in.pcap,tx=out.pcap, pair:name=a, gen:size=64,count=1000000")
-      ->required();
-  app.add_option("--gpu", gpu_sel, "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
-      ->capture_default_str();
-  app.add_option("--queues", queues, "RX queues, each with its TX queue and kernel block")
-      ->check(CLI::Range(1u, l2fwd::max_queues))
-      ->capture_default_str();
-  app.add_option("--ring", ring, "descriptors per RX and TX queue (power of two)")->capture_default_str();
-  app.add_option("--batch", batch, "max frames per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
-  app.add_option("--threads", threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
-  app.add_flag("--no-mac-swap", no_swap, "forward frames unchanged");
-  app.add_option("--duration", duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--stats-interval", interval_s, "seconds between progress lines on stderr (0: none)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON to FILE");
-  CLI11_PARSE(app, argc, argv);
+  std::string command;
+};
 
-  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
-  // capture on a FIFO) are interrupted too, and --duration also bounds the
-  // setup: a source that never opens ends at the deadline.
-  gnio::stop_signals sig;
+// The run itself, from opening the GPU to the lifecycle in reverse. Fills j
+// with everything known (the error too, when a step fails) and returns the
+// exit status.
+int run(const options& o, gnio::stop_signals& sig, json& j) {
+  const auto& port_dev = o.port_dev;
+  const auto& gpu_sel = o.gpu_sel;
+  const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads;
+  const double duration_s = o.duration_s, interval_s = o.interval_s;
+  const bool no_swap = o.no_swap;
+  j["command"] = o.command;
+  j["port"] = port_dev;
+  j["queues"] = queues;
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   auto g = gnio::gpu::open(gpu_sel);
-  if (!g) return fail_with(g.err(), "gpu");
+  if (!g) return fail_with(j, g.err(), "gpu");
   const auto& info = g->info();
-  fmt::print("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
-             info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
+  j["executor"] = std::string(gnio::to_string(info.executor));
+  j["device"] = info.name;
+  say("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
+      info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
   auto p = gnio::port::open(*g, port_dev);
-  if (!p && sig.requested())
-    return stopped_while(sig, "opening the port", p.err());
-  if (!p) return fail_with(p.err(), "port");
+  if (!p && sig.requested()) return stopped_while(j, sig, "opening the port", p.err());
+  if (!p) return fail_with(j, p.err(), "port");
   if (!p->caps().rx || !p->caps().tx)
-    return fail_with(gnio::error(gnio::status::not_supported,
+    return fail_with(j,
+                     gnio::error(gnio::status::not_supported,
                                  fmt::format("port {} must receive and transmit (pcap needs tx=FILE)", port_dev)),
                      "port");
 
@@ -112,23 +123,23 @@ int main(int argc, char** argv) {
     gnio::rxq_config rc;
     rc.num_descs = ring;
     auto rq = p->create_rxq(rc);
-    if (!rq) return fail_with(rq.err(), "create_rxq");
+    if (!rq) return fail_with(j, rq.err(), "create_rxq");
     gnio::txq_config tc;
     tc.num_descs = ring;
     auto tq = p->create_txq(tc);
-    if (!tq) return fail_with(tq.err(), "create_txq");
+    if (!tq) return fail_with(j, tq.err(), "create_txq");
     b.rx[i] = *p->rxq(*rq);
     b.tx[i] = *p->txq(*tq);
   }
   auto tot = g->alloc(sizeof(l2fwd::totals) * queues, gnio::mem_type::gpu);
-  if (!tot) return fail_with(tot.err(), "totals");
+  if (!tot) return fail_with(j, tot.err(), "totals");
   b.tot = static_cast<l2fwd::totals*>(tot->exec_ptr);
 
-  if (auto e = p->start(); e) return fail_with(e, "start");
+  if (auto e = p->start(); e) return fail_with(j, e, "start");
   auto runner = gnio::kernel_runner::create(*g, {&*p});
   if (!runner) {
     (void)p->stop();
-    return fail_with(runner.err(), "runner");
+    return fail_with(j, runner.err(), "runner");
   }
   gnio::launch_dims dims;
   dims.blocks = queues;
@@ -138,7 +149,7 @@ int main(int argc, char** argv) {
   if (auto e = l2fwd::launch(*runner, dims, b); e) {
     (void)runner->destroy();
     (void)p->stop();
-    return fail_with(e, "launch");
+    return fail_with(j, e, "launch");
   }
 
   auto last = t0;
@@ -162,19 +173,36 @@ int main(int argc, char** argv) {
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
       const auto st = p->stats();
       const double dt = std::chrono::duration<double>(now - last).count();
-      fmt::print(stderr, "l2fwd: {:.1f} s: {} received, {} sent ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
-                 st.tx_frames, (st.tx_frames - last_tx) / dt / 1e6, st.rx_missed);
+      warn("l2fwd: {:.1f} s: {} received, {} sent ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered, st.tx_frames,
+           (st.tx_frames - last_tx) / dt / 1e6, st.rx_missed);
       last = now;
       last_tx = st.tx_frames;
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (run_err) return fail_with(run_err, "kernel");  // fail closed: nothing is freed while it may run
+  j["seconds"] = seconds;
+  j["stopped_early"] = stopped_early;
+  if (run_err) {
+    // Fail closed: nothing is freed while the kernel may run. What the port
+    // counted so far goes into the JSON.
+    const auto st = p->stats();
+    j["received"] = st.rx_frames;
+    j["missed"] = st.rx_missed;
+    j["tx_frames"] = st.tx_frames;
+    j["tx_errors"] = st.tx_errors;
+    const int rc = fail_with(j, run_err, "kernel");
+    new gnio::kernel_runner(std::move(*runner));
+    new gnio::port(std::move(*p));
+    return rc;
+  }
 
-  if (auto e = p->stop(); e) return fail_with(e, "stop");
+  // A port that fails to stop (a TX capture that could not be written) has
+  // still counted everything: the error is reported and the results kept.
+  int rc = 0;
+  if (auto e = p->stop(); e) rc = fail_with(j, e, "stop");
   const auto st = p->stats();
   std::vector<l2fwd::totals> per(queues);
-  if (auto e = g->copy_to_host(per.data(), *tot, 0, tot->bytes); e) return fail_with(e, "read totals");
+  if (auto e = g->copy_to_host(per.data(), *tot, 0, tot->bytes); e) return fail_with(j, e, "read totals");
   l2fwd::totals sum{};
   for (const auto& t : per) {
     sum.packets += t.packets;
@@ -185,53 +213,53 @@ int main(int argc, char** argv) {
   const uint64_t pending = st.rx_delivered > sum.packets ? st.rx_delivered - sum.packets : 0;
   const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
                               static_cast<int64_t>(sum.packets + st.rx_missed + st.rx_unsteered + pending);
-  fmt::print("l2fwd: {} frames received, {} forwarded ({} sent by the port, {} TX errors), {} dropped on a full TX "
-             "ring, in {:.3f} s ({:.3f} Mpps)\n",
-             sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
-             seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
-  fmt::print("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
-             st.rx_missed, st.rx_unsteered, pending,
-             unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
-  fmt::print("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
+  const auto engine_err = p->engine_error();
+  say("l2fwd: {} frames received, {} forwarded ({} sent by the port, {} TX errors), {} dropped on a full TX ring, in "
+      "{:.3f} s ({:.3f} Mpps)\n",
+      sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
+      seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
+  say("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
+      st.rx_missed, st.rx_unsteered, pending,
+      unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  say("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_dropped)
-    fmt::print("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; "
-               "not in received)\n", st.rx_dropped);
+    say("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
+        "received)\n",
+        st.rx_dropped);
 
-  if (!json_path.empty()) {
-    nlohmann::json j;
-    std::string cmd;
-    for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
-    j["command"] = cmd;
-    j["executor"] = std::string(gnio::to_string(info.executor));
-    j["device"] = info.name;
-    j["port"] = port_dev;
-    j["queues"] = queues;
-    j["seconds"] = seconds;
-    j["packets"] = sum.packets;
-    j["bytes"] = sum.bytes;
-    j["forwarded"] = sum.forwarded;
-    j["tx_failed"] = sum.tx_failed;
-    j["tx_frames"] = st.tx_frames;
-    j["tx_errors"] = st.tx_errors;
-    j["received"] = st.rx_frames;
-    j["missed"] = st.rx_missed;
-    j["unsteered"] = st.rx_unsteered;
-    j["source_dropped"] = st.rx_dropped;
-    j["pending"] = pending;
-    j["unaccounted"] = unaccounted;
-    j["stopped_early"] = stopped_early;
-    j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
-    j["engine_error"] = p->engine_error() ? p->engine_error().what() : "";
-    j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-    std::ofstream out(json_path);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "l2fwd: could not write {}\n", json_path);
-      return 1;
-    }
+  j["packets"] = sum.packets;
+  j["bytes"] = sum.bytes;
+  j["forwarded"] = sum.forwarded;
+  j["tx_failed"] = sum.tx_failed;
+  j["tx_frames"] = st.tx_frames;
+  j["tx_errors"] = st.tx_errors;
+  j["received"] = st.rx_frames;
+  j["missed"] = st.rx_missed;
+  j["unsteered"] = st.rx_unsteered;
+  j["source_dropped"] = st.rx_dropped;
+  j["pending"] = pending;
+  j["unaccounted"] = unaccounted;
+  j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
+  j["engine_error"] = engine_err ? engine_err.what() : "";
+  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
+
+  // Frames lost on the way out fail the run: a forwarder that drops is not
+  // one that worked.
+  if (st.tx_errors > 0 || sum.tx_failed > 0) {
+    const std::string msg = fmt::format(
+        "{} frame(s) lost on TX: {} the port could not send (tx_errors; see the warnings above), {} dropped on a full "
+        "TX ring (tx_failed)",
+        st.tx_errors + sum.tx_failed, st.tx_errors, sum.tx_failed);
+    warn("l2fwd: {}\n", msg);
+    set_error(j, msg, "io_failed", "transmit");
+    rc = 1;
+  }
+  if (unaccounted != 0) {
+    set_error(j, fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", unaccounted),
+              "unexpected", "accounting");
+    rc = 1;
   }
 
-  const auto engine_err = p->engine_error();
   (void)runner->destroy();
   (void)g->free(*tot);
   for (uint32_t i = 0; i < queues; ++i) {
@@ -241,8 +269,99 @@ int main(int argc, char** argv) {
   (void)p->close();
   (void)g->destroy();
   if (engine_err) {
-    fmt::print(stderr, "l2fwd: the port's engine failed: {}\n", engine_err.what());
-    return 1;
+    warn("l2fwd: the port's engine failed: {}\n", engine_err.what());
+    set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
+    rc = 1;
   }
-  return unaccounted == 0 && sum.tx_failed == 0 ? 0 : 1;
+  return rc;
+}
+
+// Writes the JSON (also for a failed run): console failures so far are in it.
+int write_json(gnio::atomic_file& f, json& j, int rc) {
+  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
+  if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(j, t, "io_failed", "output");
+  if (gnio::error e = f.commit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); e) {
+    warn("l2fwd: --json: {}\n", e.what());
+    return rc == 0 ? 1 : rc;
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
+  gnio::prefer_eager_module_loading();
+  // SIGINT, SIGTERM, SIGHUP stop the run; blocking reads and opens (a
+  // capture on a FIFO) are interrupted too, and --duration also bounds the
+  // setup: a source that never opens ends at the deadline. SIGPIPE and
+  // SIGXFSZ are ignored: writes fail with an errno instead.
+  gnio::stop_signals sig;
+  json j = json::object();
+  std::optional<gnio::atomic_file> json_out;
+  int rc = 0;
+  try {
+    CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
+                 "from a persistent GPU kernel (or the host executor)"};
+    options o;
+    app.add_option("--port", o.port_dev, "device string of a port that receives and transmits, e.g. "
+                                         "pcap:file=in.pcap,tx=out.pcap, pair:name=a, gen:size=64,count=1000000")
+        ->required();
+    app.add_option("--gpu", o.gpu_sel, "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
+        ->capture_default_str();
+    app.add_option("--queues", o.queues, "RX queues, each with its TX queue and kernel block")
+        ->check(CLI::Range(1u, l2fwd::max_queues))
+        ->capture_default_str();
+    app.add_option("--ring", o.ring, "descriptors per RX and TX queue (power of two)")->capture_default_str();
+    app.add_option("--batch", o.batch, "max frames per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
+    app.add_option("--threads", o.threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
+    app.add_flag("--no-mac-swap", o.no_swap, "forward frames unchanged");
+    app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      std::ostringstream out, err;
+      rc = app.exit(e, out, err);
+      gnio::console::out(out.str());
+      gnio::console::err(err.str());
+      return gnio::console::finish("l2fwd", rc);
+    }
+    for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+
+    // The JSON path is checked before anything runs: it must be writable, and
+    // not a file the port reads or writes.
+    if (json_opt->count() > 0) {
+      auto f = gnio::prepare_output("--json", o.json_path, gnio::device_files(o.port_dev));
+      if (!f) {
+        warn("l2fwd: {}\n", f.err().message());
+        return gnio::console::finish("l2fwd", 2);
+      }
+      json_out = std::move(*f);
+    }
+    rc = run(o, sig, j);
+  } catch (...) {
+    // Reported with its type; the JSON is still written, below.
+    const std::string what = gnio::console::current_exception_text();
+    gnio::console::err("l2fwd: unexpected error: " + what + "\n");
+    try {
+      set_error(j, what, "unexpected", "exception");
+    } catch (...) {
+      // No memory even for that: the message above stands alone.
+    }
+    rc = 1;
+  }
+  if (json_out) {
+    try {
+      rc = write_json(*json_out, j, rc);
+    } catch (...) {
+      gnio::console::err("l2fwd: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
+      rc = rc == 0 ? 1 : rc;
+    }
+  }
+  return gnio::console::finish("l2fwd", rc);
 }

@@ -6,8 +6,12 @@
 //
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
 // GPU); GNIO_TEST_DATA_DIR and GNIO_L2FWD_BIN override the paths compiled in.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +19,8 @@
 #include <gtest/gtest.h>
 
 #include <gnio/gpu.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "support/frames.hpp"
 #include "support/process.hpp"
@@ -41,11 +47,16 @@ frame swapped(frame f) {
   return f;
 }
 
-gnio::test::proc_result l2fwd(std::vector<std::string> args) {
+gnio::test::proc_result l2fwd(std::vector<std::string> args, gnio::test::run_options o = {.with_json = true}) {
   args.insert(args.begin(), k_bin);
-  args.insert(args.end(), {"--gpu", gpu_selector(), "--stats-interval", "0"});
-  return gnio::test::run_process(args, {.with_json = true});
+  args.insert(args.end(), {"--gpu", gpu_selector()});
+  if (std::find(args.begin(), args.end(), "--stats-interval") == args.end())
+    args.insert(args.end(), {"--stats-interval", "0"});
+  return gnio::test::run_process(args, o);
 }
+
+// A file with this text, for checking that a run left it alone or replaced it.
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 TEST(L2fwd, OneQueueSendsEveryFrameBackSwappedInOrder) {
   REQUIRE_EXECUTOR();
@@ -96,6 +107,144 @@ TEST(L2fwd, APortThatCannotTransmitIsRefused) {
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("not_supported"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("tx=FILE"), std::string::npos) << r.describe();
+}
+
+// ---------------------------------------------------------------------------
+// Outputs: results are always written, write errors are reported
+// ---------------------------------------------------------------------------
+
+// stdout or stderr on a full device: the program once died of SIGABRT
+// (fmt::print threw) or, for its short stdout, exited 0 without a word. Now
+// it finishes, writes the whole JSON, says what could not be written on the
+// other stream, and exits 1.
+TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
+  REQUIRE_EXECUTOR();
+  {
+    SCOPED_TRACE("stdout on /dev/full");
+    auto r = l2fwd({"--port", "gen:count=20000,flows=16"}, {.with_json = true, .stdout_path = "/dev/full"});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.err.find("writing stdout failed: No space left on device"), std::string::npos) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->at("packets").get<long>(), 20000);
+    EXPECT_EQ(r.j->at("tx_frames").get<long>(), 20000);
+    EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+    EXPECT_EQ(r.j->at("error_step").get<std::string>(), "output") << r.j->dump(2);
+  }
+  {
+    SCOPED_TRACE("stderr on /dev/full");
+    // Progress lines go to stderr: a live run with a short interval writes some.
+    auto r = l2fwd({"--port", "gen:rate=20000pps", "--duration", "1.5", "--stats-interval", "0.2"},
+                   {.with_json = true, .stderr_path = "/dev/full"});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.out.find("writing stderr failed: No space left on device"), std::string::npos) << r.describe();
+    EXPECT_NE(r.out.find("frames received"), std::string::npos) << "the totals are still printed\n" << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
+    EXPECT_GT(r.j->at("packets").get<long>(), 0);
+    EXPECT_EQ(r.j->at("packets"), r.j->at("forwarded"));
+    EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+  }
+}
+
+// A TX capture that cannot grow (a file size limit: the same EFBIG a full
+// disk gives as ENOSPC) once threw the RX totals and the JSON away. Now the
+// TX error and the lost frames are reported, every total is printed and
+// written, and the run fails. The limit also checks that SIGXFSZ does not
+// kill the program.
+TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
+  REQUIRE_EXECUTOR();
+  const std::string in = k_data + "/http.pcap", out = gnio::test::temp_path("l2fwd_full");
+  const size_t per_pass = read_pcap(in).size();
+  gnio::test::run_options o{.with_json = true};
+  o.file_size_limit = 64 * 1024;  // http.pcap is 25 KiB: 20 passes need 500 KiB
+  auto r = l2fwd({"--port", "pcap:file=" + in + ",loop=20,tx=" + out}, o);
+  std::remove(out.c_str());
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("l2fwd: stop: io_failed"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("lost on TX"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("received " + std::to_string(20 * per_pass) + " = processed " + std::to_string(20 * per_pass)),
+            std::string::npos)
+      << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const auto& j = *r.j;
+  EXPECT_EQ(j.at("packets").get<size_t>(), 20 * per_pass) << j.dump(2);
+  EXPECT_EQ(j.at("received").get<size_t>(), 20 * per_pass);
+  EXPECT_EQ(j.at("unaccounted").get<long>(), 0);
+  EXPECT_GT(j.at("tx_errors").get<long>(), 0) << j.dump(2);
+  EXPECT_EQ(j.at("error_step").get<std::string>(), "stop") << j.dump(2);
+  EXPECT_EQ(j.at("error_status").get<std::string>(), "io_failed") << j.dump(2);
+}
+
+// --json that cannot be written: found before the run, with the reason, and
+// refused with status 2 (it was found only after the run, with no reason, or
+// for l2fwd's short JSON not at all: /dev/full gave status 0).
+TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
+  const std::string dir = gnio::test::temp_path("l2fwd_dir");
+  ASSERT_EQ(std::remove(dir.c_str()), 0);
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  struct bad {
+    std::string path, says;
+  };
+  for (const bad& b : {bad{dir + "/no/such/dir/x.json", "No such file or directory"}, bad{dir, "Is a directory"},
+                       bad{"", "needs a file name"}}) {
+    SCOPED_TRACE("--json '" + b.path + "'");
+    auto r = gnio::test::run_process(
+        {k_bin, "--port", "gen:count=100000000", "--gpu", "host", "--stats-interval", "0", "--json", b.path});
+    EXPECT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.describe();
+    EXPECT_EQ(r.out.find("frames received"), std::string::npos) << "refused before the run\n" << r.describe();
+  }
+  // Nothing was left behind in the directory (no temporary file).
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the directory is not empty";
+  std::filesystem::remove_all(dir);
+  // A device that refuses the write: found at the end, with the errno.
+  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--gpu", "host", "--json", "/dev/full"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.describe();
+}
+
+// --json onto the capture read, or onto the TX capture: refused with status
+// 2 before anything runs, and neither file is touched.
+TEST(Outputs, AJsonPathThatIsThePortsFileIsRefused) {
+  const std::string in = gnio::test::temp_path("l2fwd_in"), tx = gnio::test::temp_path("l2fwd_tx");
+  const std::string capture = gnio::test::slurp(k_data + "/http.pcap");
+  write_text(in, capture);
+  write_text(tx, "keep me");
+  for (const std::string& target : {in, tx}) {
+    SCOPED_TRACE("--json " + target);
+    auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + in + ",tx=" + tx, "--gpu", "host", "--json", target});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find("is the same file as"), std::string::npos) << r.describe();
+    EXPECT_EQ(gnio::test::slurp(in), capture) << "the capture was changed";
+    EXPECT_EQ(gnio::test::slurp(tx), "keep me") << "the TX capture was changed";
+  }
+  std::remove(in.c_str());
+  std::remove(tx.c_str());
+}
+
+// A run that fails after the options were accepted writes its JSON, with the
+// error, over the previous run's (which it once left in place).
+TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
+  const std::string json_path = gnio::test::temp_path("l2fwd_stale");
+  write_text(json_path, R"({"stale": true})");
+  auto r = gnio::test::run_process(
+      {k_bin, "--port", "pcap:file=" + k_data + "/http.pcap", "--gpu", "host", "--json", json_path});
+  const std::string text = gnio::test::slurp(json_path);
+  std::remove(json_path.c_str());
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_FALSE(j.contains("stale")) << text;
+  EXPECT_EQ(j.value("error_step", ""), "port") << text;
+  EXPECT_EQ(j.value("error_status", ""), "not_supported") << text;
+  EXPECT_NE(j.value("error", "").find("must receive and transmit"), std::string::npos) << text;
 }
 
 }  // namespace
