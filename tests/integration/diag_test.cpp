@@ -190,4 +190,28 @@ TEST(Explain, UnknownInputExitsTwoWithAMessage) {
   EXPECT_EQ(run(tool() + " explain").rc, 2);
 }
 
+// stdout on a full device: every command reports it once on stderr with the
+// errno text and exits 1. It once died of SIGABRT (backends: fmt::print
+// threw) or, for output shorter than stdio's buffer, exited 0 in silence.
+TEST(Outputs, AFullStdoutIsReportedWithTheErrno) {
+  const std::string gen = " --gpu host --port gen:count=1";
+  for (const std::string& args : {std::string("version"), std::string("backends"), std::string("doctor --for pcap"),
+                                  std::string("doctor --json --for pcap"), "caps" + gen, "caps --json" + gen,
+                                  std::string("explain bad_state"), std::string("explain --json bad_state"),
+                                  std::string("explain --all")}) {
+    SCOPED_TRACE(args);
+    // stderr to the pipe read here, stdout to /dev/full.
+    FILE* p = popen((tool() + " " + args + " 2>&1 >/dev/full").c_str(), "r");
+    ASSERT_TRUE(p);
+    std::string err;
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) err.append(buf.data(), n);
+    const int st = pclose(p);
+    ASSERT_TRUE(WIFEXITED(st)) << "signal " << WTERMSIG(st) << "\n" << err;
+    EXPECT_EQ(WEXITSTATUS(st), 1) << err;
+    EXPECT_NE(err.find("gnio: writing stdout failed: No space left on device"), std::string::npos) << err;
+  }
+}
+
 }  // namespace

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/backend/backend.hpp>
+#include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
 namespace gnio::tool {
@@ -31,6 +31,17 @@ namespace {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+
+// Console output that never throws: a failed write is remembered and
+// reported once when the program ends (gnio/console.hpp).
+template <class... A>
+void say(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::out(fmt::format(f, std::forward<A>(a)...));
+}
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
@@ -305,13 +316,13 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
     json gj = json::array();
     for (const auto& g : gpus) gj.push_back(gpu_json(g));
     j["gpus"] = gj;
-    std::cout << j.dump(2) << "\n";
+    gnio::console::out(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   } else {
     for (const auto& c : cs) {
-      fmt::print("[{:<4}] {}{}\n        {}\n", c.result, c.title, c.required ? " (required)" : "", c.evidence);
-      if (!c.remedy.empty() && c.result != "pass") fmt::print("        -> {}\n", c.remedy);
+      say("[{:<4}] {}{}\n        {}\n", c.result, c.title, c.required ? " (required)" : "", c.evidence);
+      if (!c.remedy.empty() && c.result != "pass") say("        -> {}\n", c.remedy);
     }
-    fmt::print("\n{}: {}\n", for_path.empty() ? std::string("gnio") : "path " + for_path + (want_gpu ? " + gpu" : ""),
+    say("\n{}: {}\n", for_path.empty() ? std::string("gnio") : "path " + for_path + (want_gpu ? " + gpu" : ""),
                usable ? "usable" : "NOT usable (see the failed required checks above)");
   }
   return usable ? 0 : 1;
@@ -320,12 +331,12 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
 int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
   auto g = gpu::open(gpu_sel);
   if (!g) {
-    fmt::print(stderr, "gnio caps: gpu: {}\n", g.err().what());
+    warn("gnio caps: gpu: {}\n", g.err().what());
     return 1;
   }
   auto p = port::open(*g, dev);
   if (!p) {
-    fmt::print(stderr, "gnio caps: port: {}\n", p.err().what());
+    warn("gnio caps: port: {}\n", p.err().what());
     return 1;
   }
   const auto& pc = p->caps();
@@ -356,17 +367,17 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
       v.push_back({{"feature", x.feature}, {"supported", x.code == status::success},
                    {"status", std::string(to_string(x.code))}, {"reason", x.reason}});
     j["verdicts"] = v;
-    std::cout << j.dump(2) << "\n";
+    gnio::console::out(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   } else {
-    fmt::print("port {}: rx {}, tx {}, queues rx {} tx {}, max frame {} B, ring {}..{}, timestamps {}, {}\n", dev,
+    say("port {}: rx {}, tx {}, queues rx {} tx {}, max frame {} B, ring {}..{}, timestamps {}, {}\n", dev,
                pc.rx, pc.tx, pc.max_rx_queues, pc.max_tx_queues, pc.max_pkt_bytes, pc.min_ring_descs, pc.max_ring_descs,
                pc.rx_timestamps, pc.finite ? "finite source" : "live source");
     const auto& i = g->info();
-    fmt::print("device {} ({}): cc {}.{}, {} SMs, map host memory {}, unified addressing {}, GPUDirect RDMA {}\n", i.name,
+    say("device {} ({}): cc {}.{}, {} SMs, map host memory {}, unified addressing {}, GPUDirect RDMA {}\n", i.name,
                to_string(i.executor), i.cc_major, i.cc_minor, i.num_sms, i.can_map_host_memory, i.unified_addressing,
                i.gpudirect_rdma);
     for (const auto& x : verdicts)
-      fmt::print("  {:<15} {:<14} {}\n", x.feature, x.code == status::success ? "supported" : "not_supported", x.reason);
+      say("  {:<15} {:<14} {}\n", x.feature, x.code == status::success ? "supported" : "not_supported", x.reason);
   }
   (void)p->close();
   (void)g->destroy();
@@ -376,19 +387,19 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
 int run_explain(const std::string& what, bool as_json) {
   status s;
   if (!parse_status(what, s)) {
-    fmt::print(stderr, "gnio explain: '{}' is not a gnio status code or name (0..{}, e.g. bad_state or DOCA_ERROR_BAD_STATE); "
+    warn("gnio explain: '{}' is not a gnio status code or name (0..{}, e.g. bad_state or DOCA_ERROR_BAD_STATE); "
                "`gnio explain --all` lists them\n", what, num_statuses - 1);
     return 2;
   }
   const auto& d = describe(s);
   if (as_json) {
-    std::cout << json{{"schema", "gnio-explain/1"}, {"code", static_cast<int>(s)}, {"name", std::string(d.name)},
-                      {"meaning", std::string(d.meaning)}, {"layer", std::string(to_string(d.where))},
-                      {"next", std::string(d.next)}}
-                     .dump(2)
-              << "\n";
+    gnio::console::out(json{{"schema", "gnio-explain/1"}, {"code", static_cast<int>(s)}, {"name", std::string(d.name)},
+                            {"meaning", std::string(d.meaning)}, {"layer", std::string(to_string(d.where))},
+                            {"next", std::string(d.next)}}
+                           .dump(2) +
+                       "\n");
   } else {
-    fmt::print("{} ({}): {}\nusual layer: {}\ncheck next: {}\n", d.name, static_cast<int>(s), d.meaning, to_string(d.where), d.next);
+    say("{} ({}): {}\nusual layer: {}\ncheck next: {}\n", d.name, static_cast<int>(s), d.meaning, to_string(d.where), d.next);
   }
   return 0;
 }
@@ -426,12 +437,12 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
   explain->callback([exit_code] {
     if (all) {
       for (const auto& d : all_statuses())
-        fmt::print("{:>2} {:<22} {:<8} {}\n", static_cast<int>(d.code), d.name, to_string(d.where), d.meaning);
+        say("{:>2} {:<22} {:<8} {}\n", static_cast<int>(d.code), d.name, to_string(d.where), d.meaning);
       *exit_code = 0;
       return;
     }
     if (code.empty()) {
-      fmt::print(stderr, "gnio explain: give a status code or name, or --all\n");
+      warn("gnio explain: give a status code or name, or --all\n");
       *exit_code = 2;
       return;
     }
