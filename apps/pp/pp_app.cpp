@@ -13,7 +13,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +28,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <gnio/atomic_file.hpp>
+#include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
 #include "pp.hpp"
@@ -78,38 +79,46 @@ const char* role_name(role r) {
 // Console and errors
 // ---------------------------------------------------------------------------
 
+// Through gnio::console: a write that fails is remembered and reported
+// once at the end of the program, never thrown. stdout is flushed after
+// every line, so a live run's lines show up as they come.
 struct console {
   bool quiet = false;
   template <class... A>
   void out(fmt::format_string<A...> f, A&&... a) const {
     if (!quiet) {
-      fmt::print(stdout, f, std::forward<A>(a)...);
-      std::fflush(stdout);
+      gnio::console::out(fmt::format(f, std::forward<A>(a)...));
+      (void)gnio::console::flush();
     }
   }
 };
+
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
+}
+
+// The result names the first failure: its message, status and step.
+void set_error(json* result, const std::string& message, std::string_view status, std::string_view step) {
+  if (!result || result->contains("error")) return;
+  (*result)["error"] = message;
+  (*result)["error_status"] = std::string(status);
+  (*result)["error_step"] = std::string(step);
+}
 
 // "pp: STEP: name: message" plus the status's layer and next step, as
 // flow_count prints them. Errors go to stderr even when quiet.
 int report_error(const error& e, std::string_view step, json* result) {
   const auto& d = describe(e.code());
-  fmt::print(stderr, "pp: {}: {}\n", step, e.what());
-  fmt::print(stderr, "pp: hint ({} layer): {}\n", to_string(d.where), d.next);
-  if (result) {
-    (*result)["error"] = e.what();
-    (*result)["error_status"] = std::string(to_string(e.code()));
-    (*result)["error_step"] = std::string(step);
-  }
+  warn("pp: {}: {}\n", step, e.what());
+  warn("pp: hint ({} layer): {}\n", to_string(d.where), d.next);
+  set_error(result, e.what(), to_string(e.code()), step);
   return 1;
 }
 
 int bad_option(const std::string& what, json* result) {
-  fmt::print(stderr, "pp: {}\n", what);
-  if (result) {
-    (*result)["error"] = what;
-    (*result)["error_status"] = "invalid_value";
-    (*result)["error_step"] = "options";
-  }
+  warn("pp: {}\n", what);
+  set_error(result, what, "invalid_value", "options");
   return 2;
 }
 
@@ -343,9 +352,13 @@ std::string http_page(std::string_view path) {
 // run
 // ---------------------------------------------------------------------------
 
-int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
+namespace {
+
+// run() without the JSON file: options, the run, and *result (never null)
+// filled with everything known, the error too. *json_out is prepared here,
+// once the options are accepted, so that a bad --json fails before the run.
+int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::optional<atomic_file>* json_out) {
   const console con{opt.quiet};
-  if (result) *result = json::object();
 
   // --- options -------------------------------------------------------------
   if (opt.port.empty()) return bad_option("--port is required (e.g. pcap:file=x.pcap, pair:name=a)", result);
@@ -373,6 +386,19 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
 
   const uint32_t n = opt.queues;
   const uint32_t num_blocks = 3 * n + 1;
+
+  // --- the JSON file: checked before anything runs ---------------------------
+  // It must be writable, and none of the files the port reads or writes.
+  if (!opt.json_path.empty()) {
+    std::vector<named_file> others = device_files(opt.port);
+    if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
+    auto f = prepare_output("--json", opt.json_path, others);
+    if (!f) return bad_option(f.err().message(), result);
+    *json_out = std::move(*f);
+  }
+  // From here on the JSON is written, also when the run fails.
+  (*result)["command"] = opt.command;
+  (*result)["port"] = opt.port;
 
   // --- gpus and port -------------------------------------------------------
   // One context per selected GPU ("0,1", bus ids, or "host,host"). Each has
@@ -423,8 +449,8 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
         ++it;
         continue;
       }
-      fmt::print(stderr, "pp: leaving out {}{}: {}\n", (*it)->info.name,
-                 (*it)->info.bus_id.empty() ? "" : " (" + (*it)->info.bus_id + ")", why);
+      warn("pp: leaving out {}{}: {}\n", (*it)->info.name,
+           (*it)->info.bus_id.empty() ? "" : " (" + (*it)->info.bus_id + ")", why);
       left_out.push_back({{"device", (*it)->info.name}, {"bus_id", (*it)->info.bus_id}, {"reason", why}});
       last_why = why;
       const bool held_port = it == ctxs.begin();
@@ -767,7 +793,11 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     return rc;
   }
 
-  if (auto e = p->stop(); e) return report_error(e, "port stop", result);
+  // A port that fails to stop (a TX capture that could not be written) has
+  // still counted everything: the error is reported, the results are kept.
+  json failure = json::object();  // the first failure from here on, for the JSON
+  int rc = 0;
+  if (auto e = p->stop(); e) rc = report_error(e, "port stop", &failure);
   const port_stats st = p->stats();
   const error engine_err = p->engine_error();
 
@@ -862,7 +892,16 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   if (st.rx_dropped)
     con.out("pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
             "received)\n", st.rx_dropped);
-  if (total.tx_failed) con.out("pp: {} replies could not be sent (TX ring full or frame too big)\n", total.tx_failed);
+  // Replies lost on the way out fail the run.
+  if (st.tx_errors || total.tx_failed) {
+    const std::string msg = fmt::format(
+        "{} replies lost on TX: {} the port could not send (tx_errors; see the warnings above), {} could not be "
+        "queued (tx_failed: TX ring full or frame too big)",
+        st.tx_errors + total.tx_failed, st.tx_errors, total.tx_failed);
+    warn("pp: {}\n", msg);
+    set_error(&failure, msg, "io_failed", "transmit");
+    rc = 1;
+  }
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
   for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
@@ -959,16 +998,18 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   j["per_gpu"] = per_gpu;
   j["left_out"] = left_out;
 
-  int rc = 0;
-  if (!opt.json_path.empty()) {
-    std::ofstream out(opt.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "pp: could not write {}\n", opt.json_path);
-      rc = 1;
-    }
+  if (unaccounted != 0) {
+    set_error(&failure,
+              fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", unaccounted),
+              "unexpected", "accounting");
+    rc = 1;
   }
-  if (result) *result = j;
+  if (engine_err) {
+    set_error(&failure, engine_err.what(), to_string(engine_err.code()), "engine");
+    rc = 1;
+  }
+  j.update(failure);
+  *result = std::move(j);
 
   // --- the lifecycle in reverse ----------------------------------------------------
   for (auto& c : ctxs) {
@@ -978,15 +1019,48 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
   }
   for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
   for (uint32_t q = 0; q < p->num_txq(); ++q) (void)p->destroy_txq(q);
-  if (auto e = p->close(); e && !opt.quiet) fmt::print(stderr, "pp: close: {}\n", e.what());
+  if (auto e = p->close(); e && !opt.quiet) warn("pp: close: {}\n", e.what());
   for (auto& c : ctxs)
-    if (auto e = c->g.destroy(); e && !opt.quiet) fmt::print(stderr, "pp: gpu destroy: {}\n", e.what());
+    if (auto e = c->g.destroy(); e && !opt.quiet) warn("pp: gpu destroy: {}\n", e.what());
 
-  if (engine_err) {
-    fmt::print(stderr, "pp: the port's engine failed: {}\n", engine_err.what());
+  if (engine_err) warn("pp: the port's engine failed: {}\n", engine_err.what());
+  return rc;
+}
+
+}  // namespace
+
+int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
+  json local;
+  json& j = result ? *result : local;
+  j = json::object();
+  std::optional<atomic_file> json_out;
+  int rc = 1;
+  try {
+    rc = run_steps(opt, stop, &j, &json_out);
+  } catch (...) {
+    // Reported with its type; the JSON is still written, below.
+    const std::string what = gnio::console::current_exception_text();
+    gnio::console::err("pp: unexpected error: " + what + "\n");
+    try {
+      set_error(&j, what, "unexpected", "exception");
+    } catch (...) {
+      // No memory even for that: the message above stands alone.
+    }
     rc = 1;
   }
-  if (unaccounted != 0) rc = 1;
+  if (!json_out) return rc;
+  try {
+    // What the console could not write is part of the result, when nothing
+    // failed before it.
+    if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(&j, t, "io_failed", "output");
+    if (error e = json_out->commit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); e) {
+      warn("pp: --json: {}\n", e.what());
+      rc = rc == 0 ? 1 : rc;
+    }
+  } catch (...) {
+    gnio::console::err("pp: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
+    rc = rc == 0 ? 1 : rc;
+  }
   return rc;
 }
 
@@ -1016,7 +1090,7 @@ void add_command(CLI::App& app) {
   sub->add_option("--stats-interval", opt->stats_interval, "seconds between stats lines on stdout (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE");
+  sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
   sub->add_option("--duration", opt->duration, "stop after S seconds (0: when the stream ends, or Ctrl-C)")
       ->check(CLI::NonNegativeNumber);
@@ -1025,6 +1099,12 @@ void add_command(CLI::App& app) {
   sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")->capture_default_str();
   sub->callback([opt, sub] {
     options o = *opt;
+    // run() reads an empty name as "not given"; on the command line it is a mistake.
+    for (const char* name : {"--json", "--pcap-out"})
+      if (sub->get_option(name)->count() > 0 && sub->get_option(name)->as<std::string>().empty()) {
+        gnio::console::err(fmt::format("pp: {} needs a file name (it was given as \"\")\n", name));
+        throw CLI::RuntimeError(2);
+      }
     o.command = "gnio pp";
     for (const CLI::Option* op : sub->get_options()) {
       if (op->count() == 0 || op->get_name() == "--help") continue;

@@ -1266,7 +1266,10 @@ TEST(Cli, MissingCaptureNamesTheStatusAndAHint) {
   const std::string path = k_data + "/no_such_capture.pcap";
   auto r = run_tool({"pp", "--port", "pcap:file=" + path, "--gpu", "host"});
   expect_rejected(r, {"not_found", path, "hint"});
-  EXPECT_FALSE(r.j) << "no JSON for a run that never started";
+  // The JSON of a failed run says what failed.
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->value("error_step", ""), "port") << r.j->dump(2);
+  EXPECT_EQ(r.j->value("error_status", ""), "not_found") << r.j->dump(2);
 }
 
 TEST(Cli, BadOptionsAreRejected) {
@@ -1323,6 +1326,145 @@ TEST(Cli, CudaWithoutAGpuSaysSo) {
   if (have_gpu()) GTEST_SKIP() << "a CUDA GPU is present";
   auto r = run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "0"});
   expect_rejected(r, {"not_found"});
+}
+
+// ---------------------------------------------------------------------------
+// Outputs: results are always written, write errors are reported
+// ---------------------------------------------------------------------------
+
+proc_result run_tool_with(std::vector<std::string> args, gnio::test::run_options o) {
+  args.insert(args.begin(), k_tool);
+  return gnio::test::run_process(std::move(args), o);
+}
+
+// stdout on a full device: pp's lines once failed silently (status 0);
+// stderr on one made a failed run die of SIGABRT (status 134) instead of
+// exiting 1. Now the failure is said once on the other stream with the
+// errno text, the JSON is complete, and the status is 1.
+TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
+  REQUIRE_EXECUTOR();
+  {
+    SCOPED_TRACE("stdout on /dev/full");
+    auto r = run_tool_with({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", gpu_selector()},
+                           {.with_json = true, .stdout_path = "/dev/full"});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.err.find("gnio: writing stdout failed: No space left on device"), std::string::npos) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->at("packets").get<int>(), 32);
+    EXPECT_EQ(r.j->at("unaccounted").get<int>(), 0);
+    EXPECT_EQ(r.j->value("error_step", ""), "output") << r.j->dump(2);
+  }
+  {
+    SCOPED_TRACE("stderr on /dev/full, a failing run");
+    auto r = run_tool_with({"pp", "--port", "pcap:file=" + data("no_such_capture.pcap"), "--gpu", "host"},
+                           {.with_json = true, .stderr_path = "/dev/full"});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.out.find("gnio: writing stderr failed: No space left on device"), std::string::npos) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->value("error_step", ""), "port") << r.j->dump(2);
+  }
+}
+
+// A TX capture (--pcap-out) that cannot grow (a file size limit: EFBIG, as a
+// full disk gives ENOSPC) once threw away the totals and the JSON. Now the
+// TX error and the lost replies are reported, every total is printed and
+// written, and the status is 1.
+TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
+  REQUIRE_EXECUTOR();
+  const std::string out = temp_path("pp_full");
+  gnio::test::run_options o{.with_json = true};
+  o.file_size_limit = 64 * 1024;  // 200 passes send 2400 echo replies, 270 KiB
+  auto r = run_tool_with({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap") + ",loop=200", "--reply-all",
+                          "--pcap-out", out, "--gpu", gpu_selector(), "--stats-interval", "0"},
+                         o);
+  std::remove(out.c_str());
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("pp: port stop: io_failed"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("replies lost on TX"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("received 6400 = processed 6400 + missed 0"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->at("packets").get<int>(), 6400);
+  EXPECT_EQ(r.j->at("icmp_echo_reply_sent").get<int>(), 2400);
+  EXPECT_GT(r.j->at("tx_errors").get<int>(), 0);
+  EXPECT_EQ(r.j->at("unaccounted").get<int>(), 0);
+  EXPECT_EQ(r.j->value("error_step", ""), "port stop") << r.j->dump(2);
+}
+
+// --json onto the capture read, or onto the --pcap-out file: refused with
+// status 2 before anything runs (the capture was once replaced by JSON).
+TEST(Outputs, AJsonPathThatIsAnotherFileOfTheRunIsRefused) {
+  const std::string in = temp_path("pp_in"), replies = temp_path("pp_replies");
+  const std::string capture = slurp(data("dns_icmp.pcap"));
+  std::ofstream(in, std::ios::binary) << capture;
+  std::ofstream(replies, std::ios::binary) << "keep me";
+  for (const std::string& target : {in, replies}) {
+    SCOPED_TRACE("--json " + target);
+    auto r = run_tool({"pp", "--port", "pcap:file=" + in, "--reply-all", "--pcap-out", replies, "--gpu", "host",
+                       "--json", target},
+                      false);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find("--json " + target + " is the same file as"), std::string::npos) << r.describe();
+    EXPECT_EQ(slurp(in), capture) << "the capture was changed";
+    EXPECT_EQ(slurp(replies), "keep me") << "the --pcap-out file was changed";
+  }
+  std::remove(in.c_str());
+  std::remove(replies.c_str());
+}
+
+// Output paths that cannot be used are refused before the run (status 2),
+// with the errno text; an empty --json or --pcap-out is refused too.
+TEST(Outputs, OutputPathsThatCannotBeUsedAreRefusedBeforeTheRun) {
+  const std::string dir = temp_path("pp_dir");
+  ASSERT_EQ(std::remove(dir.c_str()), 0);
+  ASSERT_TRUE(fs::create_directory(dir));
+  struct bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const bad cases[] = {
+      {{"--json", dir + "/missing/x.json"}, "cannot create a file in '" + dir + "/missing': No such file or directory"},
+      {{"--json", dir}, "Is a directory"},
+      {{"--json", ""}, "--json needs a file name"},
+      {{"--pcap-out", ""}, "--pcap-out needs a file name"},
+  };
+  for (const auto& b : cases) {
+    SCOPED_TRACE(b.args[0] + " '" + b.args[1] + "'");
+    // An endless source: a check made only after the run would never come.
+    std::vector<std::string> args{"pp", "--port", "gen", "--gpu", "host", "--stats-interval", "0"};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    auto r = run_tool(args, false, 24h, 30s);
+    EXPECT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.describe();
+  }
+  EXPECT_TRUE(fs::is_empty(dir)) << "something was left in " << dir;
+  fs::remove_all(dir);
+}
+
+// A run that fails after its options were accepted replaces the previous
+// run's JSON with its own, error included (the old one was once left).
+TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
+  REQUIRE_EXECUTOR();
+  const std::string json_path = temp_path("pp_stale");
+  auto ok = run_tool({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", gpu_selector(), "--json", json_path},
+                     false);
+  ASSERT_EQ(ok.code, 0) << ok.describe();
+  ASSERT_EQ(json::parse(slurp(json_path)).at("packets").get<int>(), 32);
+  auto r = run_tool({"pp", "--port", "pcap:file=" + data("no_such_capture.pcap"), "--gpu", gpu_selector(), "--json",
+                     json_path},
+                    false);
+  const std::string text = slurp(json_path);
+  std::remove(json_path.c_str());
+  EXPECT_EQ(r.code, 1) << r.describe();
+  const json j = json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_FALSE(j.contains("packets")) << text;
+  EXPECT_EQ(j.value("error_step", ""), "port") << text;
+  EXPECT_EQ(j.value("command", "").rfind("gnio pp --port", 0), 0u) << text;
 }
 
 }  // namespace
