@@ -1393,6 +1393,25 @@ TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
   EXPECT_EQ(r.j->value("error_step", ""), "port stop") << r.j->dump(2);
 }
 
+// --pcap-out on a port that transmits itself (gen) is the core's tx_pcap=
+// copy. On a full device the port's stop reports the write error; pp then
+// fails the run, with every total kept and the error in the JSON.
+TEST(Outputs, AFullPcapOutCopyIsReportedAndTheTotalsKept) {
+  REQUIRE_EXECUTOR();
+  auto r = run_tool({"pp", "--port", "gen:count=2000,mix=all", "--reply-all", "--pcap-out", "/dev/full", "--gpu",
+                     gpu_selector(), "--stats-interval", "0"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("pp: port stop: io_failed"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("received 2000 = processed 2000"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->at("packets").get<int>(), 2000);
+  EXPECT_GT(r.j->at("icmp_echo_reply_sent").get<int>(), 0);
+  EXPECT_EQ(r.j->value("error_step", ""), "port stop") << r.j->dump(2);
+  EXPECT_EQ(r.j->value("error_status", ""), "io_failed") << r.j->dump(2);
+}
+
 // --json onto the capture read, or onto the --pcap-out file: refused with
 // status 2 before anything runs (the capture was once replaced by JSON).
 TEST(Outputs, AJsonPathThatIsAnotherFileOfTheRunIsRefused) {
