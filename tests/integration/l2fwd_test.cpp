@@ -176,6 +176,9 @@ TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
   EXPECT_GT(j.at("tx_errors").get<long>(), 0) << j.dump(2);
   EXPECT_EQ(j.at("error_step").get<std::string>(), "stop") << j.dump(2);
   EXPECT_EQ(j.at("error_status").get<std::string>(), "io_failed") << j.dump(2);
+  EXPECT_NE(j.at("error").get<std::string>().find("File too large"), std::string::npos) << "the real errno (EFBIG)\n"
+                                                                                         << j.dump(2);
+  EXPECT_EQ(j.at("tx_frames").get<size_t>() + j.at("tx_errors").get<size_t>(), 20 * per_pass) << j.dump(2);
 }
 
 // --json that cannot be written: found before the run, with the reason, and
