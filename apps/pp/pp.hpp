@@ -50,7 +50,7 @@ struct dns_entry {
   uint32_t len;
   uint64_t hash;
   uint64_t count;
-  char name[dns_name_bytes];  // NUL-terminated, cut at dns_name_bytes - 1
+  char name[dns_name_bytes];  // len bytes of wire labels (dns_read_name_labels), cut at a label; root: one 0
 };
 
 // Prebuilt HTTP responses (status line, headers and body), in executor memory.

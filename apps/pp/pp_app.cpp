@@ -342,6 +342,32 @@ result<port> open_port(gpu& g, const options& opt, const console& con, std::stri
 
 }  // namespace
 
+std::string dns_name_text(std::string_view labels) {
+  if (labels.size() == 1 && labels[0] == '\0') return ".";
+  std::string out;
+  size_t pos = 0;
+  while (pos < labels.size()) {
+    const size_t len = static_cast<unsigned char>(labels[pos++]);
+    if (len == 0) break;  // a root byte inside: nothing follows it in a name
+    if (!out.empty()) out += '.';
+    // A label cut short (never written so by the device) prints what is there.
+    for (size_t i = pos; i < pos + len && i < labels.size(); ++i) {
+      const auto c = static_cast<unsigned char>(labels[i]);
+      switch (c) {
+        case '.': case '\\': case '"': case '(': case ')': case ';': case '@': case '$':
+          out += '\\';
+          out += static_cast<char>(c);
+          break;
+        default:
+          if (c > 0x20 && c < 0x7f) out += static_cast<char>(c);
+          else out += fmt::format("\\{:03d}", c);
+      }
+    }
+    pos += len;
+  }
+  return out;
+}
+
 std::string http_page(std::string_view path) {
   if (path == "/" || path == "/index.html") return index_page();
   if (path == "/hello") return hello_page();
@@ -849,7 +875,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     std::map<std::string, uint64_t> by_name;
     for (const auto& table : dns_tables)
       for (const auto& d : table)
-        if (d.state == device::flow_slot_used) by_name[std::string(d.name, strnlen(d.name, dns_name_bytes))] += d.count;
+        if (d.state == device::flow_slot_used)
+          by_name[dns_name_text(std::string_view(d.name, std::min<uint32_t>(d.len, dns_name_bytes)))] += d.count;
     for (auto& [name, count] : by_name) names.push_back({name, count});
   }
   std::stable_sort(names.begin(), names.end(), [](const dns_row& a, const dns_row& c) { return a.count > c.count; });

@@ -49,6 +49,15 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result);
 // for anything else.
 std::string http_page(std::string_view path);
 
+// A DNS name kept as wire labels (a length byte, then the label's bytes, as
+// dns_read_name_labels writes them; the root name is one 0 byte) as text,
+// escaped as dig prints names: labels joined by '.', no final dot; '.', '\\',
+// '"', '(', ')', ';', '@' and '$' inside a label get a backslash; bytes
+// outside 0x21..0x7e (controls, space, DEL, and every byte >= 0x80) are
+// written \DDD in decimal. The result is printable ASCII, safe for a
+// terminal and valid UTF-8 for JSON. "" gives "", the root ".".
+std::string dns_name_text(std::string_view labels);
+
 // Registers `pp` on app; its callback runs pp with SIGINT/SIGTERM stopping it
 // cleanly, and exits with run()'s status.
 void add_command(CLI::App& app);

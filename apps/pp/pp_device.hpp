@@ -200,21 +200,31 @@ GNIO_HOST_DEVICE inline int dns_table_add(dns_entry* table, uint32_t capacity, c
   return -1;
 }
 
-// Reads the first question's name of a DNS query message into the table.
-// Names longer than dns_name_bytes - 1 are cut at a label boundary; names
-// that cannot be read (truncated, pointer loops, bad labels) are skipped.
+// Reads the first question's name of a DNS query message into the table, as
+// wire labels (dns_read_name_labels: any byte may be in a label; the host
+// prints it escaped with dns_name_text). Names longer than dns_name_bytes - 1
+// are cut at a label boundary; names that cannot be read (truncated, pointer
+// loops, bad labels) are skipped. The root name is kept as one 0 byte.
 template <class C>
 GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len, dns_entry* table, uint32_t capacity,
                                             C& c) {
   if (table == nullptr || capacity == 0) return;
-  // Zeroed so that a name cut by dns_err_out_too_small stays NUL-terminated
-  // after its last complete label (dns_read_name checks before each label).
+  // Zeroed so that a name cut by dns_err_out_too_small ends at the first 0
+  // length byte after its last complete label (labels are checked before
+  // they are written).
   char name[dns_name_bytes];
   for (uint32_t i = 0; i < dns_name_bytes; ++i) name[i] = 0;
-  int32_t r = device::dns_qname(msg, msg_len, name, dns_name_bytes);
+  device::dns_header h;
+  if (!device::dns_parse_header(msg, msg_len, h) || h.qdcount == 0) return;
+  int32_t r = device::dns_read_name_labels(msg, msg_len, device::dns_header_len, name, dns_name_bytes);
   if (r == device::dns_err_out_too_small) {
-    r = 0;
-    while (r < static_cast<int32_t>(dns_name_bytes) - 1 && name[r] != 0) ++r;
+    uint32_t pos = 0;
+    while (pos < dns_name_bytes - 1 && name[pos] != 0 &&
+           pos + 1u + static_cast<uint8_t>(name[pos]) <= dns_name_bytes - 1)
+      pos += 1u + static_cast<uint8_t>(name[pos]);
+    r = static_cast<int32_t>(pos);
+  } else if (r == 0) {
+    r = 1;  // the root: one 0 byte
   }
   if (r <= 0) return;
   if (dns_table_add(table, capacity, name, static_cast<uint32_t>(r)) < 0) c.dns_names_dropped += 1;

@@ -1255,6 +1255,78 @@ TEST(Cli, SigintStopsCleanlyAndWritesTheStats) {
   EXPECT_NE(r.out.find("pp: 0."), std::string::npos) << "a stats line within the first second\n" << r.describe();
 }
 
+// Bytes a terminal could act on: C0 controls other than newline, DEL, and
+// anything >= 0x80 (C1 controls in 8-bit form, stray UTF-8).
+std::string raw_control_bytes(const std::string& s) {
+  std::string bad;
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\n') || c >= 0x7f) bad += " " + std::to_string(c);
+  return bad;
+}
+
+TEST(DnsNames, BinaryLabelsAreEscapedAsDigPrintsThem) {
+  // tests/data/make_dns_binary.py: 11 names, the n-th sent n times, with NUL,
+  // ESC, newline, DEL, bytes >= 0x80, invalid UTF-8, '.', '\' and long labels.
+  REQUIRE_EXECUTOR();
+  const std::string cap = data("dns_binary.pcap");
+  auto r = run_tool({"pp", "--port", "pcap:file=" + cap, "--gpu", gpu_selector(), "--stats-interval", "0"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << "the JSON must be written and valid\n" << r.describe();
+  EXPECT_EQ(raw_control_bytes(r.out), "") << "raw bytes reached stdout\n" << r.describe();
+  EXPECT_EQ(raw_control_bytes(r.err), "") << "raw bytes reached stderr\n" << r.describe();
+  std::map<std::string, uint64_t> got;
+  for (const auto& d : r.j->at("top_dns")) got[d.at("name").get<std::string>()] = d.at("count").get<uint64_t>();
+  const std::map<std::string, uint64_t> want = {
+      {"www.example.com", 1},
+      {"a\\000b.example", 2},
+      {"\\027[31mred.test", 3},
+      {"\\255\\254.bin", 4},
+      {"\\195\\(.\\226\\130.utf", 5},
+      {"caf\\195\\169.utf8", 6},
+      {"a\\.b.dot", 7},
+      {"back\\\\slash.x", 8},
+      {"sp\\032ace.q\\\"uote.del\\127", 9},
+      {std::string(63, 'a') + "." + std::string(40, 'b'), 10},
+      {"t\\010l\\013." + std::string(20, 'x'), 11},
+  };
+  EXPECT_EQ(got, want) << r.j->at("top_dns").dump(2);
+  EXPECT_EQ(r.j->at("dns_names").get<uint64_t>(), want.size());
+  // The text output names the top five with the same escapes.
+  EXPECT_NE(r.out.find("pp: dns #1 t\\010l\\013." + std::string(20, 'x') + " (11)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pp: dns #5 a\\.b.dot (7)"), std::string::npos) << r.out;
+
+  // tshark (its own escaping differs from dig's) finds the same queries and
+  // the same number of times each name is asked.
+  auto t = gnio::test::run_process({"tshark", "-r", cap, "-Y", "dns.flags.response == 0", "-T", "fields", "-e",
+                                    "dns.qry.name"});
+  if (!t.spawned || !t.exited || t.code != 0) GTEST_SKIP() << "tshark did not run\n" << t.describe();
+  std::map<std::string, uint64_t> by_tshark;
+  uint64_t queries = 0;
+  std::istringstream lines(t.out);
+  for (std::string line; std::getline(lines, line);) ++by_tshark[line], ++queries;
+  EXPECT_EQ(r.j->at("dns_queries").get<uint64_t>(), queries);
+  std::multiset<uint64_t> tshark_counts, pp_counts;
+  for (const auto& [n, c] : by_tshark) tshark_counts.insert(c);
+  for (const auto& [n, c] : got) pp_counts.insert(c);
+  EXPECT_EQ(pp_counts, tshark_counts);
+  EXPECT_EQ(by_tshark["www.example.com"], got["www.example.com"]);
+}
+
+TEST(DnsNames, TheTextFormIsDigs) {
+  using gnio::pp::dns_name_text;
+  using namespace std::string_literals;
+  EXPECT_EQ(dns_name_text(""s), "");
+  EXPECT_EQ(dns_name_text("\0"s), ".");
+  EXPECT_EQ(dns_name_text("\3www\7example\3com"s), "www.example.com");
+  EXPECT_EQ(dns_name_text("\3a.b\1\\"s), "a\\.b.\\\\");
+  EXPECT_EQ(dns_name_text("\6\"();@$"s), "\\\"\\(\\)\\;\\@\\$");
+  EXPECT_EQ(dns_name_text("\4\x00\x1f\x20\x7f"s), "\\000\\031\\032\\127");
+  EXPECT_EQ(dns_name_text("\2\x80\xff"s), "\\128\\255");
+  EXPECT_EQ(dns_name_text("\5ab"s), "ab") << "a label cut short prints what is there";
+  EXPECT_EQ(dns_name_text("\1a\0\1b"s), "a") << "nothing follows a root byte";
+}
+
 void expect_rejected(const proc_result& r, const std::vector<std::string>& mention) {
   ASSERT_TRUE(r.exited) << "killed by a signal\n" << r.describe();
   EXPECT_NE(r.code, 0) << r.describe();

@@ -996,6 +996,38 @@ TEST(PktDns, CompressionPointerInAnswer) {
   EXPECT_EQ(end, second + 6);
 }
 
+TEST(PktDns, LabelsKeepEveryByteAndFollowPointers) {
+  bytes m = dns_query();
+  m[2] = 0x81;
+  m[3] = 0x80;
+  m[7] = 1;
+  // A second name whose first label holds '.', NUL and 0xff, then a pointer
+  // to "example.com" at offset 16.
+  const uint32_t second = static_cast<uint32_t>(m.size());
+  append(m, {4, 'a', '.', 0, 0xff, 0xc0, 16});
+  char out[64];
+  uint32_t end = 0;
+  const int32_t n = gd::dns_read_name_labels(m.data(), static_cast<uint32_t>(m.size()), second, out, sizeof out, &end);
+  ASSERT_EQ(n, 17);
+  EXPECT_EQ(std::string(out, 17), std::string("\4a.\0\xff\7example\3com", 17));
+  EXPECT_EQ(out[17], '\0');
+  EXPECT_EQ(end, second + 7);
+  // The dotted reader gives the same bytes with '.' between labels (the
+  // label's own '.' is then indistinguishable).
+  EXPECT_EQ(gd::dns_read_name(m.data(), static_cast<uint32_t>(m.size()), second, out, sizeof out), 16);
+  EXPECT_EQ(std::string(out, 16), std::string("a.\0\xff.example.com", 16));
+  // Too small: only whole labels are written.
+  char small[10] = {};
+  EXPECT_EQ(gd::dns_read_name_labels(m.data(), static_cast<uint32_t>(m.size()), second, small, sizeof small),
+            gd::dns_err_out_too_small);
+  EXPECT_EQ(std::string(small, 6), std::string("\4a.\0\xff\0", 6));
+  // The root name has no labels.
+  const bytes root = {0};
+  EXPECT_EQ(gd::dns_read_name_labels(root.data(), 1, 0, out, sizeof out), 0);
+  EXPECT_EQ(gd::dns_read_name(root.data(), 1, 0, out, sizeof out), 1);
+  EXPECT_STREQ(out, ".");
+}
+
 bytes dns_with_name(const bytes& name) {
   bytes m = {0xab, 0xcd, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0};
   append(m, name);

@@ -969,13 +969,14 @@ GNIO_HOST_DEVICE inline bool dns_header_sane(const dns_header& h, uint32_t msg_l
   return need <= msg_len - dns_header_len;
 }
 
-// Reads the (possibly compressed) name at off as dotted text. Label bytes are
-// copied raw, so a label may itself contain '.'. The root name is ".".
-// out may be null to only validate/measure (then out_cap is ignored); else the
-// text is NUL-terminated. *end_off (if given) receives the offset just past the
-// name at its original position. Returns the text length or a dns_status.
-GNIO_HOST_DEVICE inline int32_t dns_read_name(const uint8_t* msg, uint32_t msg_len, uint32_t off, char* out,
-                                              uint32_t out_cap, uint32_t* end_off = nullptr) {
+namespace detail {
+
+// dns_read_name and dns_read_name_labels: one walk over the labels, written
+// either as dotted text (Labels = false) or as uncompressed wire labels
+// (Labels = true: a length byte before each label, no root byte).
+template <bool Labels>
+GNIO_HOST_DEVICE inline int32_t dns_read_name_impl(const uint8_t* msg, uint32_t msg_len, uint32_t off, char* out,
+                                                   uint32_t out_cap, uint32_t* end_off) {
   if (msg == nullptr) return dns_err_truncated;
   uint32_t pos = off;
   uint32_t hops = 0;
@@ -1008,27 +1009,59 @@ GNIO_HOST_DEVICE inline int32_t dns_read_name(const uint8_t* msg, uint32_t msg_l
     wire += 1u + c;
     if (wire + 1 > dns_max_name_len) return dns_err_name_too_long;  // +1: root byte
     if (!detail::fits(msg_len, pos + 1, c)) return dns_err_truncated;
+    // Dotted: a '.' between labels; labels: a length byte before each one.
+    const uint32_t sep = Labels ? 1u : (olen != 0 ? 1u : 0u);
     if (out != nullptr) {
-      const uint32_t need = olen + (olen != 0 ? 1u : 0u) + c + 1u;  // +1: NUL
+      const uint32_t need = olen + sep + c + 1u;  // +1: NUL
       if (need > out_cap) return dns_err_out_too_small;
-      if (olen != 0) out[olen++] = '.';
+      if (Labels) out[olen++] = static_cast<char>(c);
+      else if (sep) out[olen++] = '.';
       for (uint32_t i = 0; i < c; ++i) out[olen + i] = static_cast<char>(msg[pos + 1 + i]);
-    } else if (olen != 0) {
-      ++olen;
+    } else {
+      olen += sep;
     }
     olen += c;
     pos += 1u + c;
   }
-  if (olen == 0) {
+  if (olen == 0 && !Labels) {
     if (out != nullptr) {
       if (out_cap < 2) return dns_err_out_too_small;
       out[0] = '.';
     }
     olen = 1;
   }
-  if (out != nullptr) out[olen] = '\0';
+  if (out != nullptr) {
+    if (olen + 1 > out_cap) return dns_err_out_too_small;
+    out[olen] = '\0';
+  }
   if (end_off != nullptr) *end_off = end;
   return static_cast<int32_t>(olen);
+}
+
+}  // namespace detail
+
+// Reads the (possibly compressed) name at off as dotted text. Label bytes are
+// copied raw, so a label may itself contain '.' (or any byte, NUL included):
+// where that matters, read the labels with dns_read_name_labels. The root
+// name is ".".
+// out may be null to only validate/measure (then out_cap is ignored); else the
+// text is NUL-terminated. *end_off (if given) receives the offset just past the
+// name at its original position. Returns the text length or a dns_status.
+GNIO_HOST_DEVICE inline int32_t dns_read_name(const uint8_t* msg, uint32_t msg_len, uint32_t off, char* out,
+                                              uint32_t out_cap, uint32_t* end_off = nullptr) {
+  return detail::dns_read_name_impl<false>(msg, msg_len, off, out, out_cap, end_off);
+}
+
+// Like dns_read_name, but writes the name's labels uncompressed as on the
+// wire (a length byte, then the label's bytes), without the root's 0 byte:
+// "www.example.com" is "\3www\7example\3com" (16 bytes), the root name is
+// empty (returns 0). Nothing is lost, so a printer can escape a '.' inside a
+// label (as dig does). NUL-terminated when out is given; returns the length
+// or a dns_status (dns_err_out_too_small: out holds the labels that fit;
+// in a zeroed buffer, the first 0 where a length byte is due ends them).
+GNIO_HOST_DEVICE inline int32_t dns_read_name_labels(const uint8_t* msg, uint32_t msg_len, uint32_t off, char* out,
+                                                     uint32_t out_cap, uint32_t* end_off = nullptr) {
+  return detail::dns_read_name_impl<true>(msg, msg_len, off, out, out_cap, end_off);
 }
 
 // First question's name as dotted text ("www.example.com", no trailing dot).
