@@ -15,6 +15,7 @@
 #include "gnio/log.hpp"
 #include "gnio/memory.hpp"
 #include "gnio/port.hpp"
+#include "gnio/printable.hpp"
 #include "gnio/semaphore.hpp"
 #include "gnio/signals.hpp"
 #include "gnio/status.hpp"

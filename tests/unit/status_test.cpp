@@ -18,7 +18,9 @@
 
 #include <gtest/gtest.h>
 
+#include <gnio/backend/backend.hpp>
 #include <gnio/log.hpp>
+#include <gnio/printable.hpp>
 #include <gnio/status.hpp>
 
 #include "log_internal.hpp"  // gnio::detail::log / fail, as library code logs
@@ -420,6 +422,37 @@ TEST(LogEnv, UnknownLevelIsReportedAndIgnored) {
   EXPECT_NE(r.err.find("GNIO_LOG_LEVEL"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("loud"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("gnio: debug:"), std::string::npos) << r.err;
+}
+
+// ---- printable: user input echoed in messages -----------------------------------
+
+TEST(Printable, ControlCharactersAndBadUtf8AreEscaped) {
+  using namespace std::string_literals;
+  EXPECT_EQ(gnio::printable("pcap:file=x.pcap"), "pcap:file=x.pcap");
+  EXPECT_EQ(gnio::printable("gen:count=5,\x1b[31mRED=1"), "gen:count=5,\\x1b[31mRED=1");
+  EXPECT_EQ(gnio::printable("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(gnio::printable("nul\0end"s), "nul\\x00end");
+  EXPECT_EQ(gnio::printable("del\x7f"), "del\\x7f");
+  EXPECT_EQ(gnio::printable("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(gnio::printable("caf\xc3\xa9 \xe6\x9d\xb1"), "caf\xc3\xa9 \xe6\x9d\xb1") << "valid UTF-8 stays";
+  EXPECT_EQ(gnio::printable("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(gnio::printable("\xc3\x28"), "\\xc3(") << "a lead byte without its continuation";
+  EXPECT_EQ(gnio::printable("\xc0\xaf"), "\\xc0\\xaf") << "overlong";
+  EXPECT_EQ(gnio::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80") << "a surrogate";
+  EXPECT_EQ(gnio::printable("\xc2\x9b[31m"), "\\xc2\\x9b[31m") << "C1 CSI";
+  EXPECT_EQ(gnio::printable("\xe2\x82"), "\\xe2\\x82") << "cut short";
+}
+
+TEST(Printable, DeviceStringErrorsEchoInputEscaped) {
+  // Every message made by the core's fail() (device strings, file names).
+  auto dup = gnio::backend::parse_devargs("gen:\x1b[2J=1,\x1b[2J=2");
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.err().message().find('\x1b'), std::string::npos) << dup.err().message();
+  EXPECT_NE(dup.err().message().find("\\x1b[2J"), std::string::npos) << dup.err().message();
+  auto nl = gnio::backend::parse_devargs(":x\ny");
+  ASSERT_FALSE(nl);
+  EXPECT_EQ(nl.err().message().find('\n'), std::string::npos) << nl.err().message();
+  EXPECT_NE(nl.err().message().find(":x\\ny"), std::string::npos) << nl.err().message();
 }
 
 }  // namespace
