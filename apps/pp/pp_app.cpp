@@ -32,6 +32,7 @@
 #include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
+#include "cli.hpp"
 #include "pp.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
@@ -397,10 +398,30 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
   if (!(opt.duration >= 0)) return bad_option("--duration must be >= 0", result);
   app_config cfg{};
-  if (!opt.ip.empty() && !parse_ipv4(opt.ip, &cfg.ip))
-    return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", opt.ip), result);
+  if (opt.ring < 2 || (opt.ring & (opt.ring - 1)) != 0)
+    return bad_option(fmt::format("--ring {} is not a power of two >= 2", opt.ring), result);
+  if (!opt.ip.empty()) {
+    if (!parse_ipv4(opt.ip, &cfg.ip))
+      return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", printable(opt.ip)), result);
+    // The address pp answers ARP, ICMP echo and HTTP for: one host's own.
+    const char* why = cfg.ip == 0                 ? "0.0.0.0 means no address; give this host's own address"
+                      : cfg.ip == 0xffffffffu     ? "a broadcast address cannot be a host's own address"
+                      : (cfg.ip >> 28) == 0xe     ? "a multicast address (224.0.0.0/4) cannot be a host's own address"
+                      : (cfg.ip >> 28) == 0xf     ? "240.0.0.0/4 is reserved, not a host address"
+                                                  : nullptr;
+    if (why) return bad_option(fmt::format("--ip {}: {}", printable(opt.ip), why), result);
+  }
   if (!opt.mac.empty()) {
-    if (!parse_mac(opt.mac, cfg.mac)) return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", opt.mac), result);
+    if (!parse_mac(opt.mac, cfg.mac))
+      return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", printable(opt.mac)), result);
+    static const uint8_t zero[6] = {};
+    const char* why = (cfg.mac[0] & 1) ? (std::memcmp(cfg.mac, "\xff\xff\xff\xff\xff\xff", 6) == 0
+                                               ? "the broadcast address cannot be a host's own address"
+                                               : "a multicast address (the first byte is odd) cannot be a host's own "
+                                                 "address")
+                      : std::memcmp(cfg.mac, zero, 6) == 0 ? "00:00:00:00:00:00 is not an address"
+                                                           : nullptr;
+    if (why) return bad_option(fmt::format("--mac {}: {}", printable(opt.mac), why), result);
   } else {
     cfg.mac[0] = 0x02;  // locally administered, unicast
     cfg.mac[1] = 0x00;
@@ -1107,7 +1128,7 @@ void add_command(CLI::App& app) {
                   "list (0,1) spreads every class's queues over several GPUs, one context and kernel each")
       ->capture_default_str();
   sub->add_option("--queues", opt->queues, "RX queues (kernel blocks) per traffic class: udp, tcp and icmp")
-      ->check(CLI::Range(1u, k_max_queues))
+      ->check(gnio::cli::whole(1, k_max_queues))
       ->capture_default_str();
   sub->add_option("--ip", opt->ip, "own IPv4 address: answers ARP and ICMP echo for it, serves HTTP on it");
   sub->add_option("--mac", opt->mac, "own MAC address (default 02:00 followed by the 4 bytes of --ip)");
@@ -1115,15 +1136,20 @@ void add_command(CLI::App& app) {
                 "serve HTTP on --ip port 80: SYN/FIN/RST on a CPU thread, GET answered by the GPU");
   sub->add_flag("--reply-all", opt->reply_all, "answer every ICMP echo request, whatever its address (capture replay)");
   sub->add_option("--stats-interval", opt->stats_interval, "seconds between stats lines on stdout (0: none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(gnio::cli::number(0))
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
   sub->add_option("--duration", opt->duration, "stop after S seconds (0: when the stream ends, or Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--batch", opt->batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
-  sub->add_option("--threads", opt->threads, "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")->check(CLI::Range(32u, 768u))->capture_default_str();
-  sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")->capture_default_str();
+      ->check(gnio::cli::number(0));
+  sub->add_option("--batch", opt->batch, "max packets per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+  sub->add_option("--threads", opt->threads,
+                  "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")
+      ->check(gnio::cli::whole(32, 768))
+      ->capture_default_str();
+  sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")
+      ->check(gnio::cli::power_of_two(2, 1u << 31))
+      ->capture_default_str();
   sub->callback([opt, sub] {
     options o = *opt;
     // run() reads an empty name as "not given"; on the command line it is a mistake.

@@ -34,6 +34,7 @@
 #include <gnio/console.hpp>
 #include <gnio/signals.hpp>
 
+#include "cli.hpp"
 #include "flow_count.hpp"
 
 namespace flow_count {
@@ -459,33 +460,36 @@ int main(int argc, char** argv) {
                    "GPU selector overriding --exec: ordinal, PCIe bus id, host or auto; a comma-separated list (0,1) "
                    "spreads the queues over several GPUs, one context and kernel each");
     app.add_option("--queues", o.queues, "RX queues (one kernel block, or host thread, per queue)")
-        ->check(CLI::Range(1u, flow_count::max_queues))
+        ->check(gnio::cli::whole(1, flow_count::max_queues))
         ->capture_default_str();
-    app.add_option("--ring", o.ring, "descriptors per RX queue (power of two)")->capture_default_str();
+    app.add_option("--ring", o.ring, "descriptors per RX queue (power of two)")
+        ->check(gnio::cli::power_of_two(2, 1u << 31))
+        ->capture_default_str();
     app.add_option("--pkt-mem", o.pkt_mem_text,
                    "where frames land: auto (mapped host memory, or the backend's RX pool by reference), cpu_gpu, or "
                    "gpu (GPU memory, filled by asynchronous copies)")
         ->check(CLI::IsMember({"auto", "cpu_gpu", "gpu"}))
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "max packets per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
-    app.add_option("--threads", o.threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
-    app.add_option("--table", o.table_cap, "flow table slots (power of two)")->capture_default_str();
-    app.add_option("--top", o.top, "flows shown on the console")->capture_default_str();
+    app.add_option("--batch", o.batch, "max packets per recv")
+        ->check(gnio::cli::whole(1, 65536))
+        ->capture_default_str();
+    app.add_option("--threads", o.threads, "CUDA threads per block")
+        ->check(gnio::cli::whole(32, 1024))
+        ->capture_default_str();
+    app.add_option("--table", o.table_cap, "flow table slots (power of two)")
+        ->check(gnio::cli::power_of_two(16, 1u << 31))
+        ->capture_default_str();
+    app.add_option("--top", o.top, "flows shown on the console")
+        ->check(gnio::cli::whole(0, UINT32_MAX))
+        ->capture_default_str();
     app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(gnio::cli::number(0));
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(gnio::cli::number(0))
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      std::ostringstream out, err;
-      rc = app.exit(e, out, err);
-      gnio::console::out(out.str());
-      gnio::console::err(err.str());
-      return gnio::console::finish("flow_count", rc);
-    }
+    // Usage errors exit with 2, --help with 0.
+    if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
 
     if (o.table_cap < 16 || (o.table_cap & (o.table_cap - 1)) != 0) {

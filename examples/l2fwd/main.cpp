@@ -25,6 +25,7 @@
 #include <gnio/console.hpp>
 #include <gnio/signals.hpp>
 
+#include "cli.hpp"
 #include "l2fwd.hpp"
 
 namespace l2fwd {
@@ -310,27 +311,24 @@ int main(int argc, char** argv) {
     app.add_option("--gpu", o.gpu_sel, "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
         ->capture_default_str();
     app.add_option("--queues", o.queues, "RX queues, each with its TX queue and kernel block")
-        ->check(CLI::Range(1u, l2fwd::max_queues))
+        ->check(gnio::cli::whole(1, l2fwd::max_queues))
         ->capture_default_str();
-    app.add_option("--ring", o.ring, "descriptors per RX and TX queue (power of two)")->capture_default_str();
-    app.add_option("--batch", o.batch, "max frames per recv")->check(CLI::Range(1u, 65536u))->capture_default_str();
-    app.add_option("--threads", o.threads, "CUDA threads per block")->check(CLI::Range(32u, 1024u))->capture_default_str();
+    app.add_option("--ring", o.ring, "descriptors per RX and TX queue (power of two)")
+        ->check(gnio::cli::power_of_two(2, 1u << 31))
+        ->capture_default_str();
+    app.add_option("--batch", o.batch, "max frames per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+    app.add_option("--threads", o.threads, "CUDA threads per block")
+        ->check(gnio::cli::whole(32, 1024))
+        ->capture_default_str();
     app.add_flag("--no-mac-swap", o.no_swap, "forward frames unchanged");
     app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(gnio::cli::number(0));
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(gnio::cli::number(0))
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      std::ostringstream out, err;
-      rc = app.exit(e, out, err);
-      gnio::console::out(out.str());
-      gnio::console::err(err.str());
-      return gnio::console::finish("l2fwd", rc);
-    }
+    // Usage errors exit with 2, --help with 0.
+    if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("l2fwd", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
 
     // The JSON path is checked before anything runs: it must be writable, and

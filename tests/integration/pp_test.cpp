@@ -1354,9 +1354,75 @@ TEST(Cli, BadOptionsAreRejected) {
   expect_rejected(run_tool({"pp", "--port", "pair:name=bad3", "--gpu", "host", "--ip", "10.0.0.1", "--mac", "zz"}),
                   {"--mac"});
   expect_rejected(run_tool({"pp", "--port", "pcap:file=" + data("http.pcap"), "--gpu", "host", "--ring", "1000"}),
-                  {"invalid_value", "power of two"});
+                  {"--ring", "power of two"});
   expect_rejected(run_tool({"pp", "--port", "bogus:x=1", "--gpu", "host"}), {"bad_config", "bogus"});
   expect_rejected(run_tool({"pp", "--gpu", "host"}), {"--port"});
+}
+
+// Usage errors exit with 2 (not CLI11's 104..114) and say what is wrong in
+// words: NaN and inf are refused for every number, non-numbers are "not a
+// number", and no range is printed as a 309-digit DBL_MAX.
+TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"--duration", "nan"}, {"--duration", "nan is not a finite number"}},
+      {{"--duration", "inf"}, {"--duration", "inf is not a finite number"}},
+      {{"--stats-interval", "nan"}, {"--stats-interval", "not a finite number"}},
+      {{"--stats-interval", "1e999"}, {"--stats-interval", "not a finite number"}},
+      {{"--duration", "abc"}, {"--duration", "abc is not a number"}},
+      {{"--duration", "-2"}, {"--duration", "-2 is below the minimum 0"}},
+      {{"--queues", "abc"}, {"--queues", "abc is not a whole number"}},
+      {{"--queues", "16"}, {"--queues", "16 is above the maximum 15"}},
+      {{"--threads", "1000"}, {"--threads", "above the maximum 768"}},
+      {{"--ring", "3"}, {"--ring", "3 is not a power of two"}},
+      {{"--ring", "0"}, {"--ring", "below the minimum 2"}},
+      {{"--no-such-option"}, {"--no-such-option"}},
+  };
+  for (const auto& [extra, mention] : cases) {
+    std::vector<std::string> args = {"pp", "--port", port, "--gpu", "host"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    SCOPED_TRACE(extra.front() + (extra.size() > 1 ? " " + extra[1] : ""));
+    auto r = run_tool(args, false);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("17976931348623157"), std::string::npos) << r.describe();
+  }
+  auto missing = run_tool({"pp", "--gpu", "host"}, false);
+  EXPECT_EQ(missing.code, 2) << missing.describe();
+  // In-process callers get the same check of the ring.
+  auto o = capture_options(data("http.pcap"));
+  o.ring = 3;
+  const auto in_process = run_app(o);
+  EXPECT_EQ(in_process.rc, 2);
+  EXPECT_NE(in_process.j.value("error", "").find("--ring 3"), std::string::npos) << in_process.j.dump(2);
+}
+
+TEST(Cli, AddressesThatCannotBeThisHostsAreRefused) {
+  struct bad {
+    std::vector<std::string> args;
+    std::string mention;
+  };
+  for (const bad& c : std::vector<bad>{
+           {{"--ip", "0.0.0.0", "--http-server"}, "--ip 0.0.0.0: 0.0.0.0 means no address"},
+           {{"--ip", "0.0.0.0"}, "0.0.0.0 means no address"},
+           {{"--ip", "255.255.255.255"}, "broadcast"},
+           {{"--ip", "224.0.0.251"}, "multicast"},
+           {{"--ip", "10.0.0.1", "--mac", "01:02:03:04:05:06"}, "--mac 01:02:03:04:05:06: a multicast address"},
+           {{"--ip", "10.0.0.1", "--mac", "ff:ff:ff:ff:ff:ff"}, "broadcast"},
+           {{"--ip", "10.0.0.1", "--mac", "00:00:00:00:00:00"}, "not an address"},
+       }) {
+    std::vector<std::string> args = {"pp", "--port", "pair:name=addr", "--gpu", "host"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(c.mention);
+    auto r = run_tool(args, false);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find(c.mention), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("needs --ip"), std::string::npos) << "--ip was given\n" << r.describe();
+  }
 }
 
 TEST(Cli, GpuListsAreChecked) {

@@ -2,6 +2,8 @@
 // The gnio command.
 #include <csignal>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
+#include "cli.hpp"
 #include "diag.hpp"
 #include "pp_app.hpp"
 
@@ -25,12 +28,12 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"gnio: GPU-initiated packet I/O tools"};
     app.require_subcommand(1);
+    const std::string version_text =
+        fmt::format("gnio {}\ncuda: {}", GNIO_VERSION_STRING, gnio::built_with_cuda() ? "yes" : "no");
+    app.set_version_flag("--version", version_text, "print gnio's version and build options (as `gnio version`)");
 
     auto* version = app.add_subcommand("version", "print gnio's version and build options");
-    version->callback([] {
-      gnio::console::out(
-          fmt::format("gnio {}\ncuda: {}\n", GNIO_VERSION_STRING, gnio::built_with_cuda() ? "yes" : "no"));
-    });
+    version->callback([version_text] { gnio::console::out(version_text + "\n"); });
 
     auto* backends = app.add_subcommand("backends", "list the port backends and their device-string options");
     backends->callback([] {
@@ -52,16 +55,32 @@ int main(int argc, char** argv) {
     gnio::pp::add_command(app);
     gnio::tool::add_diag_commands(app, &exit_code);
 
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      // Help, usage errors, and a subcommand's own exit status
-      // (CLI::RuntimeError), printed through the console like the rest.
-      std::ostringstream out, err;
-      exit_code = app.exit(e, out, err);
-      gnio::console::out(out.str());
-      gnio::console::err(err.str());
+    // The first word that is not an option names the command: one gnio does
+    // not have is named back, with the list (CLI11 would only say that a
+    // subcommand is required).
+    if (argc < 2) {
+      gnio::console::err("gnio: give a command (version, backends, pp, doctor, caps, explain); see gnio --help\n");
+      return gnio::console::finish("gnio", 2);
     }
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (!word.empty() && word[0] == '-') continue;
+      bool known = false;
+      std::string names;
+      for (const CLI::App* sub : std::as_const(app).get_subcommands([](const CLI::App*) { return true; })) {
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+        known = known || sub->check_name(word);
+      }
+      if (!known) {
+        gnio::console::err(fmt::format("gnio: '{}' is not a gnio command (commands: {}); see gnio --help\n",
+                                       gnio::printable(word), names));
+        return gnio::console::finish("gnio", 2);
+      }
+      break;
+    }
+    // Help and --version exit with 0, usage errors with 2, and a command
+    // with its own status (CLI::RuntimeError), printed through the console.
+    if (auto rc = gnio::cli::parse(app, argc, argv)) exit_code = *rc;
   } catch (...) {
     gnio::console::err("gnio: unexpected error: " + gnio::console::current_exception_text() + "\n");
     exit_code = 1;
