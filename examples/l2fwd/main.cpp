@@ -109,11 +109,23 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   auto p = gnio::port::open(*g, port_dev);
   if (!p && sig.requested()) return stopped_while(j, sig, "opening the port", p.err());
   if (!p) return fail_with(j, p.err(), "port");
-  if (!p->caps().rx || !p->caps().tx)
+  if (!p->caps().rx || !p->caps().tx) {
+    // Name what is missing: a pcap port receives with file= and transmits with tx=.
+    const bool pcap = port_dev.substr(0, port_dev.find(':')) == "pcap";
+    const bool rx = p->caps().rx, tx = p->caps().tx;
+    const std::string missing = !rx && !tx ? "cannot receive or transmit"
+                                : !rx      ? "cannot receive"
+                                           : "cannot transmit";
+    const std::string hint = !pcap      ? ""
+                             : !rx && !tx ? " (pcap needs file=CAPTURE to read and tx=FILE to write)"
+                             : !rx        ? " (pcap needs file=CAPTURE to read)"
+                                          : " (pcap needs tx=FILE to write)";
     return fail_with(j,
                      gnio::error(gnio::status::not_supported,
-                                 fmt::format("port {} must receive and transmit (pcap needs tx=FILE)", port_dev)),
+                                 fmt::format("port {} {}: l2fwd must receive and transmit{}",
+                                             gnio::printable(port_dev), missing, hint)),
                      "port");
+  }
 
   l2fwd::body b{};
   b.num_queues = queues;

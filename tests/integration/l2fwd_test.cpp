@@ -106,7 +106,49 @@ TEST(L2fwd, APortThatCannotTransmitIsRefused) {
   auto r = l2fwd({"--port", "pcap:file=" + k_data + "/http.pcap"});
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("not_supported"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("cannot transmit"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("tx=FILE"), std::string::npos) << r.describe();
+}
+
+TEST(L2fwd, APortThatCannotReceiveNamesTheMissingFile) {
+  // tx= was given; file= is what is missing.
+  const std::string tx = gnio::test::temp_path("l2fwd_txonly") + ".pcap";
+  auto r = l2fwd({"--port", "pcap:tx=" + tx});
+  std::remove(tx.c_str());
+  std::remove(tx.substr(0, tx.size() - 5).c_str());
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("cannot receive"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("file=CAPTURE"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("needs tx="), std::string::npos) << r.describe();
+}
+
+TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
+  const std::string port = "pcap:file=" + k_data + "/http.pcap,tx=/dev/null";
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"--duration", "nan"}, {"--duration", "nan is not a finite number"}},
+      {{"--duration", "inf"}, {"--duration", "not a finite number"}},
+      {{"--stats-interval", "nan"}, {"--stats-interval", "not a finite number"}},
+      {{"--duration", "x"}, {"--duration", "x is not a number"}},
+      {{"--queues", "abc"}, {"--queues", "abc is not a whole number"}},
+      {{"--ring", "3"}, {"--ring", "3 is not a power of two"}},
+      {{"--ring", "0"}, {"--ring", "0 is below the minimum 2"}},
+      {{"--threads", "2000"}, {"--threads", "2000 is above the maximum 1024"}},
+      {{"--bogus"}, {"--bogus"}},
+  };
+  for (const auto& [extra, mention] : cases) {
+    std::vector<std::string> args = {"--port", port};
+    args.insert(args.end(), extra.begin(), extra.end());
+    SCOPED_TRACE(extra.front() + (extra.size() > 1 ? " " + extra[1] : ""));
+    auto r = l2fwd(args, {});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
+  }
+  auto help = gnio::test::run_process({k_bin, "--help"});
+  EXPECT_EQ(help.code, 0) << help.describe();
+  EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
 }
 
 // ---------------------------------------------------------------------------
