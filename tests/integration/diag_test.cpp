@@ -190,6 +190,55 @@ TEST(Explain, UnknownInputExitsTwoWithAMessage) {
   EXPECT_EQ(run(tool() + " explain").rc, 2);
 }
 
+TEST(Explain, AllWithJsonPrintsJsonAndAnExtraCodeIsRefused) {
+  int rc = 0;
+  const std::string out = stdout_of(tool() + " explain --all --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  expect_valid(out, "explain-all.schema.json");
+  const auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.at("statuses").size(), gnio::all_statuses().size());
+  for (size_t i = 0; i < j.at("statuses").size(); ++i) {
+    const auto& d = gnio::all_statuses()[i];
+    EXPECT_EQ(j["statuses"][i]["code"], static_cast<int>(d.code));
+    EXPECT_EQ(j["statuses"][i]["name"], std::string(d.name));
+    EXPECT_EQ(j["statuses"][i]["next"], std::string(d.next));
+  }
+  for (const char* extra : {" explain --all 18", " explain 18 --all", " explain --all --json bad_state"}) {
+    auto r = run(tool() + extra);
+    EXPECT_EQ(r.rc, 2) << extra << "\n" << r.out;
+    EXPECT_NE(r.out.find("--all"), std::string::npos) << extra << "\n" << r.out;
+  }
+}
+
+TEST(Cli, AnUnknownCommandIsNamed) {
+  for (const char* bad : {"bogus", "pp2", "explian"}) {
+    auto r = run(tool() + " " + bad);
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_NE(r.out.find(std::string("'") + bad + "' is not a gnio command"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("explain"), std::string::npos) << "the list of commands\n" << r.out;
+  }
+  // A control character in the word is shown escaped.
+  auto esc = run(tool() + " \"$(printf '\\033[31mred')\"");
+  EXPECT_EQ(esc.rc, 2) << esc.out;
+  EXPECT_EQ(esc.out.find('\x1b'), std::string::npos) << esc.out;
+  EXPECT_NE(esc.out.find("\\x1b[31mred"), std::string::npos) << esc.out;
+  auto none = run(tool());
+  EXPECT_EQ(none.rc, 2) << none.out;
+  auto opt = run(tool() + " --bogus");
+  EXPECT_EQ(opt.rc, 2) << opt.out;
+}
+
+TEST(Cli, VersionFlagPrintsWhatVersionPrints) {
+  auto flag = run(tool() + " --version");
+  auto cmd = run(tool() + " version");
+  EXPECT_EQ(flag.rc, 0) << flag.out;
+  EXPECT_EQ(cmd.rc, 0) << cmd.out;
+  EXPECT_EQ(flag.out, cmd.out);
+  EXPECT_EQ(flag.out.rfind("gnio ", 0), 0u) << flag.out;
+  EXPECT_EQ(run(tool() + " --help").rc, 0);
+  EXPECT_EQ(run(tool() + " pp --help").rc, 0);
+}
+
 // stdout on a full device: every command reports it once on stderr with the
 // errno text and exits 1. It once died of SIGABRT (backends: fmt::print
 // threw) or, for output shorter than stdio's buffer, exited 0 in silence.

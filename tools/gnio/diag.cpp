@@ -388,7 +388,7 @@ int run_explain(const std::string& what, bool as_json) {
   status s;
   if (!parse_status(what, s)) {
     warn("gnio explain: '{}' is not a gnio status code or name (0..{}, e.g. bad_state or DOCA_ERROR_BAD_STATE); "
-               "`gnio explain --all` lists them\n", what, num_statuses - 1);
+               "`gnio explain --all` lists them\n", gnio::printable(what), num_statuses - 1);
     return 2;
   }
   const auto& d = describe(s);
@@ -436,8 +436,23 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
   explain->footer("Exit status: 0 for a known code, 2 for unknown input.");
   explain->callback([exit_code] {
     if (all) {
-      for (const auto& d : all_statuses())
-        say("{:>2} {:<22} {:<8} {}\n", static_cast<int>(d.code), d.name, to_string(d.where), d.meaning);
+      if (!code.empty()) {
+        warn("gnio explain: --all lists every code; give it alone or give one code ('{}' was given too)\n",
+             gnio::printable(code));
+        *exit_code = 2;
+        return;
+      }
+      if (explain_json) {
+        json list = json::array();
+        for (const auto& d : all_statuses())
+          list.push_back({{"code", static_cast<int>(d.code)}, {"name", std::string(d.name)},
+                          {"meaning", std::string(d.meaning)}, {"layer", std::string(to_string(d.where))},
+                          {"next", std::string(d.next)}});
+        gnio::console::out(json{{"schema", "gnio-explain-all/1"}, {"statuses", list}}.dump(2) + "\n");
+      } else {
+        for (const auto& d : all_statuses())
+          say("{:>2} {:<22} {:<8} {}\n", static_cast<int>(d.code), d.name, to_string(d.where), d.meaning);
+      }
       *exit_code = 0;
       return;
     }
