@@ -585,7 +585,15 @@ TEST(BadInput, InvalidPcapVersions) {
     SCOPED_TRACE(f);
     auto r = flow_count({"--port", "pcap:file=" + data(f), "--exec", "host"});
     expect_rejected(r, {"unsupported_version"}, {f, "version"});
+    // One readable sentence (it once read "a capture format version libpcap
+    // version 1.10.3 (with TPACKET_V3) cannot read").
+    EXPECT_EQ(r.err.find("libpcap version"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("reads pcap 2.4 and pcapng 1.0"), std::string::npos) << r.err;
   }
+  auto v25 = flow_count({"--port", "pcap:file=" + data("pcap-invalid-version-2.pcap"), "--exec", "host"});
+  EXPECT_NE(v25.err.find("pcap-invalid-version-2.pcap' has an unsupported pcap format version 2.5 (libpcap 1."),
+            std::string::npos)
+      << v25.err;
 }
 
 TEST(BadInput, CompressedCaptureSaysGunzip) {

@@ -229,12 +229,25 @@ error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* 
     // libpcap has no error codes for this; its messages for a recognised
     // format of an unknown version say "version" (or "archaic" for pre-2.0).
     if (why.find("version") != std::string::npos || why.find("archaic") != std::string::npos) {
-      // "libpcap version 1.10.3 (with TPACKET_V3)": the version, without the build details.
+      // "libpcap version 1.10.3 (with TPACKET_V3)" -> "1.10.3".
       std::string lib = pcap_lib_version();
       lib = lib.substr(0, lib.find(" ("));
+      if (lib.rfind("libpcap version ", 0) == 0) lib = lib.substr(16);
+      // "unsupported pcap savefile version 9.4" -> "9.4".
+      std::string ver;
+      if (const size_t at = why.rfind("version "); at != std::string::npos) {
+        ver = why.substr(at + 8);
+        ver = ver.substr(0, ver.find_first_not_of("0123456789."));
+      }
+      const char* format = why.find("pcapng") != std::string::npos ? "pcapng" : "pcap";
+      if (!ver.empty())
+        return fail(status::unsupported_version,
+                    "pcap: '{}' has an unsupported {} format version {} (libpcap {} reads pcap 2.4 and pcapng 1.0)",
+                    path, format, ver, lib);
       return fail(status::unsupported_version,
-                  "pcap: cannot read '{}': its capture format version is one {} does not read (libpcap: {})", path,
-                  lib, why);
+                  "pcap: '{}' has a {} format version that libpcap {} does not read (pcap 2.4 and pcapng 1.0 are "
+                  "read; libpcap: {})",
+                  path, format, lib, why);
     }
     if (why.find("unknown file format") != std::string::npos)
       return fail(status::bad_config, "pcap: '{}' is not a pcap or pcapng capture (libpcap: {})", path, why);
