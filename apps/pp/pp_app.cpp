@@ -479,6 +479,14 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
 
   std::string used_dev;
   auto p = open_port(ctxs.front()->g, opt, con, &used_dev);
+  if (!p && stop && stop->load()) {
+    // A stop (Ctrl-C) while the port was opening, e.g. a FIFO no one writes
+    // to: the open was interrupted, nothing is wrong with a disk or a file.
+    const std::string msg = fmt::format("stopped while opening the port, before anything ran ({})", p.err().message());
+    warn("pp: {}\n", msg);
+    set_error(result, msg, to_string(status::shutdown), "port");
+    return 1;
+  }
   if (!p) return report_error(p.err(), "port", result);
 
   if (!p->caps().rx)

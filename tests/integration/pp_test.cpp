@@ -7,6 +7,9 @@
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
 // GPU) picks the executor of gnio::pp::run; GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN
 // and GNIO_CORPUS_DIR override the paths compiled in.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -1398,6 +1401,45 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const auto in_process = run_app(o);
   EXPECT_EQ(in_process.rc, 2);
   EXPECT_NE(in_process.j.value("error", "").find("--ring 3"), std::string::npos) << in_process.j.dump(2);
+}
+
+// F17k: Ctrl-C while pp waits to open a FIFO no one writes to is a stop by
+// the user, not a disk or integrity problem.
+TEST(Cli, CtrlCWhileOpeningAFifoIsAStopNotADiskError) {
+  const std::string fifo = temp_path("pp_fifo");
+  ASSERT_EQ(::unlink(fifo.c_str()), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto r = run_tool({"pp", "--port", "pcap:file=" + fifo, "--gpu", "host", "--stats-interval", "0"}, true, 1000ms, 30s);
+  (void)::unlink(fifo.c_str());
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("pp: stopped while opening the port"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("disk space"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("io_failed"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_EQ(r.j->value("error_status", ""), "shutdown") << r.j->dump(2);
+}
+
+// F17l: the same errno gives the same status and hint on every port: a
+// --pcap-out in a directory that does not exist is not_found, found when the
+// port opens, on a pcap port (which writes tx= itself) and on a gen port
+// (the core's tx_pcap=) alike, and no file is left.
+TEST(Cli, APcapOutInAMissingDirectoryIsNotFoundOnEveryPort) {
+  const std::string out = k_data + "/no_such_dir/r.pcap";
+  std::string hint;
+  for (const std::string port : {"pcap:file=" + data("dns_icmp.pcap"), std::string("gen:count=10,mix=all")}) {
+    SCOPED_TRACE(port);
+    auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--reply-all", "--pcap-out", out, "--stats-interval", "0"},
+                      false);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.err.find("pp: port: not_found: "), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find(out + "': No such file or directory"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("disk space"), std::string::npos) << r.describe();
+    const std::string h = r.err.substr(r.err.find("pp: hint"));
+    if (hint.empty()) hint = h;
+    EXPECT_EQ(h, hint);
+  }
 }
 
 TEST(Cli, AddressesThatCannotBeThisHostsAreRefused) {
