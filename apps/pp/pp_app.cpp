@@ -400,6 +400,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   app_config cfg{};
   if (opt.ring < 2 || (opt.ring & (opt.ring - 1)) != 0)
     return bad_option(fmt::format("--ring {} is not a power of two >= 2", opt.ring), result);
+  if (opt.rx_slot < 64 || opt.rx_slot > (1u << 20) || opt.rx_slot % 64 != 0)
+    return bad_option(fmt::format("--rx-slot {} is not a multiple of 64 in 64..1048576", opt.rx_slot), result);
   if (!opt.ip.empty()) {
     if (!parse_ipv4(opt.ip, &cfg.ip))
       return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", printable(opt.ip)), result);
@@ -563,11 +565,30 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   }
   auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[block_local[blk]]; };
 
+  // Counted before it is taken (F19): every ring slot is touched, so rings
+  // that cannot be backed are refused here rather than by the OOM killer.
+  {
+    uint64_t num_txq = 0;
+    if (can_tx)
+      for (uint32_t blk = 0; blk < num_blocks; ++blk)
+        num_txq += role_of(blk) == role::udp || (role_of(blk) == role::tcp && !opt.http_server) ? 0 : 1;
+    const uint64_t bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
+    if (const std::string why = gnio::cli::memory_refusal(
+            fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n), bytes,
+            gnio::cli::available_memory());
+        !why.empty()) {
+      warn("pp: {}\n", why);
+      set_error(result, why, "no_memory", "options");
+      return 2;
+    }
+  }
+
   std::vector<uint32_t> group[4];
   for (uint32_t blk = 0; blk < num_blocks; ++blk) {
     auto& c = *ctxs[block_ctx[blk]];
     rxq_config rc;
     rc.num_descs = opt.ring;
+    rc.stride = opt.rx_slot;
     rc.owner = &c.g;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);
@@ -958,6 +979,9 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     set_error(&failure, msg, "io_failed", "transmit");
     rc = 1;
   }
+  uint64_t truncated = 0;
+  for (const auto& q : st.rxq) truncated += q.truncated;
+  if (const std::string w = gnio::cli::truncation_warning("pp", truncated, opt.rx_slot); !w.empty()) warn("{}", w);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
   for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
@@ -1008,6 +1032,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   j["tx_errors"] = st.tx_errors;
   j["tx_bad_addr"] = tx_bad_addr;
   j["reports"] = reports;
+  j["truncated"] = truncated;
+  j["rx_slot"] = opt.rx_slot;
   j["final_reports"] = std::count(got_final.begin(), got_final.end(), true);
   j["mpps"] = seconds > 0 ? total.packets / seconds / 1e6 : 0.0;
 
@@ -1154,6 +1180,11 @@ void add_command(CLI::App& app) {
   sub->add_option("--threads", opt->threads,
                   "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")
       ->check(gnio::cli::whole(32, 768))
+      ->capture_default_str();
+  sub->add_option("--rx-slot", opt->rx_slot,
+                  "bytes per RX buffer slot: the longest frame a slot holds; longer frames are cut and counted as "
+                  "truncated (a multiple of 64, up to 1048576; 9216 for 9000-byte jumbo frames)")
+      ->check(gnio::cli::slot_bytes())
       ->capture_default_str();
   sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")
       ->check(gnio::cli::power_of_two(2, 1u << 31))

@@ -108,6 +108,7 @@ int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step,
 struct options {
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
+  uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   std::string command;
 };
@@ -180,11 +181,37 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     set_error(j, msg, "invalid_value", "options");
     return 2;
   }
+  // Memory is counted before it is taken (F19): every ring slot is touched,
+  // and so is the flow table on the host executor, so a size that cannot be
+  // backed is refused here rather than ending in the OOM killer.
+  {
+    uint64_t host_tables = 0;
+    for (const auto& c : ctxs)
+      if (c->g.info().executor == gnio::executor_kind::host) ++host_tables;
+    const uint64_t table_bytes = host_tables * sizeof(flow_count::flow_entry) * table_cap;
+    const uint64_t ring_bytes = uint64_t{queues} * gnio::cli::rx_ring_bytes(ring, o.rx_slot);
+    const gnio::cli::memory_room room = gnio::cli::available_memory();
+    std::string why = gnio::cli::memory_refusal(
+        fmt::format("--table {} ({} slots of {} bytes on {} host executor(s))", table_cap, table_cap,
+                    sizeof(flow_count::flow_entry), host_tables),
+        table_bytes, room);
+    if (why.empty())
+      why = gnio::cli::memory_refusal(fmt::format("--ring {} on {} queue(s)", ring, queues), ring_bytes, room);
+    if (why.empty())
+      why = gnio::cli::memory_refusal(fmt::format("--ring {} on {} queue(s) with --table {}", ring, queues, table_cap),
+                                      ring_bytes + table_bytes, room);
+    if (!why.empty()) {
+      warn("flow_count: {}\n", why);
+      set_error(j, why, "no_memory", "options");
+      return 2;
+    }
+  }
   // Queue i belongs to GPU i mod N: the port's RSS over all queues spreads flows over the GPUs.
   for (uint32_t i = 0; i < queues; ++i) {
     auto& c = *ctxs[i % ctxs.size()];
     gnio::rxq_config rc;
     rc.num_descs = ring;
+    rc.stride = o.rx_slot;
     rc.owner = &c.g;
     rc.pkt_mem = pkt_mem;
     auto id = p->create_rxq(rc);
@@ -347,6 +374,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     say("flow_count: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not "
         "in received)\n",
         st.rx_dropped);
+  uint64_t truncated = 0;
+  for (const auto& q : st.rxq) truncated += q.truncated;
+  if (const std::string w = gnio::cli::truncation_warning("flow_count", truncated, o.rx_slot); !w.empty()) warn("{}", w);
   if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) say("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
   if (sum.packets == 0 && !stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
@@ -383,6 +413,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["source_dropped"] = st.rx_dropped;
   j["malformed"] = sum.malformed;
   j["table_full"] = sum.table_full;
+  j["truncated"] = truncated;
+  j["rx_slot"] = o.rx_slot;
   j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
@@ -464,6 +496,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--ring", o.ring, "descriptors per RX queue (power of two)")
         ->check(gnio::cli::power_of_two(2, 1u << 31))
+        ->capture_default_str();
+    app.add_option("--rx-slot", o.rx_slot,
+                   "bytes per RX buffer slot: the longest frame a slot holds; longer frames are cut and counted as "
+                   "truncated (a multiple of 64, up to 1048576; 9216 for 9000-byte jumbo frames)")
+        ->check(gnio::cli::slot_bytes())
         ->capture_default_str();
     app.add_option("--pkt-mem", o.pkt_mem_text,
                    "where frames land: auto (mapped host memory, or the backend's RX pool by reference), cpu_gpu, or "

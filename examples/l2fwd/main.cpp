@@ -80,6 +80,7 @@ struct options {
   std::string port_dev, gpu_sel = "auto", json_path;
   // Large batches pay for the wait on each batch's transmission (see the README).
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512;
+  uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
   std::string command;
@@ -127,6 +128,18 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
                      "port");
   }
 
+  // Counted before it is taken (F19): every ring slot is touched, so rings
+  // that cannot be backed are refused here rather than by the OOM killer.
+  if (const std::string why = gnio::cli::memory_refusal(
+          fmt::format("--ring {} on {} RX and {} TX queue(s)", ring, queues, queues),
+          uint64_t{queues} * (gnio::cli::rx_ring_bytes(ring, o.rx_slot) + gnio::cli::tx_ring_bytes(ring, o.rx_slot)),
+          gnio::cli::available_memory());
+      !why.empty()) {
+    warn("l2fwd: {}\n", why);
+    set_error(j, why, "no_memory", "options");
+    return 2;
+  }
+
   l2fwd::body b{};
   b.num_queues = queues;
   b.batch = batch;
@@ -135,10 +148,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   for (uint32_t i = 0; i < queues; ++i) {
     gnio::rxq_config rc;
     rc.num_descs = ring;
+    rc.stride = o.rx_slot;
     auto rq = p->create_rxq(rc);
     if (!rq) return fail_with(j, rq.err(), "create_rxq");
     gnio::txq_config tc;
     tc.num_descs = ring;
+    tc.stride = o.rx_slot;  // a frame that fits an RX slot fits its TX slot
     auto tq = p->create_txq(tc);
     if (!tq) return fail_with(j, tq.err(), "create_txq");
     b.rx[i] = *p->rxq(*rq);
@@ -239,9 +254,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     say("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
         "received)\n",
         st.rx_dropped);
+  uint64_t truncated = 0;
+  for (const auto& q : st.rxq) truncated += q.truncated;
+  if (const std::string w = gnio::cli::truncation_warning("l2fwd", truncated, o.rx_slot); !w.empty()) warn("{}", w);
 
   j["packets"] = sum.packets;
   j["bytes"] = sum.bytes;
+  j["truncated"] = truncated;
+  j["rx_slot"] = o.rx_slot;
   j["forwarded"] = sum.forwarded;
   j["tx_failed"] = sum.tx_failed;
   j["tx_frames"] = st.tx_frames;
@@ -331,6 +351,11 @@ int main(int argc, char** argv) {
     app.add_option("--batch", o.batch, "max frames per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
+        ->capture_default_str();
+    app.add_option("--rx-slot", o.rx_slot,
+                   "bytes per RX (and TX) buffer slot: the longest frame a slot holds; longer frames are cut and "
+                   "counted as truncated (a multiple of 64, up to 1048576; 9216 for 9000-byte jumbo frames)")
+        ->check(gnio::cli::slot_bytes())
         ->capture_default_str();
     app.add_flag("--no-mac-swap", o.no_swap, "forward frames unchanged");
     app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")

@@ -27,6 +27,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include <gnio/device/flow_table.hpp>
 #include <nlohmann/json.hpp>
 
 #include <gnio/gpu.hpp>
@@ -589,6 +591,7 @@ TEST(BadInput, InvalidPcapVersions) {
     // version 1.10.3 (with TPACKET_V3) cannot read").
     EXPECT_EQ(r.err.find("libpcap version"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("reads pcap 2.4 and pcapng 1.0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("has a"), std::string::npos) << r.err;
   }
   auto v25 = flow_count({"--port", "pcap:file=" + data("pcap-invalid-version-2.pcap"), "--exec", "host"});
   EXPECT_NE(v25.err.find("pcap-invalid-version-2.pcap' has an unsupported pcap format version 2.5 (libpcap 1."),
@@ -626,6 +629,83 @@ TEST(BadInput, ImpossibleRingSizes) {
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
   }
+}
+
+// F17j: gen frames up to 9000 bytes are longer than the default 2048-byte RX
+// slot. They were counted as "malformed" without a word; now the cut frames
+// are counted as truncated with a warning that names the slot size and
+// --rx-slot, and --rx-slot 9216 receives them whole.
+TEST(FlowCount, JumboFramesAreReportedAsTruncatedAndFitWithALargerRxSlot) {
+  REQUIRE_EXECUTOR();
+  auto cut = flow_count({"--port", "gen:count=10,size=9000", "--exec", k_exec, "--stats-interval", "0"});
+  ASSERT_EQ(cut.code, 0) << cut.describe();
+  ASSERT_TRUE(cut.j) << cut.describe();
+  EXPECT_EQ(cut.j->at("truncated").get<uint64_t>(), 10u);
+  EXPECT_EQ(cut.j->at("rx_slot").get<uint64_t>(), 2048u);
+  EXPECT_NE(cut.err.find("10 frame(s) were longer than the 2048-byte RX slot"), std::string::npos) << cut.describe();
+  EXPECT_NE(cut.err.find("--rx-slot"), std::string::npos) << cut.describe();
+
+  auto whole = flow_count({"--port", "gen:count=10,size=9000", "--exec", k_exec, "--stats-interval", "0", "--rx-slot",
+                           "9216"});
+  ASSERT_EQ(whole.code, 0) << whole.describe();
+  ASSERT_TRUE(whole.j) << whole.describe();
+  EXPECT_EQ(whole.j->at("truncated").get<uint64_t>(), 0u);
+  EXPECT_EQ(whole.j->at("malformed").get<uint64_t>(), 0u);
+  EXPECT_EQ(whole.j->at("packets").get<uint64_t>(), 10u);
+  EXPECT_EQ(whole.j->at("bytes").get<uint64_t>(), 90000u);
+  EXPECT_EQ(whole.err.find("RX slot"), std::string::npos) << whole.describe();
+
+  for (const char* bad : {"100", "32", "2097152"}) {
+    auto r = flow_count({"--port", "gen:count=1", "--exec", "host", "--rx-slot", bad}, false);
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find("--rx-slot"), std::string::npos) << r.describe();
+  }
+}
+
+// MemAvailable from /proc/meminfo, in bytes (0 when unknown).
+uint64_t mem_available() {
+  std::ifstream mi("/proc/meminfo");
+  for (std::string line; std::getline(mi, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) return std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+  return 0;
+}
+
+// F19: a --table or --ring that cannot be backed is refused before anything
+// is allocated (the host executor touches every byte, so it once ended in
+// the OOM killer). Each run has an address-space limit, so that a check that
+// lets it through fails the allocation instead of taking the machine's memory.
+TEST(BadInput, ATableOrRingThatCannotFitIsRefusedBeforeAllocating) {
+  const uint64_t gib = uint64_t{1} << 30;
+  {
+    gnio::test::run_options o;
+    o.address_space_limit = 2 * gib;
+    // 2^27 slots of sizeof(flow_entry) bytes: more than 2 GiB.
+    ASSERT_GT((uint64_t{1} << 27) * sizeof(gnio::device::flow_entry), 2 * gib);
+    auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--exec", "host", "--table", "134217728"}, o);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    for (const char* m : {"--table 134217728", "bytes", "RLIMIT_AS", "MemAvailable"})
+      EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    // 64 queues of 2^20 slots of 2 KiB: 128 GiB of rings.
+    auto q = gnio::test::run_process(
+        {k_bin, "--port", "gen:count=10", "--exec", "host", "--queues", "64", "--ring", "1048576"}, o);
+    EXPECT_EQ(q.code, 2) << q.describe();
+    EXPECT_NE(q.err.find("--ring 1048576 on 64 queue(s)"), std::string::npos) << q.describe();
+  }
+  // Without a limit of its own: a table larger than this machine's MemAvailable.
+  const uint64_t avail = mem_available();
+  uint64_t slots = 16;
+  while (slots * sizeof(gnio::device::flow_entry) <= avail && slots < (uint64_t{1} << 31)) slots *= 2;
+  if (avail == 0 || slots * sizeof(gnio::device::flow_entry) <= avail)
+    GTEST_SKIP() << "MemAvailable " << avail << " is more than the largest --table takes";
+  gnio::test::run_options o;
+  o.address_space_limit = avail + 4 * gib;  // a safety net only: MemAvailable is the smaller bound
+  auto r = gnio::test::run_process(
+      {k_bin, "--port", "gen:count=10", "--exec", "host", "--table", std::to_string(slots)}, o);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--table " + std::to_string(slots)), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("more than this machine can give: MemAvailable"), std::string::npos) << r.describe();
 }
 
 // Usage errors: exit status 2 (not CLI11's 104..114), a message that says

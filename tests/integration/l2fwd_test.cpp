@@ -122,6 +122,34 @@ TEST(L2fwd, APortThatCannotReceiveNamesTheMissingFile) {
   EXPECT_EQ(r.err.find("needs tx="), std::string::npos) << r.describe();
 }
 
+// F17j: 9000-byte frames fit a 9216-byte slot and go back out whole; with
+// the default 2048-byte slot the warning names the slot and --rx-slot.
+TEST(L2fwd, JumboFramesNeedALargerRxSlotAndSaySo) {
+  REQUIRE_EXECUTOR();
+  auto whole = l2fwd({"--port", "gen:count=10,size=9000", "--rx-slot", "9216"});
+  ASSERT_EQ(whole.code, 0) << whole.describe();
+  ASSERT_TRUE(whole.j) << whole.describe();
+  EXPECT_EQ(whole.j->at("truncated").get<uint64_t>(), 0u);
+  EXPECT_EQ(whole.j->at("forwarded").get<uint64_t>(), 10u);
+  EXPECT_EQ(whole.j->at("bytes").get<uint64_t>(), 90000u);
+  auto cut = l2fwd({"--port", "gen:count=10,size=9000"});
+  ASSERT_TRUE(cut.j) << cut.describe();
+  EXPECT_EQ(cut.j->at("truncated").get<uint64_t>(), 10u);
+  EXPECT_NE(cut.err.find("longer than the 2048-byte RX slot"), std::string::npos) << cut.describe();
+}
+
+// F19: rings that cannot be backed are refused before they are allocated
+// (under an address-space limit, so that a missed check fails safely).
+TEST(BadInput, RingsThatCannotFitAreRefusedBeforeAllocating) {
+  gnio::test::run_options o;
+  o.address_space_limit = uint64_t{2} << 30;
+  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576"}, o);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  for (const char* m : {"--ring 1048576 on 1 RX and 1 TX queue(s)", "bytes", "RLIMIT_AS"})
+    EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+}
+
 TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const std::string port = "pcap:file=" + k_data + "/http.pcap,tx=/dev/null";
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {

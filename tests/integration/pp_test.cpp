@@ -1403,6 +1403,20 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   EXPECT_NE(in_process.j.value("error", "").find("--ring 3"), std::string::npos) << in_process.j.dump(2);
 }
 
+// F19: rings that cannot be backed are refused before they are allocated
+// (under an address-space limit, so that a missed check fails safely).
+TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
+  gnio::test::run_options o;
+  o.address_space_limit = uint64_t{2} << 30;
+  auto r = gnio::test::run_process(
+      {k_tool, "pp", "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576", "--stats-interval", "0"}, o);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  for (const char* m : {"--ring 1048576 on 4 RX queues", "bytes", "RLIMIT_AS"})
+    EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+  EXPECT_EQ(r.err.find("create_rxq"), std::string::npos) << "refused before any queue\n" << r.describe();
+}
+
 // F17k: Ctrl-C while pp waits to open a FIFO no one writes to is a stop by
 // the user, not a disk or integrity problem.
 TEST(Cli, CtrlCWhileOpeningAFifoIsAStopNotADiskError) {

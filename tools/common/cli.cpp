@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <gnio/console.hpp>
+#include <gnio/device/ring.hpp>
 #include <gnio/printable.hpp>
 
 namespace gnio::cli {
@@ -73,6 +79,84 @@ CLI::Validator power_of_two(uint64_t lo, uint64_t hi) {
         return {};
       },
       fmt::format("POWER OF TWO in {}..{}", lo, hi));
+}
+
+CLI::Validator slot_bytes() {
+  const CLI::Validator range = whole(64, 1u << 20);
+  return CLI::Validator(
+      [range](std::string& in) -> std::string {
+        if (std::string why = range(in); !why.empty()) return why;
+        if (std::strtoull(in.c_str(), nullptr, 10) % 64 != 0)
+          return fmt::format("{} is not a multiple of 64 (e.g. 2048, 9216)", gnio::printable(in));
+        return {};
+      },
+      "BYTES: a multiple of 64 in 64..1048576");
+}
+
+std::string truncation_warning(std::string_view program, uint64_t truncated, uint32_t slot) {
+  if (truncated == 0) return {};
+  return fmt::format(
+      "{}: {} frame(s) were longer than the {}-byte RX slot and were cut (counted as truncated; their headers may "
+      "then count as malformed): raise --rx-slot (a multiple of 64, up to 1048576; e.g. --rx-slot 9216 for "
+      "9000-byte frames)\n",
+      program, truncated, slot);
+}
+
+uint64_t memory_room::usable() const noexcept {
+  uint64_t u = UINT64_MAX;
+  if (mem_available != 0) u = mem_available;
+  if (as_limit != 0) u = std::min(u, as_limit > as_used ? as_limit - as_used : 0);
+  return u;
+}
+
+memory_room available_memory() noexcept {
+  memory_room r;
+  try {
+    std::ifstream mi("/proc/meminfo");
+    for (std::string key; mi >> key;) {
+      uint64_t kib = 0;
+      mi >> kib;
+      if (key == "MemAvailable:") {
+        r.mem_available = kib * 1024;
+        break;
+      }
+      mi.ignore(256, '\n');
+    }
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    if (statm >> pages) r.as_used = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  } catch (...) {
+    // Unknown: nothing is refused on its account.
+  }
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) r.as_limit = lim.rlim_cur;
+  return r;
+}
+
+namespace {
+std::string bytes_text(uint64_t b) {
+  return fmt::format("{} bytes ({:.1f} GiB)", b, static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0));
+}
+}  // namespace
+
+std::string memory_refusal(const std::string& what, uint64_t bytes, const memory_room& room) {
+  if (bytes <= room.usable()) return {};
+  std::string have = room.mem_available ? "MemAvailable (/proc/meminfo) is " + bytes_text(room.mem_available)
+                                        : std::string("MemAvailable is unknown");
+  have += room.as_limit ? fmt::format(", RLIMIT_AS (ulimit -v) is {} with {} in use", bytes_text(room.as_limit),
+                                      bytes_text(room.as_used))
+                        : ", RLIMIT_AS is unlimited";
+  return fmt::format("{} needs at least {} of memory, more than this machine can give: {}", what, bytes_text(bytes),
+                     have);
+}
+
+uint64_t rx_ring_bytes(uint64_t num_descs, uint64_t stride) noexcept {
+  // num_descs + 1 frame buffers (backend::rx_ring_writer::area_bytes) and a completion each.
+  return (num_descs + 1) * stride + num_descs * sizeof(gnio::device::rx_cqe);
+}
+
+uint64_t tx_ring_bytes(uint64_t num_descs, uint64_t stride) noexcept {
+  return num_descs * (stride + sizeof(gnio::device::tx_desc));
 }
 
 int exit_status(const CLI::Error& e) noexcept {

@@ -35,6 +35,38 @@ CLI::Validator whole(uint64_t lo, uint64_t hi);
 // "3 is not a power of two (2, 4, 8, ...)").
 CLI::Validator power_of_two(uint64_t lo, uint64_t hi);
 
+// --rx-slot: bytes of one RX buffer slot, the longest frame a slot holds
+// (longer frames are cut and counted as truncated): a multiple of 64 in
+// 64..1048576 (the core's range for rxq_config::stride).
+CLI::Validator slot_bytes();
+inline constexpr uint32_t default_rx_slot = 2048;
+
+// The warning for frames cut to the RX slot, or "" when none were:
+// "PROG: 10 frame(s) were longer than the 2048-byte RX slot and were cut
+// (truncated; they may count as malformed): raise --rx-slot, up to 1048576".
+[[nodiscard]] std::string truncation_warning(std::string_view program, uint64_t truncated, uint32_t slot);
+
+// Memory a run may still take, for refusing a size before it is allocated
+// (the host executor and the RX/TX rings touch every byte they get, so an
+// allocation that cannot be backed ends in the OOM killer, not an error).
+struct memory_room {
+  uint64_t mem_available = 0;  // MemAvailable in /proc/meminfo; 0 when unknown
+  uint64_t as_limit = 0;       // RLIMIT_AS; 0 when unlimited
+  uint64_t as_used = 0;        // this process's address space now (VmSize)
+  // The smaller of MemAvailable and what RLIMIT_AS leaves; UINT64_MAX when neither is known.
+  [[nodiscard]] uint64_t usable() const noexcept;
+};
+[[nodiscard]] memory_room available_memory() noexcept;
+
+// "" when `bytes` fits in room.usable(); otherwise the refusal: what (e.g.
+// "--table 268435456"), the bytes needed and what is available.
+[[nodiscard]] std::string memory_refusal(const std::string& what, uint64_t bytes, const memory_room& room);
+
+// Bytes the rings of one RX queue and one TX queue of num_descs slots take
+// (buffers of stride bytes and their descriptors).
+[[nodiscard]] uint64_t rx_ring_bytes(uint64_t num_descs, uint64_t stride = 2048) noexcept;
+[[nodiscard]] uint64_t tx_ring_bytes(uint64_t num_descs, uint64_t stride = 2048) noexcept;
+
 // The exit status for an error CLI11 threw while parsing: 0 for help and
 // version, a CLI::RuntimeError's own code, 2 for anything else.
 [[nodiscard]] int exit_status(const CLI::Error& e) noexcept;
