@@ -245,8 +245,8 @@ error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* 
                     "pcap: '{}' has an unsupported {} format version {} (libpcap {} reads pcap 2.4 and pcapng 1.0)",
                     path, format, ver, lib);
       return fail(status::unsupported_version,
-                  "pcap: '{}' has a {} format version that libpcap {} does not read (pcap 2.4 and pcapng 1.0 are "
-                  "read; libpcap: {})",
+                  "pcap: '{}' has a {} format version that libpcap {} does not read (it reads pcap 2.4 and pcapng "
+                  "1.0; libpcap: {})",
                   path, format, lib, why);
     }
     if (why.find("unknown file format") != std::string::npos)
