@@ -337,7 +337,7 @@ result<port> open_port(gpu& g, const options& opt, const console& con, std::stri
   if (!p || p->caps().tx || backend_of(opt.port) != "pcap") return p;
   (void)p->close();
   *used_dev = with_option(opt.port, "tx=" + opt.pcap_out);
-  con.out("pp: pcap port without tx=: --pcap-out uses {}\n", *used_dev);
+  con.out("pp: pcap port without tx=: --pcap-out uses {}\n", printable(*used_dev));
   return port::open(g, *used_dev);
 }
 
@@ -492,7 +492,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   if (!p) return report_error(p.err(), "port", result);
 
   if (!p->caps().rx)
-    return report_error(error(status::not_supported, fmt::format("port {} cannot receive", used_dev)), "port", result);
+    return report_error(error(status::not_supported, fmt::format("port {} cannot receive", printable(used_dev))), "port", result);
   // A GPU that fails the capability check for this port is reported and left
   // out. The port lives in the first context, so when that one goes the port
   // is opened again on the next.
@@ -534,7 +534,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   const gpu_info& info = ctxs.front()->info;
   const bool can_tx = p->caps().tx;
   if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
-    con.out("pp: port {} cannot transmit: replies are counted, not sent\n", opt.port);
+    con.out("pp: port {} cannot transmit: replies are counted, not sent\n", printable(opt.port));
 
   // RX queues: udp[n], tcp[n], icmp[n], arp_other, then the CPU's TCP control queue.
   struct rxq_info {
@@ -715,7 +715,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     ctrl->isn_secret = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   }
 
-  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}{}\n", used_dev, n,
+  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}{}\n",
+          printable(used_dev), n,
           opt.http_server ? " + TCP control on a CPU thread" : "", num_blocks,
           num_ctx > 1 ? fmt::format(" over {} GPUs", num_ctx) : std::string(),
           cfg.ip ? fmt::format("; ip {} mac {}", ip_text(cfg.ip), mac_text(cfg.mac)) : std::string());

@@ -1417,6 +1417,18 @@ TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
   EXPECT_EQ(r.err.find("create_rxq"), std::string::npos) << "refused before any queue\n" << r.describe();
 }
 
+// F17n: input with control characters is echoed escaped, never raw.
+TEST(Cli, ControlCharactersInADeviceStringAreEchoedEscaped) {
+  for (const std::string& port : {std::string("gen:count=5,\x1b[31mRED=1"), std::string("gen:count=5\nX=1"),
+                                  std::string("pcap:file=/no/such/\x1b[2Jfile.pcap")}) {
+    auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--stats-interval", "0"}, false);
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_NE(r.code, 0) << r.describe();
+    EXPECT_EQ(raw_control_bytes(r.out + r.err), "") << r.describe();
+    EXPECT_TRUE(r.err.find("\\x1b[") != std::string::npos || r.err.find("\\n") != std::string::npos) << r.describe();
+  }
+}
+
 // F17k: Ctrl-C while pp waits to open a FIFO no one writes to is a stop by
 // the user, not a disk or integrity problem.
 TEST(Cli, CtrlCWhileOpeningAFifoIsAStopNotADiskError) {
@@ -1441,7 +1453,7 @@ TEST(Cli, CtrlCWhileOpeningAFifoIsAStopNotADiskError) {
 TEST(Cli, APcapOutInAMissingDirectoryIsNotFoundOnEveryPort) {
   const std::string out = k_data + "/no_such_dir/r.pcap";
   std::string hint;
-  for (const std::string port : {"pcap:file=" + data("dns_icmp.pcap"), std::string("gen:count=10,mix=all")}) {
+  for (const std::string& port : {"pcap:file=" + data("dns_icmp.pcap"), std::string("gen:count=10,mix=all")}) {
     SCOPED_TRACE(port);
     auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--reply-all", "--pcap-out", out, "--stats-interval", "0"},
                       false);
