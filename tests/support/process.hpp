@@ -80,6 +80,7 @@ struct run_options {
   // `signal` (default SIGINT, a user's Ctrl-C) after this long; SIGKILL at limit.
   std::chrono::milliseconds signal_after = std::chrono::hours(24);
   int signal = SIGINT;
+  // (limit: four times as long in a sanitized build)
   std::chrono::milliseconds limit = std::chrono::seconds(60);
   // The child's stdout and stderr go to these files (e.g. /dev/full) instead
   // of being collected; proc_result::out or err is then empty.
