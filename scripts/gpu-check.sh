@@ -67,7 +67,7 @@ do_run() {
   local out=${OUT:-gpu-results}
   mkdir -p "$out"
   export LD_LIBRARY_PATH="$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export GNIO_TEST_DATA_DIR="$PWD/tests/data"
+  export GNIO_TEST_DATA_DIR="$PWD/tests/data" GNIO_SOURCE_DIR="$PWD"
   export GNIO_FLOW_COUNT_BIN="$PWD/$build/examples/flow_count/flow_count"
   export GNIO_TOOL_BIN="$PWD/$build/tools/gnio/gnio"
   export GNIO_L2FWD_BIN="$PWD/$build/examples/l2fwd/l2fwd"

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,13 +37,17 @@
 
 #include "conformance_kernels.hpp"
 #include "support/frames.hpp"
+#include "support/process.hpp"
 
 using namespace std::chrono_literals;
 using frames = std::vector<std::vector<uint8_t>>;
 
 namespace {
 
-std::string data(const char* name) { return std::string(GNIO_TEST_DATA_DIR) + "/" + name; }
+// tests/data, from the environment ctest sets.
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR"});
+
+std::string data(const char* name) { return gnio::test::data_path(name); }
 
 bool use_cuda() {
   const char* e = std::getenv("GNIO_TEST_EXEC");
@@ -60,6 +65,14 @@ frames read_ethernet_pcap(const std::string& path) {
   int link = -1;
   frames out = gnio::test::read_pcap(path, &link);
   EXPECT_EQ(link, DLT_EN10MB) << path;
+  return out;
+}
+
+// The same, for a capture the test repeats: never empty (the test fails,
+// through gtest's handling of the exception, rather than divide by zero).
+frames read_frames_to_repeat(const std::string& path) {
+  frames out = read_ethernet_pcap(path);
+  if (out.empty()) throw std::runtime_error("no frames read from " + path);
   return out;
 }
 
@@ -183,7 +196,7 @@ int g_dpdk_seq = 0;  // vdev names are unique per process
 
 // A capture of these frames, for net_pcap to replay.
 std::string write_ethernet_pcap(const frames& fs) {
-  const std::string path = "/tmp/gnio-conf-dpdk-" + std::to_string(getpid()) + "-" + std::to_string(g_dpdk_seq) + ".pcap";
+  const std::string path = gnio::test::temp_path("conf_dpdk") + ".pcap";
   pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
   pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
   EXPECT_NE(d, nullptr) << pcap_geterr(dead);
@@ -267,7 +280,7 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
       s->dev = "pcap:file=" + data("truncated_dns.pcap");
       s->expected = read_ethernet_pcap(data("truncated_dns.pcap"));
     } else {
-      const frames one = read_ethernet_pcap(data("dns_icmp.pcap"));
+      const frames one = read_frames_to_repeat(data("dns_icmp.pcap"));
       const size_t loops = (n + one.size() - 1) / one.size();
       s->dev = "pcap:file=" + data("dns_icmp.pcap") + ",loop=" + std::to_string(loops);
       for (size_t i = 0; i < loops; ++i) s->expected.insert(s->expected.end(), one.begin(), one.end());
@@ -279,7 +292,7 @@ std::unique_ptr<source> make_source(kind k, size_t n, const std::string& extra =
   } else if (k == kind::dpdk) {
     // n frames of dns_icmp.pcap, over and over, in a capture of their own
     // (net_pcap keeps no original length, so no truncated frame here).
-    const frames one = read_ethernet_pcap(data("dns_icmp.pcap"));
+    const frames one = read_frames_to_repeat(data("dns_icmp.pcap"));
     for (size_t i = 0; i < n; ++i) s->expected.push_back(one[i % one.size()]);
     s->capture = write_ethernet_pcap(s->expected);
     s->dev = "dpdk:vdev=net_pcap" + std::to_string(g_dpdk_seq++) + ";rx_pcap=" + s->capture;
@@ -562,7 +575,7 @@ TEST_P(ring_conformance, tx_round_trip) {
   constexpr size_t n = 200;
   auto src = make_source(GetParam(), n);
   const size_t total = src->expected.size();
-  const std::string out = "/tmp/gnio-conf-tx-" + std::to_string(getpid()) + ".pcap";
+  const std::string out = gnio::test::temp_path("conf_tx") + ".pcap";
   if (src->k == kind::pcap) src->dev += ",tx=" + out;
   if (src->k == kind::dpdk) src->dev += ";tx_pcap=" + out;
   dut d(g, src->dev, 256, 0, true);

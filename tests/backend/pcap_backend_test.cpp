@@ -27,9 +27,6 @@
 #include "gnio/log.hpp"
 #include "support/process.hpp"
 
-#ifndef GNIO_SOURCE_DIR
-#error "compile with -DGNIO_SOURCE_DIR=\"<repo root>\""
-#endif
 
 namespace gnio::backend {
 extern const ops pcap_ops;
@@ -42,18 +39,15 @@ using gnio::error;
 using gnio::status;
 using gnio::backend::pcap_ops;
 
-std::string corpus_dir() {
-  if (const char* env = std::getenv("GNIO_CORPUS_DIR"); env && *env) return env;
-  return std::string(GNIO_SOURCE_DIR) + "/../shared/corpus";
-}
+// tests/data (for its captures) and the corpus (tests/data/corpus, or GNIO_CORPUS_DIR).
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_CORPUS_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN"});
+
+std::string corpus_dir() { return gnio::test::corpus_dir(); }
 
 std::string corpus(const std::string& rel) { return corpus_dir() + "/" + rel; }
 
-#define REQUIRE_CORPUS()                                                                                      \
-  do {                                                                                                        \
-    if (!fs::is_directory(corpus_dir()))                                                                      \
-      GTEST_SKIP() << "capture corpus not found at " << corpus_dir() << " (set GNIO_CORPUS_DIR)";            \
-  } while (0)
+// Fails (rather than skips) without the corpus, which is bundled.
+#define REQUIRE_CORPUS() ASSERT_TRUE(fs::is_regular_file(corpus("MANIFEST.tsv"))) << "no corpus at " << corpus_dir()
 
 // tshark's packet count for a corpus file, from MANIFEST.tsv; -1 when absent.
 long manifest_packets(const std::string& rel) {
@@ -217,7 +211,7 @@ struct log_capture {
 class PcapBackend : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "gnio_pcap_test_XXXXXX").string();
+    std::string tmpl = gnio::test::temp_dir() + "/pcap_test_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
@@ -901,7 +895,7 @@ TEST_F(PcapBackend, CaptureThroughAPipeIsReadWithoutASeek) {
   // `file=<(zcat x.pcap.gz)` hand the backend: a pipe, read once.
   for (const char* name : {"http.pcap", "test004.pcapng"}) {
     SCOPED_TRACE(name);
-    const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/" + name;
+    const std::string src = gnio::test::data_path(name);
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     feeder w(fds[1], file_bytes(src));
@@ -931,7 +925,7 @@ TEST_F(PcapBackend, CaptureThroughAPipeIsReadWithoutASeek) {
 }
 
 TEST_F(PcapBackend, CaptureThroughAFifoIsReadWithoutASeek) {
-  const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap";
+  const std::string src = gnio::test::data_path("dns_icmp.pcap");
   const std::string fifo = tmp("f.pcap");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::thread writer([&] {
@@ -966,7 +960,7 @@ TEST_F(PcapBackend, ReplayingAStreamIsRefusedAtOpen) {
 
 TEST_F(PcapBackend, CompressedCaptureThroughAPipeIsNamedAsCompressed) {
   // The hint names the pipe form, and that form then works.
-  const std::string gz = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns+icmp.pcapng.gz";
+  const std::string gz = gnio::test::data_path("dns+icmp.pcapng.gz");
   port p;
   error e = open_port("pcap:file=" + gz, &p);
   EXPECT_EQ(e.code(), status::not_supported);
@@ -1010,7 +1004,7 @@ broken_run break_mid_run(const std::string& path, const std::function<void()>& d
 }
 
 TEST_F(PcapBackend, LoopingCaptureThatBreaksMidRunEndsWithAnError) {
-  const std::string src = std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap";
+  const std::string src = gnio::test::data_path("dns_icmp.pcap");
   const std::string path = tmp("f.pcap");
   struct damage_case {
     const char* name;
@@ -1043,7 +1037,7 @@ TEST_F(PcapBackend, BrokenReplayReachesThePortsEngineError) {
   // Through the core: the failure is the port's engine_error, which the tools
   // report and exit 1 on.
   const std::string path = tmp("f.pcap");
-  fs::copy_file(std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap", path);
+  fs::copy_file(gnio::test::data_path("dns_icmp.pcap"), path);
   auto g = gnio::gpu::open("host");
   ASSERT_TRUE(g) << g.err().what();
   auto p = gnio::port::open(*g, "pcap:file=" + path + ",loop=0");
@@ -1090,12 +1084,12 @@ pid_t process_with_open(const std::string& needle, const std::string& path) {
 TEST_F(PcapBackend, BrokenReplayFailsTheToolsRunAndItsJson) {
   // gnio pp and flow_count on loop=0; the capture is deleted once the port
   // has it open, so the second pass cannot be read.
-  const std::string tool = gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
-  const std::string flow_count = gnio::test::env_or("GNIO_FLOW_COUNT_BIN", GNIO_FLOW_COUNT_BIN);
+  const std::string tool = gnio::test::tool_bin();
+  const std::string flow_count = gnio::test::flow_count_bin();
   for (const bool pp : {true, false}) {
     SCOPED_TRACE(pp ? "gnio pp" : "flow_count");
     const std::string path = tmp(pp ? "pp.pcap" : "fc.pcap");
-    fs::copy_file(std::string(GNIO_SOURCE_DIR) + "/tests/data/dns_icmp.pcap", path);
+    fs::copy_file(gnio::test::data_path("dns_icmp.pcap"), path);
     const std::string dev = "pcap:file=" + path + ",loop=0,rate=200pps";  // a pass takes 0.16 s
     std::vector<std::string> argv = pp ? std::vector<std::string>{tool, "pp", "--port", dev, "--gpu", "host"}
                                        : std::vector<std::string>{flow_count, "--port", dev, "--exec", "host"};
@@ -1210,7 +1204,7 @@ TEST_F(PcapBackend, TxWriteErrorIsReportedWithItsOwnErrno) {
 
 TEST_F(PcapBackend, CoreTxPcapWriteErrorIsReportedAtStop) {
   // gnio pp --pcap-out on a gen port writes through the core's tx_pcap=.
-  const std::string tool = gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
+  const std::string tool = gnio::test::tool_bin();
   auto r = gnio::test::run_process({tool, "pp", "--port", "gen:mix=all,count=20000", "--reply-all", "--pcap-out",
                                     "/dev/full", "--gpu", "host", "--stats-interval", "0"});
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
@@ -1223,7 +1217,7 @@ TEST_F(PcapBackend, CoreTxPcapWriteErrorIsReportedAtStop) {
 
 TEST_F(PcapBackend, UnsupportedVersionMessageReadsAsASentence) {
   port p;
-  error e = open_port("pcap:file=" + std::string(GNIO_SOURCE_DIR) + "/tests/data/pcap-invalid-version-2.pcap", &p);
+  error e = open_port("pcap:file=" + gnio::test::data_path("pcap-invalid-version-2.pcap"), &p);
   EXPECT_EQ(e.code(), status::unsupported_version);
   EXPECT_NE(e.message().find("(libpcap: unsupported pcap savefile version 2.5)"), std::string::npos) << e.message();
   EXPECT_NE(e.message().find("format version is one libpcap version "), std::string::npos) << e.message();

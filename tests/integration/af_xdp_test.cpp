@@ -733,7 +733,7 @@ TEST_F(af_xdp, kill_9_leaves_no_xdp_program_and_the_next_run_gets_the_mode_it_as
   std::thread t([&] {
     gnio::test::run_options o;
     o.limit = std::chrono::seconds(120);
-    r = gnio::test::run_process({gnio::test::env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN), "pp", "--port", dev, "--gpu",
+    r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", dev, "--gpu",
                                  "host", "--stats-interval", "0"},
                                 o);
   });

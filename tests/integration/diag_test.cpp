@@ -13,6 +13,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "support/process.hpp"
 #include <nlohmann/json.hpp>
 
 #include <gnio/status.hpp>
@@ -36,21 +38,18 @@ run_result run(const std::string& cmd) {
   return r;
 }
 
-std::string tool() {
-  const char* e = std::getenv("GNIO_TOOL_BIN");
-  return e ? e : GNIO_TOOL_BIN;
-}
+const bool k_env = gnio::test::env_check({"GNIO_TOOL_BIN", "GNIO_TEST_DATA_DIR", "GNIO_SOURCE_DIR"});
 
-std::string data(const char* f) {
-  const char* e = std::getenv("GNIO_TEST_DATA_DIR");
-  return std::string(e ? e : GNIO_TEST_DATA_DIR) + "/" + f;
-}
+std::string tool() { return gnio::test::tool_bin(); }
+
+std::string data(const char* f) { return gnio::test::data_path(f); }
 
 void expect_valid(const std::string& json_text, const char* schema) {
-  const std::string path = "/tmp/gnio-diag-" + std::to_string(getpid()) + ".json";
+  const std::string path = gnio::test::temp_path("diag") + ".json";
   std::ofstream(path) << json_text;
-  auto r = run(std::string("/usr/bin/python3 ") + GNIO_SOURCE_DIR + "/tests/integration/validate_json.py " +
-               GNIO_SOURCE_DIR + "/docs/schema " + schema + " " + path);
+  const std::string src = gnio::test::source_dir();
+  auto r = run("/usr/bin/python3 " + src + "/tests/integration/validate_json.py " + src + "/docs/schema " + schema +
+               " " + path);
   std::remove(path.c_str());
   if (r.rc == 77) GTEST_SKIP() << "python3-jsonschema not installed";
   EXPECT_EQ(r.rc, 0) << r.out;
@@ -146,7 +145,7 @@ TEST(Caps, BadInputIsAClearError) {
 // on an H200 machine (scripts/gpu-check.sh): the GPU parts of the schemas,
 // which a machine without a GPU never fills in.
 TEST(Doctor, RecordedGpuMachineOutputValidates) {
-  const std::string dir = std::string(GNIO_SOURCE_DIR) + "/tests/data/diag/";
+  const std::string dir = gnio::test::data_path("diag/");
   for (const auto& [file, schema] : {std::pair{"doctor-h200.json", "doctor.schema.json"}, {"caps-h200.json", "caps.schema.json"}}) {
     std::ifstream f(dir + file);
     ASSERT_TRUE(f) << file;

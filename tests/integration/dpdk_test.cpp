@@ -11,8 +11,8 @@
 // EAL is initialised once per process). The live counterpart (ping, dig,
 // curl, tcpreplay over a veth through net_af_packet) is netns_pp_clients_dpdk.
 //
-// Environment: GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN, GNIO_FLOW_COUNT_BIN and
-// GNIO_L2FWD_BIN override the paths compiled in.
+// Environment (set by ctest): GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN,
+// GNIO_FLOW_COUNT_BIN and GNIO_L2FWD_BIN name tests/data and the programs.
 #include <pcap/pcap.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,17 +45,15 @@ namespace {
 using gnio::test::env_or;
 using json = nlohmann::json;
 
-const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
-const std::string k_tool = env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
-const std::string k_flow_count = env_or("GNIO_FLOW_COUNT_BIN", GNIO_FLOW_COUNT_BIN);
-const std::string k_l2fwd = env_or("GNIO_L2FWD_BIN", GNIO_L2FWD_BIN);
+// Inputs and programs from the environment ctest sets; checked before the first test.
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN", "GNIO_L2FWD_BIN"});
 
-std::string data(const std::string& f) { return k_data + "/" + f; }
+std::string data(const std::string& f) { return gnio::test::data_dir() + "/" + f; }
 
 // A DPDK port is live (it never ends by itself): each run stops after 2 s,
 // long after net_pcap has delivered a bundled capture.
 gnio::test::proc_result pp(const std::string& port, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{k_tool, "pp", "--port", port, "--gpu", "host", "--duration", "2", "--stats-interval",
+  std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port", port, "--gpu", "host", "--duration", "2", "--stats-interval",
                                 "0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   gnio::test::run_options o;
@@ -123,7 +121,7 @@ TEST(Dpdk, EchoRepliesGoOutThroughTheDriver) {
 TEST(Dpdk, LanesPollTwoDpdkQueues) {
   // net_pcap makes one RX queue per rx_pcap file; two lanes poll one each.
   auto r = gnio::test::run_process(
-      {k_flow_count, "--port",
+      {gnio::test::flow_count_bin(), "--port",
        "dpdk:vdev=net_pcap0;rx_pcap=" + data("http.pcap") + ";rx_pcap=" + data("dns_icmp.pcap") + ",queues=2,lanes=2",
        "--exec", "host", "--queues", "2", "--duration", "2", "--stats-interval", "0"},
       {.with_json = true});
@@ -145,7 +143,7 @@ frame swapped(frame f) {
 // what went by reference and whether every mbuf came back.
 gnio::test::proc_result l2fwd(const std::string& in, const std::string& out, const std::string& opts,
                               std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{k_l2fwd, "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ";tx_pcap=" + out + opts,
+  std::vector<std::string> argv{gnio::test::l2fwd_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ";tx_pcap=" + out + opts,
                                 "--gpu", "host", "--duration", "2", "--stats-interval", "0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return gnio::test::run_process(argv, {.with_json = true, .log_level = "info"});
@@ -191,7 +189,7 @@ TEST(Dpdk, FlowCountByReferenceAndByCopyAgreeWithTheCapture) {
     for (const auto& f : frames) bytes += f.size();
     std::vector<json> runs;
     for (const char* by_ref : {"1", "0"}) {
-      auto r = gnio::test::run_process({k_flow_count, "--port",
+      auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port",
                                         "dpdk:vdev=net_pcap0;rx_pcap=" + data(file) + ",by_ref=" + by_ref, "--exec",
                                         "host", "--duration", "2", "--stats-interval", "0"},
                                        {.with_json = true});
@@ -269,7 +267,7 @@ TEST(Dpdk, ChainedFramesKeepTheirFirstBufferByReference) {
   const std::string in = write_capture(4, [&](uint32_t i) { return sizes[i]; });
   for (const char* by_ref : {"1", "0"}) {
     SCOPED_TRACE(std::string("by_ref=") + by_ref);
-    auto r = gnio::test::run_process({k_flow_count, "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref,
+    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref,
                                       "--exec", "host", "--duration", "1", "--stats-interval", "0"},
                                      {.with_json = true, .log_level = "info"});
     ASSERT_EQ(r.code, 0) << r.describe();
@@ -399,7 +397,7 @@ class DpdkVeth : public ::testing::Test {
   // gnio pp on the port in a thread of its own; *started turns true once the
   // port's promiscuous membership shows (the port started).
   std::thread run_pp(gnio::test::proc_result* r, std::vector<std::string> extra, gnio::test::run_options o) {
-    std::vector<std::string> argv{k_tool, "pp", "--port", port(), "--gpu", "host", "--stats-interval", "0"};
+    std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port", port(), "--gpu", "host", "--stats-interval", "0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::thread([argv, r, o] { *r = gnio::test::run_process(argv, o); });
   }
@@ -456,7 +454,7 @@ TEST_F(DpdkVeth, PromiscuousModeEndsWithTheRunCleanOrKilled) {
   }
   // promisc=0: never promiscuous.
   {
-    auto r = gnio::test::run_process({k_tool, "pp", "--port", port() + ",promisc=0", "--gpu", "host", "--duration",
+    auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", port() + ",promisc=0", "--gpu", "host", "--duration",
                                       "1", "--stats-interval", "0"});
     ASSERT_EQ(r.code, 0) << r.describe();
     EXPECT_EQ(promisc().count, 0);

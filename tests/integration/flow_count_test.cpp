@@ -5,7 +5,7 @@
 //
 // Environment: GNIO_TEST_EXEC=host|cuda|auto picks the executor of the counting
 // runs (default host; cuda skips them without a GPU); GNIO_TEST_DATA_DIR and
-// GNIO_FLOW_COUNT_BIN override the paths compiled in.
+// GNIO_FLOW_COUNT_BIN (set by ctest) name tests/data and the program.
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -44,8 +44,8 @@ using run_result = gnio::test::proc_result;
 
 // The environment may point elsewhere (scripts/gpu-check.sh runs a build
 // copied to another machine).
-const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
-const std::string k_bin = env_or("GNIO_FLOW_COUNT_BIN", GNIO_FLOW_COUNT_BIN);
+// Inputs and programs from the environment ctest sets; checked before the first test.
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN"});
 // The executor the counting runs use: host (default), cuda or auto.
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 
@@ -59,7 +59,7 @@ bool have_gpu() {
     if (k_exec == "cuda" && !have_gpu()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no CUDA GPU"; \
   } while (0)
 
-std::string data(const std::string& name) { return k_data + "/" + name; }
+std::string data(const std::string& name) { return gnio::test::data_dir() + "/" + name; }
 
 // ---------------------------------------------------------------------------
 // Running the program
@@ -69,7 +69,7 @@ std::string data(const std::string& name) { return k_data + "/" + name; }
 // The GNIO_LOG_LEVEL of the test's environment is removed so that messages are
 // as a user sees them by default.
 run_result flow_count(std::vector<std::string> args, bool with_json = true) {
-  args.insert(args.begin(), k_bin);
+  args.insert(args.begin(), gnio::test::flow_count_bin());
   gnio::test::run_options o;
   o.with_json = with_json;
   o.limit = std::chrono::seconds(30);
@@ -350,7 +350,7 @@ TEST(FlowCount, SighupStopsCleanlyAndWritesTheResults) {
   o.signal = SIGHUP;
   o.signal_after = std::chrono::milliseconds(1500);
   o.limit = std::chrono::seconds(30);
-  auto r = gnio::test::run_process({k_bin, "--port", "gen:rate=20000pps", "--exec", k_exec, "--stats-interval", "0"}, o);
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec, "--stats-interval", "0"}, o);
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
   EXPECT_EQ(r.code, 0) << r.describe();
   ASSERT_TRUE(r.j) << r.describe();
@@ -372,7 +372,7 @@ TEST_F(Fifo, CtrlCEndsARunStuckOpeningTheCapture) {
   gnio::test::run_options o;
   o.signal_after = std::chrono::milliseconds(1000);
   o.limit = std::chrono::seconds(30);
-  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + path, "--exec", k_exec}, o);
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "pcap:file=" + path, "--exec", k_exec}, o);
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("stopped by signal 2"), std::string::npos) << r.describe();
@@ -424,7 +424,7 @@ TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
     SCOPED_TRACE("stdout on /dev/full: 1000 flow rows");
     gnio::test::run_options o{.with_json = true, .stdout_path = "/dev/full"};
     auto r = gnio::test::run_process(
-        {k_bin, "--port", "gen:count=20000,flows=1000", "--exec", k_exec, "--top", "1000", "--stats-interval", "0"}, o);
+        {gnio::test::flow_count_bin(), "--port", "gen:count=20000,flows=1000", "--exec", k_exec, "--top", "1000", "--stats-interval", "0"}, o);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 1) << r.describe();
     EXPECT_NE(r.err.find("flow_count: writing stdout failed: No space left on device"), std::string::npos)
@@ -439,7 +439,7 @@ TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
   {
     SCOPED_TRACE("stderr on /dev/full: progress lines");
     gnio::test::run_options o{.with_json = true, .stderr_path = "/dev/full"};
-    auto r = gnio::test::run_process({k_bin, "--port", "gen:rate=20000pps", "--exec", k_exec, "--duration", "1.5",
+    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec, "--duration", "1.5",
                                       "--stats-interval", "0.2"},
                                      o);
     ASSERT_TRUE(r.exited) << r.describe();
@@ -461,7 +461,7 @@ TEST(Outputs, JsonOntoTheInputCaptureIsRefusedAndTheCaptureKept) {
   const std::string copy = temp_path("fc_in");
   const std::string capture = gnio::test::slurp(data("http.pcap"));
   std::ofstream(copy, std::ios::binary) << capture;
-  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + copy, "--exec", "host", "--json", copy});
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "pcap:file=" + copy, "--exec", "host", "--json", copy});
   const std::string after = gnio::test::slurp(copy);
   std::remove(copy.c_str());
   ASSERT_TRUE(r.exited) << r.describe();
@@ -501,11 +501,11 @@ TEST(Outputs, JsonPathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
 TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
   REQUIRE_EXECUTOR();
   const std::string json_path = temp_path("fc_stale");
-  auto ok = gnio::test::run_process({k_bin, "--port", "gen:count=5", "--exec", k_exec, "--json", json_path});
+  auto ok = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=5", "--exec", k_exec, "--json", json_path});
   ASSERT_EQ(ok.code, 0) << ok.describe();
   ASSERT_EQ(json::parse(gnio::test::slurp(json_path)).at("packets").get<int>(), 5);
   const std::string missing = data("no_such_capture.pcap");
-  auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + missing, "--exec", k_exec, "--json", json_path});
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "pcap:file=" + missing, "--exec", k_exec, "--json", json_path});
   const std::string text = gnio::test::slurp(json_path);
   std::remove(json_path.c_str());
   ASSERT_TRUE(r.exited) << r.describe();
@@ -524,8 +524,8 @@ TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
 // SIGABRT, with no JSON. Now it is reported with its type and message, the
 // JSON holds it, and the exit status is 1.
 TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves more address space than any limit this test can set";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves more address space than any limit this test can set";
 #else
   // 2^23 slots of 64 bytes: 512 MiB in the executor (host memory). The copy
   // read back after the run needs as much again, past the limit.
@@ -534,7 +534,7 @@ TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
   gnio::test::run_options o{.with_json = true};
   o.address_space_limit = table + table / 2 + (64ull << 20) + threads * (16ull << 20);
   o.env = {"MALLOC_ARENA_MAX=2"};  // arenas reserve address space per thread
-  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
                                     std::to_string(table / 64), "--stats-interval", "0"},
                                    o);
   ASSERT_TRUE(r.exited) << r.describe();
@@ -569,7 +569,7 @@ void expect_rejected(const run_result& r, const std::vector<std::string>& any_of
 }
 
 TEST(BadInput, MissingFile) {
-  const std::string path = k_data + "/no_such_capture.pcap";
+  const std::string path = gnio::test::data_dir() + "/no_such_capture.pcap";
   auto r = flow_count({"--port", "pcap:file=" + path, "--exec", "host"});
   expect_rejected(r, {"not_found"}, {path});
 }

@@ -5,7 +5,8 @@
 // generator every frame must come back out, and bad ports are refused.
 //
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
-// GPU); GNIO_TEST_DATA_DIR and GNIO_L2FWD_BIN override the paths compiled in.
+// GPU); GNIO_TEST_DATA_DIR and GNIO_L2FWD_BIN (set by ctest) name
+// tests/data and the program.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -31,8 +32,8 @@ using gnio::test::env_or;
 using frame = std::vector<uint8_t>;
 using gnio::test::read_pcap;
 
-const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
-const std::string k_bin = env_or("GNIO_L2FWD_BIN", GNIO_L2FWD_BIN);
+// Inputs and programs from the environment ctest sets; checked before the first test.
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_L2FWD_BIN"});
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 
 std::string gpu_selector() { return k_exec == "cuda" ? "0" : "host"; }
@@ -48,7 +49,7 @@ frame swapped(frame f) {
 }
 
 gnio::test::proc_result l2fwd(std::vector<std::string> args, gnio::test::run_options o = {.with_json = true}) {
-  args.insert(args.begin(), k_bin);
+  args.insert(args.begin(), gnio::test::l2fwd_bin());
   args.insert(args.end(), {"--gpu", gpu_selector()});
   if (std::find(args.begin(), args.end(), "--stats-interval") == args.end())
     args.insert(args.end(), {"--stats-interval", "0"});
@@ -62,7 +63,7 @@ TEST(L2fwd, OneQueueSendsEveryFrameBackSwappedInOrder) {
   REQUIRE_EXECUTOR();
   for (const char* file : {"http.pcap", "dns_icmp.pcap", "QinQpacket.pcap", "test.pcap"}) {
     SCOPED_TRACE(file);
-    const std::string in = k_data + "/" + file, out = gnio::test::temp_path("l2fwd") + ".pcap";
+    const std::string in = gnio::test::data_dir() + "/" + file, out = gnio::test::temp_path("l2fwd") + ".pcap";
     auto r = l2fwd({"--port", "pcap:file=" + in + ",tx=" + out});
     ASSERT_EQ(r.code, 0) << r.describe();
     const auto sent = read_pcap(in), back = read_pcap(out);
@@ -78,7 +79,7 @@ TEST(L2fwd, OneQueueSendsEveryFrameBackSwappedInOrder) {
 
 TEST(L2fwd, FourQueuesKeepEveryFrameAndEachQueuesOrder) {
   REQUIRE_EXECUTOR();
-  const std::string in = k_data + "/QinQpacket.pcap", out = gnio::test::temp_path("l2fwd4") + ".pcap";
+  const std::string in = gnio::test::data_dir() + "/QinQpacket.pcap", out = gnio::test::temp_path("l2fwd4") + ".pcap";
   auto r = l2fwd({"--port", "pcap:file=" + in + ",tx=" + out, "--queues", "4", "--no-mac-swap"});
   ASSERT_EQ(r.code, 0) << r.describe();
   auto sent = read_pcap(in), back = read_pcap(out);
@@ -103,7 +104,7 @@ TEST(L2fwd, GeneratorFramesAllComeBackOut) {
 }
 
 TEST(L2fwd, APortThatCannotTransmitIsRefused) {
-  auto r = l2fwd({"--port", "pcap:file=" + k_data + "/http.pcap"});
+  auto r = l2fwd({"--port", "pcap:file=" + gnio::test::data_dir() + "/http.pcap"});
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("not_supported"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("cannot transmit"), std::string::npos) << r.describe();
@@ -225,7 +226,7 @@ TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
 // kill the program.
 TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
   REQUIRE_EXECUTOR();
-  const std::string in = k_data + "/http.pcap", out = gnio::test::temp_path("l2fwd_full");
+  const std::string in = gnio::test::data_dir() + "/http.pcap", out = gnio::test::temp_path("l2fwd_full");
   const size_t per_pass = read_pcap(in).size();
   gnio::test::run_options o{.with_json = true};
   o.file_size_limit = 64 * 1024;  // http.pcap is 25 KiB: 20 passes need 500 KiB
@@ -265,7 +266,7 @@ TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
                        bad{"", "needs a file name"}}) {
     SCOPED_TRACE("--json '" + b.path + "'");
     auto r = gnio::test::run_process(
-        {k_bin, "--port", "gen:count=100000000", "--gpu", "host", "--stats-interval", "0", "--json", b.path});
+        {gnio::test::l2fwd_bin(), "--port", "gen:count=100000000", "--gpu", "host", "--stats-interval", "0", "--json", b.path});
     EXPECT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_NE(r.err.find(b.says), std::string::npos) << r.describe();
@@ -275,7 +276,7 @@ TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the directory is not empty";
   std::filesystem::remove_all(dir);
   // A device that refuses the write: found at the end, with the errno.
-  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--gpu", "host", "--json", "/dev/full"});
+  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--json", "/dev/full"});
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.describe();
@@ -285,12 +286,12 @@ TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
 // 2 before anything runs, and neither file is touched.
 TEST(Outputs, AJsonPathThatIsThePortsFileIsRefused) {
   const std::string in = gnio::test::temp_path("l2fwd_in"), tx = gnio::test::temp_path("l2fwd_tx");
-  const std::string capture = gnio::test::slurp(k_data + "/http.pcap");
+  const std::string capture = gnio::test::slurp(gnio::test::data_dir() + "/http.pcap");
   write_text(in, capture);
   write_text(tx, "keep me");
   for (const std::string& target : {in, tx}) {
     SCOPED_TRACE("--json " + target);
-    auto r = gnio::test::run_process({k_bin, "--port", "pcap:file=" + in + ",tx=" + tx, "--gpu", "host", "--json", target});
+    auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "pcap:file=" + in + ",tx=" + tx, "--gpu", "host", "--json", target});
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_NE(r.err.find("is the same file as"), std::string::npos) << r.describe();
@@ -307,7 +308,7 @@ TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
   const std::string json_path = gnio::test::temp_path("l2fwd_stale");
   write_text(json_path, R"({"stale": true})");
   auto r = gnio::test::run_process(
-      {k_bin, "--port", "pcap:file=" + k_data + "/http.pcap", "--gpu", "host", "--json", json_path});
+      {gnio::test::l2fwd_bin(), "--port", "pcap:file=" + gnio::test::data_dir() + "/http.pcap", "--gpu", "host", "--json", json_path});
   const std::string text = gnio::test::slurp(json_path);
   std::remove(json_path.c_str());
   ASSERT_TRUE(r.exited) << r.describe();

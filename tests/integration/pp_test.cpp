@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// gnio pp end to end: counts against tshark's (tests/data/MANIFEST.tsv and,
-// when present, the shared corpus), echo replies checked by tshark, the HTTP
+// gnio pp end to end: counts against tshark's (tests/data/MANIFEST.tsv and
+// the corpus in tests/data/corpus), echo replies checked by tshark, the HTTP
 // server on the pair backend with a scripted client, malformed captures, and
 // the `gnio pp` command line.
 //
 // Environment: GNIO_TEST_EXEC=host|cuda (default host; cuda skips without a
-// GPU) picks the executor of gnio::pp::run; GNIO_TEST_DATA_DIR, GNIO_TOOL_BIN
-// and GNIO_CORPUS_DIR override the paths compiled in.
+// GPU) picks the executor of gnio::pp::run; GNIO_TEST_DATA_DIR and GNIO_TOOL_BIN
+// (set by ctest) name tests/data and the gnio tool; GNIO_CORPUS_DIR replaces
+// tests/data/corpus.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,10 +50,9 @@ using gnio::test::proc_result;
 using gnio::test::slurp;
 using gnio::test::temp_path;
 
-const std::string k_data = env_or("GNIO_TEST_DATA_DIR", GNIO_TEST_DATA_DIR);
-const std::string k_tool = env_or("GNIO_TOOL_BIN", GNIO_TOOL_BIN);
+// Inputs and programs from the environment ctest sets; checked before the first test.
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_TOOL_BIN", "GNIO_CORPUS_DIR"});
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
-const std::string k_corpus = env_or("GNIO_CORPUS_DIR", std::string(GNIO_SOURCE_DIR) + "/../shared/corpus");
 
 bool have_gpu() {
   static const bool yes = !gnio::list_gpus().empty();
@@ -74,7 +74,7 @@ std::string multi_gpu_selector() {
     if (k_exec == "cuda" && !have_gpu()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no CUDA GPU"; \
   } while (0)
 
-std::string data(const std::string& name) { return k_data + "/" + name; }
+std::string data(const std::string& name) { return gnio::test::data_dir() + "/" + name; }
 
 std::string basename_of(const std::string& p) {
   auto s = p.find_last_of('/');
@@ -162,7 +162,7 @@ gnio::pp::options capture_options(const std::string& path, uint32_t queues = 1) 
 proc_result run_tool(std::vector<std::string> args, bool with_json = true,
                      std::chrono::milliseconds signal_after = std::chrono::hours(24),
                      std::chrono::milliseconds limit = 60s) {
-  args.insert(args.begin(), k_tool);
+  args.insert(args.begin(), gnio::test::tool_bin());
   gnio::test::run_options o;
   o.with_json = with_json;
   o.signal_after = signal_after;
@@ -451,12 +451,20 @@ std::string capture_name(const manifest_row& r) {
   return it != by_sha.end() ? it->second : basename_of(r.at("path"));
 }
 
-std::vector<std::string> bundled_selection() {
-  std::vector<std::string> v;
-  for (const auto& r : read_manifest(data("MANIFEST.tsv")))
-    if (selected(r)) v.push_back(r.at("path"));
-  return v;
-}
+// The rows of tests/data/MANIFEST.tsv that selected() picks, in its order.
+// Written out rather than read at start-up: the test list is made without
+// the environment ctest gives the tests (Bundle.CountsCoverTheManifestsSelection
+// keeps it equal to the manifest's).
+const std::vector<std::string> k_bundled = {
+    "dns_icmp.pcap",     "http.pcap",         "truncated_dns.pcap",          "test_dns.pcap",
+    "test_ethernet.pcap", "test_loopback.pcap", "dns_udp.pcap",                "dnssec.pcap",
+    "test.pcap",          "nb6-http.pcap",      "truncated_dns_2.pcap",        "dhcp-rfc4388.pcap",
+    "dns-uri.pcap",       "dns_tcp.pcap",       "dns_udp_8053.pcap",           "edns-opts.pcap",
+    "geneve.pcap",        "malformed/dns-badlabel.pcap", "malformed/dns-badvers.pcap", "mpls-over-udp.pcap",
+    "mptcp-aa-v1.pcap",   "print-flags.pcap",   "vxlan.pcap",                  "dns_port.pcap",
+    "http-brotli.pcapng", "http-ooo.pcap",      "wireshark_http.pcap"};
+
+const std::vector<std::string>& bundled_selection() { return k_bundled; }
 
 manifest_row bundled_row(const std::string& path) {
   for (const auto& r : read_manifest(data("MANIFEST.tsv")))
@@ -544,8 +552,8 @@ INSTANTIATE_TEST_SUITE_P(Bundled, TwoContexts, ::testing::ValuesIn(bundled_selec
 TEST(Bundle, HasEveryCaptureTheCountsCover) {
   // The bundle stands alone: every selected corpus capture is here, byte for
   // byte (same size and sha256 prefix), under its name or in malformed/.
-  const auto corpus = read_manifest(k_corpus + "/MANIFEST.tsv");
-  if (corpus.empty()) GTEST_SKIP() << "no corpus at " << k_corpus;
+  const auto corpus = read_manifest(gnio::test::corpus_dir() + "/MANIFEST.tsv");
+  ASSERT_FALSE(corpus.empty()) << "no corpus at " << gnio::test::corpus_dir();
   std::set<std::string> bundled_sha;
   for (const auto& r : read_manifest(data("MANIFEST.tsv"))) bundled_sha.insert(r.at("sha256"));
   size_t n = 0;
@@ -555,6 +563,13 @@ TEST(Bundle, HasEveryCaptureTheCountsCover) {
     EXPECT_TRUE(bundled_sha.count(r.at("sha256"))) << r.at("path") << " is not bundled in tests/data";
   }
   EXPECT_GE(n, 25u);
+}
+
+TEST(Bundle, CountsCoverTheManifestsSelection) {
+  std::vector<std::string> want;
+  for (const auto& r : read_manifest(data("MANIFEST.tsv")))
+    if (selected(r)) want.push_back(r.at("path"));
+  EXPECT_EQ(k_bundled, want) << "update k_bundled to the rows selected() picks";
 }
 
 TEST(Bundle, ManifestRowsNameFilesThatAreHere) {
@@ -590,19 +605,19 @@ TEST(Malformed, EveryFileRunsToTheEndAndIsCounted) {
 }
 
 // ---------------------------------------------------------------------------
-// The whole shared corpus, when it is there
+// The whole corpus (tests/data/corpus, or GNIO_CORPUS_DIR)
 // ---------------------------------------------------------------------------
 
 TEST(Corpus, SweepRunsEveryFileAndMatchesTshark) {
   REQUIRE_EXECUTOR();
-  const auto rows = read_manifest(k_corpus + "/MANIFEST.tsv");
-  if (rows.empty()) GTEST_SKIP() << "no corpus at " << k_corpus << " (set GNIO_CORPUS_DIR)";
+  const auto rows = read_manifest(gnio::test::corpus_dir() + "/MANIFEST.tsv");
+  ASSERT_FALSE(rows.empty()) << "no corpus at " << gnio::test::corpus_dir() << " (GNIO_CORPUS_DIR)";
   size_t counted = 0, refused = 0;
   for (const auto& row : rows) {
     const std::string path = row.at("path");
     const std::string file = capture_name(row);
     SCOPED_TRACE(path);
-    auto r = run_app(capture_options(k_corpus + "/" + path), 20s);
+    auto r = run_app(capture_options(gnio::test::corpus_dir() + "/" + path), 20s);
     ASSERT_TRUE(r.finished) << "hung";
     EXPECT_FALSE(r.needed_stop) << "did not reach the end of the capture in 20 s";
     if (r.rc != 0) {
@@ -633,14 +648,12 @@ TEST(Tables, EveryExceptionIsUsedByACorpusOrBundledFile) {
   // A stale entry (a file renamed or dropped) would silently stop checking.
   std::set<std::string> names;
   for (const auto& r : read_manifest(data("MANIFEST.tsv"))) names.insert(capture_name(r));
-  for (const auto& r : read_manifest(k_corpus + "/MANIFEST.tsv")) names.insert(capture_name(r));
-  const bool have_corpus = !read_manifest(k_corpus + "/MANIFEST.tsv").empty();
+  for (const auto& r : read_manifest(gnio::test::corpus_dir() + "/MANIFEST.tsv")) names.insert(capture_name(r));
   for (const auto& e : k_count_exceptions) {
     EXPECT_FALSE(std::string(e.reason).empty());
-    if (have_corpus) EXPECT_TRUE(names.count(e.file)) << e.file;
+    EXPECT_TRUE(names.count(e.file)) << e.file;
   }
-  for (const auto& l : k_reader_limits)
-    if (have_corpus) EXPECT_TRUE(names.count(l.file)) << l.file;
+  for (const auto& l : k_reader_limits) EXPECT_TRUE(names.count(l.file)) << l.file;
 }
 
 // ---------------------------------------------------------------------------
@@ -1338,7 +1351,7 @@ void expect_rejected(const proc_result& r, const std::vector<std::string>& menti
 }
 
 TEST(Cli, MissingCaptureNamesTheStatusAndAHint) {
-  const std::string path = k_data + "/no_such_capture.pcap";
+  const std::string path = gnio::test::data_dir() + "/no_such_capture.pcap";
   auto r = run_tool({"pp", "--port", "pcap:file=" + path, "--gpu", "host"});
   expect_rejected(r, {"not_found", path, "hint"});
   // The JSON of a failed run says what failed.
@@ -1539,7 +1552,7 @@ TEST(Cli, CudaWithoutAGpuSaysSo) {
 // ---------------------------------------------------------------------------
 
 proc_result run_tool_with(std::vector<std::string> args, gnio::test::run_options o) {
-  args.insert(args.begin(), k_tool);
+  args.insert(args.begin(), gnio::test::tool_bin());
   return gnio::test::run_process(std::move(args), o);
 }
 

@@ -19,7 +19,38 @@ namespace gnio::test {
 // The variable's value when set and not empty, else fallback.
 std::string env_or(const char* name, const std::string& fallback);
 
-// A fresh empty file under $TMPDIR (else /tmp), named after tag.
+// Where the tests find their inputs: environment variables that ctest sets
+// (tests/CMakeLists.txt), never paths compiled in, so a build copied or run
+// from elsewhere finds them too. Each throws std::runtime_error naming the
+// variable when it is unset or does not name what it should; gtest reports
+// that as the test's failure (see env_check below for a check before the
+// first test).
+//
+// The directory `name` names, which must hold `must_hold` (a file or folder).
+std::string env_dir(const char* name, const char* must_hold);
+// The executable file `name` names.
+std::string env_program(const char* name);
+std::string data_dir();                          // GNIO_TEST_DATA_DIR: tests/data, holds MANIFEST.tsv
+std::string data_path(const std::string& file);  // data_dir() + "/" + file
+std::string source_dir();                        // GNIO_SOURCE_DIR: the repository, holds docs/schema
+// GNIO_CORPUS_DIR when set, else data_dir()/corpus (the bundled corpus);
+// holds MANIFEST.tsv either way.
+std::string corpus_dir();
+std::string tool_bin();        // GNIO_TOOL_BIN: the gnio tool
+std::string flow_count_bin();  // GNIO_FLOW_COUNT_BIN
+std::string l2fwd_bin();       // GNIO_L2FWD_BIN
+
+// Checks before the first test that every variable in `names` (from the
+// list above) is usable; a fatal failure in that check runs no test, so a
+// wrong or missing variable gives one message and exit status 1. Call it at
+// namespace scope: `const bool k_env = gnio::test::env_check({...});`.
+bool env_check(std::vector<std::string> names);
+
+// This process's own temporary directory, made on first use under $TMPDIR
+// (else /tmp) and removed, with everything in it, when the process exits.
+const std::string& temp_dir();
+
+// A fresh empty file in temp_dir(), named after tag.
 std::string temp_path(const char* tag);
 
 // The whole file, or "" when it cannot be read.
@@ -49,6 +80,7 @@ struct run_options {
   // `signal` (default SIGINT, a user's Ctrl-C) after this long; SIGKILL at limit.
   std::chrono::milliseconds signal_after = std::chrono::hours(24);
   int signal = SIGINT;
+  // (limit: four times as long in a sanitized build)
   std::chrono::milliseconds limit = std::chrono::seconds(60);
   // The child's stdout and stderr go to these files (e.g. /dev/full) instead
   // of being collected; proc_result::out or err is then empty.

@@ -219,7 +219,7 @@ bool have_tshark() {
 }
 
 std::string tmp_path(const std::string& tag) {
-  return (std::filesystem::temp_directory_path() / ("gnio_pp_" + tag + "_" + std::to_string(getpid()) + ".pcap")).string();
+  return gnio::test::temp_path(("pp_" + tag).c_str()) + ".pcap";
 }
 
 void write_pcap(const std::string& path, const std::vector<bytes>& frames) {
@@ -756,7 +756,9 @@ TEST(pp_reply, tcp_segment_syn_ack_is_padded) {
 // The kernel body on the host executor
 // ---------------------------------------------------------------------------
 
-std::string data(const std::string& name) { return std::string(GNIO_TEST_DATA_DIR) + "/" + name; }
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR"});
+
+std::string data(const std::string& name) { return gnio::test::data_path(name); }
 
 // MANIFEST.tsv rows by file.
 std::map<std::string, gnio::test::manifest_row> manifest() {

@@ -379,17 +379,14 @@ gnio::test::proc_result run_child(const std::vector<std::string>& args, std::opt
   return gnio::test::run_process(args, o);
 }
 
-std::string flow_count_bin() {
-  const char* v = std::getenv("GNIO_FLOW_COUNT_BIN");  // a build copied elsewhere (scripts/gpu-check.sh)
-  return v && *v ? v : GNIO_FLOW_COUNT_BIN;
-}
+const bool k_env = gnio::test::env_check({"GNIO_FLOW_COUNT_BIN"});
 
-const std::vector<std::string> k_failing_run{flow_count_bin(), "--port", "bogus:", "--exec", "host"};
+std::vector<std::string> failing_run() { return {gnio::test::flow_count_bin(), "--port", "bogus:", "--exec", "host"}; }
 
 TEST(LogEnv, DebugLevelFromTheEnvironmentShowsDebugLines) {
   for (const char* level : {"debug", "DEBUG", "trace"}) {
     SCOPED_TRACE(level);
-    auto r = run_child(k_failing_run, level);
+    auto r = run_child(failing_run(), level);
     ASSERT_TRUE(r.exited) << "signal " << r.signal << "\n" << r.err;
     EXPECT_NE(r.code, 0);
     EXPECT_LT(r.code, 124);
@@ -399,7 +396,7 @@ TEST(LogEnv, DebugLevelFromTheEnvironmentShowsDebugLines) {
 }
 
 TEST(LogEnv, DefaultLevelHasNoDebugLines) {
-  auto r = run_child(k_failing_run, std::nullopt);
+  auto r = run_child(failing_run(), std::nullopt);
   ASSERT_TRUE(r.exited) << "signal " << r.signal << "\n" << r.err;
   EXPECT_NE(r.code, 0);
   EXPECT_EQ(r.err.find("gnio: debug:"), std::string::npos) << r.err;
@@ -410,14 +407,14 @@ TEST(LogEnv, DefaultLevelHasNoDebugLines) {
 }
 
 TEST(LogEnv, ErrorLevelHasNoDebugLines) {
-  auto r = run_child(k_failing_run, "error");
+  auto r = run_child(failing_run(), "error");
   ASSERT_TRUE(r.exited) << "signal " << r.signal << "\n" << r.err;
   EXPECT_EQ(r.err.find("gnio: debug:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("bad_config"), std::string::npos) << r.err;
 }
 
 TEST(LogEnv, UnknownLevelIsReportedAndIgnored) {
-  auto r = run_child(k_failing_run, "loud");
+  auto r = run_child(failing_run(), "loud");
   ASSERT_TRUE(r.exited) << "signal " << r.signal << "\n" << r.err;
   EXPECT_NE(r.err.find("GNIO_LOG_LEVEL"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("loud"), std::string::npos) << r.err;
