@@ -26,6 +26,7 @@
 
 #include <gnio/gnio.hpp>
 
+#include "pp_app.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
 #include "support/frames.hpp"
@@ -398,8 +399,8 @@ TEST(pp_dns, queries_responses_and_top_names) {
   std::map<std::string, uint64_t> names;
   for (const auto& e : table)
     if (e.state == gnio::device::flow_slot_used) {
-      EXPECT_EQ(std::strlen(e.name), e.len);
-      names[e.name] = e.count;
+      ASSERT_LT(e.len, gnio::pp::dns_name_bytes);
+      names[gnio::pp::dns_name_text(std::string_view(e.name, e.len))] = e.count;
     }
   EXPECT_EQ(names, (std::map<std::string, uint64_t>{{"www.example.com", 2}, {"gnio.test", 1}}));
 }
@@ -415,7 +416,8 @@ TEST(pp_dns, full_table_drops_names_and_long_names_are_cut) {
   EXPECT_EQ(c.dns_queries, 3u);
   EXPECT_EQ(c.dns_names_dropped, 1u);
 
-  // 4 labels of 63 bytes: 255 bytes of text, cut after the last label that fits 127.
+  // Two labels of 63 bytes and one of 1: 131 bytes of wire labels, cut after
+  // the last label that fits in 127 (the names are kept as wire labels).
   std::vector<gnio::pp::dns_entry> t2(4);
   const std::string l63(63, 'x');
   EXPECT_EQ(count(udp_frame(40000, 53, dns_msg(1, false, {l63, l63, "y"})), t2.data(), 4).dns_queries, 1u);
@@ -423,8 +425,8 @@ TEST(pp_dns, full_table_drops_names_and_long_names_are_cut) {
   for (const auto& e : t2)
     if (e.state == gnio::device::flow_slot_used) {
       ++used;
-      EXPECT_EQ(std::string(e.name), l63 + "." + l63);
-      EXPECT_EQ(e.len, 127u);
+      EXPECT_EQ(gnio::pp::dns_name_text(std::string_view(e.name, e.len)), l63);
+      EXPECT_EQ(e.len, 64u);
     }
   EXPECT_EQ(used, 1u);
 }
@@ -466,7 +468,8 @@ TEST(pp_dns, dns_over_tcp_with_length_prefix) {
   // Without the prefix the bytes are no DNS message.
   EXPECT_EQ(count(tcp_frame(k_ip_a, k_ip_b, 40000, 53, 1, 1, 0x18, q)).dns_queries, 0u);
   bool found = false;
-  for (const auto& e : table) found |= e.state == gnio::device::flow_slot_used && std::string(e.name) == "tcp.example";
+  for (const auto& e : table) found |= e.state == gnio::device::flow_slot_used &&
+             gnio::pp::dns_name_text(std::string_view(e.name, e.len)) == "tcp.example";
   EXPECT_TRUE(found);
 }
 
@@ -898,7 +901,8 @@ pp_run run_pp(const std::string& dev, const gnio::pp::app_config& cfg, uint32_t 
     std::vector<gnio::pp::dns_entry> names(dns_cap);
     EXPECT_FALSE(g->copy_to_host(names.data(), *dns, 0, dns->bytes));
     for (const auto& n : names)
-      if (n.state == gnio::device::flow_slot_used) out.dns_names[n.name] = n.count;
+      if (n.state == gnio::device::flow_slot_used)
+        out.dns_names[gnio::pp::dns_name_text(std::string_view(n.name, n.len))] = n.count;
 
     EXPECT_FALSE(runner->destroy());
     EXPECT_FALSE(g->free(*ctr));
