@@ -681,14 +681,14 @@ TEST(BadInput, ATableOrRingThatCannotFitIsRefusedBeforeAllocating) {
     o.address_space_limit = 2 * gib;
     // 2^27 slots of sizeof(flow_entry) bytes: more than 2 GiB.
     ASSERT_GT((uint64_t{1} << 27) * sizeof(gnio::device::flow_entry), 2 * gib);
-    auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--exec", "host", "--table", "134217728"}, o);
+    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--table", "134217728"}, o);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     for (const char* m : {"--table 134217728", "bytes", "RLIMIT_AS", "MemAvailable"})
       EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
     // 64 queues of 2^20 slots of 2 KiB: 128 GiB of rings.
     auto q = gnio::test::run_process(
-        {k_bin, "--port", "gen:count=10", "--exec", "host", "--queues", "64", "--ring", "1048576"}, o);
+        {gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--queues", "64", "--ring", "1048576"}, o);
     EXPECT_EQ(q.code, 2) << q.describe();
     EXPECT_NE(q.err.find("--ring 1048576 on 64 queue(s)"), std::string::npos) << q.describe();
   }
@@ -701,7 +701,7 @@ TEST(BadInput, ATableOrRingThatCannotFitIsRefusedBeforeAllocating) {
   gnio::test::run_options o;
   o.address_space_limit = avail + 4 * gib;  // a safety net only: MemAvailable is the smaller bound
   auto r = gnio::test::run_process(
-      {k_bin, "--port", "gen:count=10", "--exec", "host", "--table", std::to_string(slots)}, o);
+      {gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--table", std::to_string(slots)}, o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   EXPECT_NE(r.err.find("--table " + std::to_string(slots)), std::string::npos) << r.describe();

@@ -144,7 +144,7 @@ TEST(L2fwd, JumboFramesNeedALargerRxSlotAndSaySo) {
 TEST(BadInput, RingsThatCannotFitAreRefusedBeforeAllocating) {
   gnio::test::run_options o;
   o.address_space_limit = uint64_t{2} << 30;
-  auto r = gnio::test::run_process({k_bin, "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576"}, o);
+  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576"}, o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   for (const char* m : {"--ring 1048576 on 1 RX and 1 TX queue(s)", "bytes", "RLIMIT_AS"})
@@ -152,7 +152,7 @@ TEST(BadInput, RingsThatCannotFitAreRefusedBeforeAllocating) {
 }
 
 TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
-  const std::string port = "pcap:file=" + k_data + "/http.pcap,tx=/dev/null";
+  const std::string port = "pcap:file=" + gnio::test::data_path("http.pcap") + ",tx=/dev/null";
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
       {{"--duration", "nan"}, {"--duration", "nan is not a finite number"}},
       {{"--duration", "inf"}, {"--duration", "not a finite number"}},
@@ -175,7 +175,7 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
   }
-  auto help = gnio::test::run_process({k_bin, "--help"});
+  auto help = gnio::test::run_process({gnio::test::l2fwd_bin(), "--help"});
   EXPECT_EQ(help.code, 0) << help.describe();
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
 }

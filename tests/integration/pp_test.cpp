@@ -1422,7 +1422,7 @@ TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
   gnio::test::run_options o;
   o.address_space_limit = uint64_t{2} << 30;
   auto r = gnio::test::run_process(
-      {k_tool, "pp", "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576", "--stats-interval", "0"}, o);
+      {gnio::test::tool_bin(), "pp", "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576", "--stats-interval", "0"}, o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   for (const char* m : {"--ring 1048576 on 4 RX queues", "bytes", "RLIMIT_AS"})
@@ -1464,7 +1464,7 @@ TEST(Cli, CtrlCWhileOpeningAFifoIsAStopNotADiskError) {
 // port opens, on a pcap port (which writes tx= itself) and on a gen port
 // (the core's tx_pcap=) alike, and no file is left.
 TEST(Cli, APcapOutInAMissingDirectoryIsNotFoundOnEveryPort) {
-  const std::string out = k_data + "/no_such_dir/r.pcap";
+  const std::string out = gnio::test::data_dir() + "/no_such_dir/r.pcap";
   std::string hint;
   for (const std::string& port : {"pcap:file=" + data("dns_icmp.pcap"), std::string("gen:count=10,mix=all")}) {
     SCOPED_TRACE(port);
