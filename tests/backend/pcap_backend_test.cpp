@@ -422,7 +422,8 @@ TEST(PcapCorpus, UnsupportedVersionsAreRejected) {
     port p;
     error e = open_port(std::string("pcap:file=") + corpus(rel), &p);
     EXPECT_EQ(e.code(), status::unsupported_version) << rel << ": " << e.what();
-    EXPECT_NE(e.message().find("libpcap: "), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("libpcap 1."), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("reads pcap 2.4 and pcapng 1.0"), std::string::npos) << e.message();
   }
 }
 

@@ -462,7 +462,7 @@ const std::vector<std::string> k_bundled = {
     "dns-uri.pcap",       "dns_tcp.pcap",       "dns_udp_8053.pcap",           "edns-opts.pcap",
     "geneve.pcap",        "malformed/dns-badlabel.pcap", "malformed/dns-badvers.pcap", "mpls-over-udp.pcap",
     "mptcp-aa-v1.pcap",   "print-flags.pcap",   "vxlan.pcap",                  "dns_port.pcap",
-    "http-brotli.pcapng", "http-ooo.pcap",      "wireshark_http.pcap"};
+    "http-brotli.pcapng", "http-ooo.pcap",      "wireshark_http.pcap",         "dns_binary.pcap"};
 
 const std::vector<std::string>& bundled_selection() { return k_bundled; }
 
