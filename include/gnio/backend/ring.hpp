@@ -16,7 +16,7 @@
 //    post(buf, ...) names one, and reclaim() hands each buffer back once the
 //    kernel released its entry.
 // Either way a burst is reserve (or post) -> fill -> commit, any number of
-// times, then one publish(): one release fence and the owner words.
+// times, then one publish(): the owner words, each stored with release.
 //
 // TX: tx_ring_reader::peek() returns the descriptors the kernel rang the
 // doorbell for, release() completes them (the kernel may then reuse the
@@ -110,17 +110,21 @@ class rx_ring_writer {
     return true;
   }
 
-  // Makes entries [published, upto) visible to the kernel: one release fence,
-  // then their owner words. upto defaults to every committed entry.
+  // Makes entries [published, upto) visible to the kernel: their owner
+  // words, each stored with release. upto defaults to every committed entry.
   void publish(uint64_t upto) noexcept {
     if (upto <= published_) return;
-    // Pairs with the acquire fence in device::detail::poll(): entry fields and
-    // frame bytes written before this fence are visible to a kernel that saw
-    // any owner word stored after it.
-    cuda::atomic_thread_fence(cuda::std::memory_order_release, cuda::thread_scope_system);
+    // Each store pairs with the consumer's acquire: on the GPU, the acquire
+    // fence in device::detail::poll() / recv_block() after its relaxed owner
+    // loads; on the host executor, the acquire load in device::detail::
+    // load_owner(). Entry fields and frame bytes written before the store
+    // are visible to a consumer that saw the owner word. (A release store
+    // costs no more than a plain one on x86 and Arm's stlr; a release fence
+    // here instead would be correct too, but ThreadSanitizer does not model
+    // fences and would report every entry the host executor reads.)
     for (uint64_t i = published_; i < upto; ++i)
       device::sys_atomic_ref<uint32_t>(l_.cq[i & mask_].owner)
-          .store(device::rx_phase(i, log2_), cuda::std::memory_order_relaxed);
+          .store(device::rx_phase(i, log2_), cuda::std::memory_order_release);
     published_ = upto;
   }
   void publish() noexcept { publish(prod_); }

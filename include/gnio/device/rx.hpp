@@ -19,8 +19,16 @@ namespace gnio::device {
 namespace detail {
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t load_owner(const rxq& q, uint64_t idx) noexcept {
-  // Relaxed: the acquire fence in finish_poll() orders the reads that follow.
+  // Pairs with the release store of rx_cqe::owner in backend::rx_ring_writer::
+  // publish(). On the GPU the load is relaxed and the acquire fence in poll()
+  // or recv_block(), once per batch, orders the reads that follow; on the
+  // host executor the load itself acquires (as cheap as a plain load on x86),
+  // which ThreadSanitizer sees, as it does not see fences.
+#if defined(__CUDA_ARCH__)
   return sys_atomic_ref<const uint32_t>(q.cqe(idx).owner).load(cuda::std::memory_order_relaxed);
+#else
+  return sys_atomic_ref<const uint32_t>(q.cqe(idx).owner).load(cuda::std::memory_order_acquire);
+#endif
 }
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE bool ready(const rxq& q, uint64_t idx) noexcept {
