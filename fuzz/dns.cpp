@@ -67,7 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     GNIO_FUZZ_CHECK(qn < 0);
   }
-  for (uint32_t off = dns_header_len + 1; off < len && off < dns_header_len + 48; off += 7) check_name_at(data, len, off);
+  for (uint32_t off = dns_header_len + 1; off < len && off < dns_header_len + 48; off += 7)
+    check_name_at(data, len, off);
   // No message at all.
   GNIO_FUZZ_CHECK(dns_read_name(nullptr, 0, 0, nullptr, 0) == dns_err_truncated);
   return 0;

@@ -96,7 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     t_packets += e.packets;
     t_bytes += e.bytes;
     GNIO_FUZZ_CHECK(e.packets >= 1);
-    for (uint32_t j = i + 1; j < capacity; ++j) GNIO_FUZZ_CHECK(!(table[j].state == flow_slot_used && table[j].key == e.key));
+    for (uint32_t j = i + 1; j < capacity; ++j)
+      GNIO_FUZZ_CHECK(!(table[j].state == flow_slot_used && table[j].key == e.key));
     uint32_t j = 0;
     while (j < num_ref && !(ref[j].key == e.key)) ++j;
     GNIO_FUZZ_CHECK(j < num_ref && ref[j].in_table);

@@ -36,7 +36,8 @@ struct sink {
     if (!seen.insert(h).second) return;
     char name[32];
     std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
-    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+    std::ofstream(dir / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
   }
   void add(const bytes& b) { add(b.data(), b.size()); }
 };

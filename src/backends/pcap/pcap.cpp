@@ -266,8 +266,8 @@ error open_capture_stream(FILE* f, const std::string& path, pcap_t** out) {
 
 // Builds an Ethernet header in front of the payload in buf. The caller has
 // already checked that hdr_len <= caplen <= len.
-static converted synthesize(uint8_t* buf, const pcap_pkthdr* h, const uint8_t* data, uint32_t hdr_len, const uint8_t dst[6],
-                     const uint8_t src[6], uint16_t type_or_len) {
+static converted synthesize(uint8_t* buf, const pcap_pkthdr* h, const uint8_t* data, uint32_t hdr_len,
+                            const uint8_t dst[6], const uint8_t src[6], uint16_t type_or_len) {
   uint8_t* b = buf;
   std::memcpy(b, dst, 6);
   std::memcpy(b + 6, src, 6);
