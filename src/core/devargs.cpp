@@ -94,15 +94,18 @@ error get_rate(const devargs& a, std::string_view key, double* pps, double* bps)
   if (!unit.empty() && (unit[0] == 'k' || unit[0] == 'K')) mult = 1e3, unit.erase(0, 1);
   else if (!unit.empty() && unit[0] == 'M') mult = 1e6, unit.erase(0, 1);
   else if (!unit.empty() && (unit[0] == 'G' || unit[0] == 'g')) mult = 1e9, unit.erase(0, 1);
-  if (unit.empty() || unit == "pps") {
-    *pps = x * mult;
-    *bps = 0;
-  } else if (unit == "bps") {
-    *bps = x * mult;
-    *pps = 0;
-  } else {
+  const bool bits = unit == "bps";
+  if (!unit.empty() && unit != "pps" && !bits)
     return fail(status::invalid_value, "{}: {}={}: unknown unit '{}' (use pps or bps with k, M or G)", a.name, key, *v, unit);
-  }
+  // Beyond these a rate is no pacing at all, and the token buckets that
+  // count it would overflow (1e308G is infinite).
+  const double rate = x * mult;
+  const double max = bits ? max_rate_bps : max_rate_pps;
+  if (!(rate <= max))
+    return fail(status::invalid_value, "{}: {}={} is out of range: a rate is more than 0 and at most {:g} {}", a.name,
+                key, *v, max, bits ? "bps" : "pps");
+  *pps = bits ? 0 : rate;
+  *bps = bits ? rate : 0;
   return {};
 }
 
@@ -119,6 +122,11 @@ error get_duration_ns(const devargs& a, std::string_view key, uint64_t* out) {
   else if (unit == "us") ns = x * 1e3;
   else if (unit == "m") ns = x * 60e9;
   else return fail(status::invalid_value, "{}: {}={}: unknown unit '{}' (use ms, s or m)", a.name, key, *v, unit);
+  // Checked before the cast: a double past 2^64 does not convert (1e11 s is
+  // 1e20 ns), and below 1 ns it would truncate to 0.
+  if (!(ns >= 1.0 && ns <= static_cast<double>(max_duration_ns)))
+    return fail(status::invalid_value, "{}: {}={} is out of range: a duration is at least 1ns and at most {:g}s", a.name,
+                key, *v, static_cast<double>(max_duration_ns) / 1e9);
   *out = static_cast<uint64_t>(ns);
   return {};
 }

@@ -434,6 +434,30 @@ TEST(GenBackend, BadOptionsNameTheOption) {
   }
 }
 
+// F17c: a duration or rate that overflows (1e11 s is past what 64-bit
+// nanoseconds hold; 1e308G is infinite) or rounds to nothing (0.1 ns) is
+// refused with its key and the valid range, not cast with undefined behaviour.
+TEST(GenBackend, DurationsAndRatesOutsideTheirRangeAreRefused) {
+  for (const char* opts : {"duration=1e11", "duration=1e300", "duration=0.0000000001", "duration=2e7m",
+                           "rate=1e308G", "rate=1e13", "rate=2e3Gpps", "rate=2e6Gbps"}) {
+    SCOPED_TRACE(opts);
+    port p;
+    auto e = open_port(opts, p);
+    EXPECT_EQ(e.code(), status::invalid_value) << e.what();
+    const std::string key = std::string(opts).substr(0, std::string(opts).find('=') + 1);
+    EXPECT_NE(e.message().find(key), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("out of range"), std::string::npos) << e.message();
+    EXPECT_EQ(p.priv, nullptr);
+  }
+  // The ends of the ranges still open.
+  for (const char* opts : {"duration=1e9", "duration=0.000001ms", "rate=1e12", "rate=1e15bps"}) {
+    SCOPED_TRACE(opts);
+    port p;
+    auto e = open_port(opts, p);
+    EXPECT_TRUE(e.ok()) << e.what();
+  }
+}
+
 TEST(GenBackend, RatePacesInPackets) {
   port p;
   auto t0 = std::chrono::steady_clock::now();

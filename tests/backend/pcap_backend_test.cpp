@@ -435,6 +435,28 @@ TEST(PcapCorpus, DamagedHeaderIsRejected) {
   EXPECT_NE(e.message().find("libpcap: "), std::string::npos) << e.message();
 }
 
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// libpcap leaves the stream open when it refuses a capture's header; the
+// backend closes it (each refused open used to keep one descriptor and FILE).
+TEST(PcapBackendOpen, RefusedCapturesLeaveNoDescriptorOpen) {
+  const size_t before = open_descriptors();
+  for (int i = 0; i < 3; ++i) {
+    for (const char* rel :
+         {"test_without_pcap_header.pcap", "pcap-invalid-version-1.pcap", "pcap-invalid-version-2.pcap"}) {
+      port p;
+      error e = open_port(std::string("pcap:file=") + GNIO_TEST_DATA_DIR + "/" + rel, &p);
+      EXPECT_FALSE(e.ok()) << rel;
+      EXPECT_EQ(p.priv, nullptr) << rel;
+    }
+  }
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 TEST(PcapCorpus, GzipIsNotSupported) {
   REQUIRE_CORPUS();
   for (const char* rel : {"wireshark/dns+icmp.pcapng.gz", "python3-libtrace/icmp-sample.pcap.gz"}) {

@@ -57,9 +57,14 @@ struct devargs {
 [[nodiscard]] error get_u64(const devargs& a, std::string_view key, uint64_t min, uint64_t max, uint64_t* out);
 [[nodiscard]] error get_string(const devargs& a, std::string_view key, std::string* out);
 // Rates: "1000" or "1000pps", "2.5Mpps", "1Gbps", "100Mbps", "500kpps". Writes
-// packets/s or bits/s (exactly one of them becomes nonzero).
+// packets/s or bits/s (exactly one of them becomes nonzero), more than 0 and
+// at most max_rate_pps or max_rate_bps.
+inline constexpr double max_rate_pps = 1e12;
+inline constexpr double max_rate_bps = 1e15;
 [[nodiscard]] error get_rate(const devargs& a, std::string_view key, double* pps, double* bps);
-// Durations: "10" (s), "500ms", "2s", "1m".
+// Durations: "10" (s), "500ms", "2s", "1m"; at least 1 ns and at most
+// max_duration_ns (1e9 s, about 31 years).
+inline constexpr uint64_t max_duration_ns = 1'000'000'000'000'000'000ull;
 [[nodiscard]] error get_duration_ns(const devargs& a, std::string_view key, uint64_t* out);
 // Rejects keys outside the allowed list, naming the unknown one and the valid ones.
 [[nodiscard]] error check_keys(const devargs& a, std::initializer_list<std::string_view> allowed);

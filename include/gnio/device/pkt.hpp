@@ -234,7 +234,8 @@ struct tcp_fields {
   bool has_wscale;
   bool sack_permitted;
   bool has_timestamps;
-  bool opt_error;         // option list inconsistent; parse stopped there
+  bool opt_error;         // an option of a known kind had a bad length (skipped by its length, as Linux
+                          // does), or a length ran past the options (the walk stopped there)
 };
 
 struct icmp_fields {

@@ -273,8 +273,6 @@ error parse_options(const devargs& a, gen_port& g) {
   g.num_flows = static_cast<uint32_t>(flows);
   if (auto e = get_u64(a, "count", 1, UINT64_MAX, &g.count)) return e;
   if (auto e = get_duration_ns(a, "duration", &g.duration_ns)) return e;
-  if (a.find("duration") && g.duration_ns == 0)
-    return fail(status::invalid_value, "{}: duration={} must be longer than zero", a.name, *a.find("duration"));
   if (auto e = parse_mix(a, g)) return e;
   if (auto e = get_rate(a, "rate", &g.pps, &g.bps)) return e;
   if (auto e = get_u64(a, "seed", 0, UINT64_MAX, &g.seed)) return e;

@@ -29,6 +29,7 @@
 #include "gnio/backend/backend.hpp"
 #include "log_internal.hpp"
 #include "out_file.hpp"
+#include "pcap_reader.hpp"
 
 namespace gnio::backend {
 
@@ -36,7 +37,7 @@ namespace {
 
 using detail::fail;
 
-constexpr uint32_t kMaxFrame = 65535;  // what get_caps advertises as max_pkt_bytes
+constexpr uint32_t kMaxFrame = pcap_detail::max_frame_bytes;
 constexpr uint32_t kEthHdr = 14;
 constexpr uint16_t kEtherIPv4 = 0x0800;
 constexpr uint16_t kEtherIPv6 = 0x86DD;
@@ -221,10 +222,21 @@ error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* 
     return fail(status::no_memory, "pcap: cannot open capture '{}': {}", path, std::strerror(e));
   }
 
+  return pcap_detail::open_capture_stream(f, path, out);
+}
+
+}  // namespace
+
+namespace pcap_detail {
+
+error open_capture_stream(FILE* f, const std::string& path, pcap_t** out) {
+  *out = nullptr;
   char errbuf[PCAP_ERRBUF_SIZE] = "";
-  // pcap_fopen_offline owns f from here on, on failure too.
   pcap_t* p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (!p) {
+    // On success the handle owns f (pcap_close closes it); on failure libpcap
+    // leaves it open, and with it the descriptor of the refused capture.
+    std::fclose(f);
     std::string why = errbuf;
     // libpcap has no error codes for this; its messages for a recognised
     // format of an unknown version say "version" (or "archaic" for pre-2.0).
@@ -265,13 +277,141 @@ error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* 
   return {};
 }
 
-// A frame ready for the lane, or the reason a record could not become one.
-struct converted {
-  const uint8_t* data = nullptr;
-  uint32_t len = 0;
-  uint32_t wire_len = 0;
-  const char* problem = nullptr;
-};
+// Builds an Ethernet header in front of the payload in buf. The caller has
+// already checked that hdr_len <= caplen <= len.
+static converted synthesize(uint8_t* buf, const pcap_pkthdr* h, const uint8_t* data, uint32_t hdr_len,
+                            const uint8_t dst[6], const uint8_t src[6], uint16_t type_or_len) {
+  uint8_t* b = buf;
+  std::memcpy(b, dst, 6);
+  std::memcpy(b + 6, src, 6);
+  b[12] = static_cast<uint8_t>(type_or_len >> 8);
+  b[13] = static_cast<uint8_t>(type_or_len);
+  uint32_t payload = std::min(h->caplen - hdr_len, kMaxFrame - kEthHdr);
+  std::memcpy(b + kEthHdr, data + hdr_len, payload);
+  converted c;
+  c.data = b;
+  c.len = kEthHdr + payload;
+  uint64_t wire = uint64_t{std::max(h->len, h->caplen)} - hdr_len + kEthHdr;
+  c.wire_len = static_cast<uint32_t>(std::min<uint64_t>(wire, std::numeric_limits<uint32_t>::max()));
+  return c;
+}
+
+// EtherType from the IP version nibble, 0 when it is neither 4 nor 6.
+static uint16_t ethertype_from_ip(const uint8_t* ip, uint32_t caplen) {
+  if (caplen == 0) return 0;
+  switch (ip[0] >> 4) {
+    case 4: return kEtherIPv4;
+    case 6: return kEtherIPv6;
+    default: return 0;
+  }
+}
+
+converted to_ethernet(int dlt, uint8_t* buf, const pcap_pkthdr* h, const uint8_t* data) {
+  static constexpr uint8_t zero_mac[6] = {};
+  static constexpr uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  converted c;
+  if (h->caplen == 0) {
+    c.problem = "empty record (0 bytes captured)";
+    return c;
+  }
+  switch (dlt) {
+    case DLT_EN10MB:
+      // Runts and records cut inside the Ethernet header go through as they
+      // are: malformed input is what downstream parsers must be tested with.
+      // Frames above max_pkt_bytes (a 256 KiB snaplen of offloaded
+      // super-frames) are cut like a short snaplen would; wire_len keeps the
+      // true size. A damaged header with caplen > len still carried caplen
+      // bytes, so wire_len never claims less than that.
+      c.data = data;
+      c.len = std::min(h->caplen, kMaxFrame);
+      c.wire_len = std::max(h->len, h->caplen);
+      return c;
+
+    case DLT_NULL:
+    case DLT_LOOP: {
+      if (h->caplen < 4) {
+        c.problem = "record shorter than its 4-byte address family";
+        return c;
+      }
+      uint32_t family;
+      if (dlt == DLT_LOOP) {
+        family = load_be32(data);
+      } else {
+        // DLT_NULL stores the family in the capturing host's byte order, which
+        // libpcap does not fix up for files from the other endianness; families
+        // are small, so a value with high bits set is a swapped one.
+        family = load_host32(data);
+        if (family & 0xFFFF0000u) family = __builtin_bswap32(family);
+      }
+      uint16_t type = 0;
+      if (family == 2) type = kEtherIPv4;
+      else if (family == 24 || family == 28 || family == 30) type = kEtherIPv6;  // AF_INET6 on Net/OpenBSD, FreeBSD, Darwin
+      else type = ethertype_from_ip(data + 4, h->caplen - 4);  // e.g. Linux's AF_INET6 (10)
+      if (type == 0) {
+        c.problem = "address family is neither IPv4 nor IPv6";
+        return c;
+      }
+      return synthesize(buf, h, data, 4, zero_mac, zero_mac, type);
+    }
+
+    case DLT_RAW:
+    case DLT_IPV4:
+    case DLT_IPV6: {
+      uint16_t type = dlt == DLT_IPV4 ? kEtherIPv4 : dlt == DLT_IPV6 ? kEtherIPv6 : ethertype_from_ip(data, h->caplen);
+      if (type == 0) {
+        c.problem = "raw IP record whose version is neither 4 nor 6";
+        return c;
+      }
+      return synthesize(buf, h, data, 0, zero_mac, zero_mac, type);
+    }
+
+    case DLT_LINUX_SLL:
+    case DLT_LINUX_SLL2: {
+      const bool v2 = dlt == DLT_LINUX_SLL2;
+      const uint32_t hdr = v2 ? 20 : 16;
+      if (h->caplen < hdr) {
+        c.problem = "record shorter than its Linux cooked header";
+        return c;
+      }
+      uint16_t protocol = v2 ? load_be16(data) : load_be16(data + 14);
+      uint16_t hatype = v2 ? load_be16(data + 8) : load_be16(data + 2);
+      uint8_t pkttype = v2 ? data[10] : static_cast<uint8_t>(load_be16(data));
+      uint16_t halen = v2 ? data[11] : load_be16(data + 4);
+      const uint8_t* addr = v2 ? data + 12 : data + 6;
+      if (hatype == 824) {  // ARPHRD_NETLINK: protocol is a netlink family, not an EtherType
+        c.problem = "netlink record in a Linux cooked capture";
+        return c;
+      }
+      uint16_t type_or_len = protocol;
+      if (protocol < 0x0600) {
+        // 0x0001 (Novell raw 802.3) and 0x0004 (802.2 LLC) carry the frame
+        // after where the Ethernet header was, which an 802.3 length field
+        // describes; anything else below 0x0600 (CAN, ...) is not Ethernet.
+        uint64_t payload = uint64_t{std::max(h->len, h->caplen)} - hdr;
+        if ((protocol != 0x0001 && protocol != 0x0004) || payload > 1500) {
+          c.problem = "Linux cooked record whose protocol is not an EtherType";
+          return c;
+        }
+        type_or_len = static_cast<uint16_t>(payload);
+      }
+      // The cooked header keeps the sender's address but not the destination;
+      // broadcast is the one destination its packet type tells us.
+      const uint8_t* src = halen == 6 ? addr : zero_mac;
+      const uint8_t* dst = pkttype == 1 ? bcast_mac : zero_mac;
+      return synthesize(buf, h, data, hdr, dst, src, type_or_len);
+    }
+
+    default:
+      c.problem = "unsupported link type";
+      return c;
+  }
+}
+
+}  // namespace pcap_detail
+
+namespace {
+
+using pcap_detail::converted;
 
 struct port {
   // options
@@ -323,136 +463,6 @@ struct port {
 };
 
 void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
-
-// Builds an Ethernet header in front of the payload in p->buf. The caller has
-// already checked that hdr_len <= caplen <= len.
-converted synthesize(port* p, const pcap_pkthdr* h, const uint8_t* data, uint32_t hdr_len, const uint8_t dst[6],
-                     const uint8_t src[6], uint16_t type_or_len) {
-  uint8_t* b = p->buf.data();
-  std::memcpy(b, dst, 6);
-  std::memcpy(b + 6, src, 6);
-  b[12] = static_cast<uint8_t>(type_or_len >> 8);
-  b[13] = static_cast<uint8_t>(type_or_len);
-  uint32_t payload = std::min(h->caplen - hdr_len, kMaxFrame - kEthHdr);
-  std::memcpy(b + kEthHdr, data + hdr_len, payload);
-  converted c;
-  c.data = b;
-  c.len = kEthHdr + payload;
-  uint64_t wire = uint64_t{std::max(h->len, h->caplen)} - hdr_len + kEthHdr;
-  c.wire_len = static_cast<uint32_t>(std::min<uint64_t>(wire, std::numeric_limits<uint32_t>::max()));
-  return c;
-}
-
-// EtherType from the IP version nibble, 0 when it is neither 4 nor 6.
-uint16_t ethertype_from_ip(const uint8_t* ip, uint32_t caplen) {
-  if (caplen == 0) return 0;
-  switch (ip[0] >> 4) {
-    case 4: return kEtherIPv4;
-    case 6: return kEtherIPv6;
-    default: return 0;
-  }
-}
-
-converted to_ethernet(port* p, const pcap_pkthdr* h, const uint8_t* data) {
-  static constexpr uint8_t zero_mac[6] = {};
-  static constexpr uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  converted c;
-  if (h->caplen == 0) {
-    c.problem = "empty record (0 bytes captured)";
-    return c;
-  }
-  switch (p->dlt) {
-    case DLT_EN10MB:
-      // Runts and records cut inside the Ethernet header go through as they
-      // are: malformed input is what downstream parsers must be tested with.
-      // Frames above max_pkt_bytes (a 256 KiB snaplen of offloaded
-      // super-frames) are cut like a short snaplen would; wire_len keeps the
-      // true size. A damaged header with caplen > len still carried caplen
-      // bytes, so wire_len never claims less than that.
-      c.data = data;
-      c.len = std::min(h->caplen, kMaxFrame);
-      c.wire_len = std::max(h->len, h->caplen);
-      return c;
-
-    case DLT_NULL:
-    case DLT_LOOP: {
-      if (h->caplen < 4) {
-        c.problem = "record shorter than its 4-byte address family";
-        return c;
-      }
-      uint32_t family;
-      if (p->dlt == DLT_LOOP) {
-        family = load_be32(data);
-      } else {
-        // DLT_NULL stores the family in the capturing host's byte order, which
-        // libpcap does not fix up for files from the other endianness; families
-        // are small, so a value with high bits set is a swapped one.
-        family = load_host32(data);
-        if (family & 0xFFFF0000u) family = __builtin_bswap32(family);
-      }
-      uint16_t type = 0;
-      if (family == 2) type = kEtherIPv4;
-      else if (family == 24 || family == 28 || family == 30) type = kEtherIPv6;  // AF_INET6 on Net/OpenBSD, FreeBSD, Darwin
-      else type = ethertype_from_ip(data + 4, h->caplen - 4);  // e.g. Linux's AF_INET6 (10)
-      if (type == 0) {
-        c.problem = "address family is neither IPv4 nor IPv6";
-        return c;
-      }
-      return synthesize(p, h, data, 4, zero_mac, zero_mac, type);
-    }
-
-    case DLT_RAW:
-    case DLT_IPV4:
-    case DLT_IPV6: {
-      uint16_t type = p->dlt == DLT_IPV4 ? kEtherIPv4 : p->dlt == DLT_IPV6 ? kEtherIPv6 : ethertype_from_ip(data, h->caplen);
-      if (type == 0) {
-        c.problem = "raw IP record whose version is neither 4 nor 6";
-        return c;
-      }
-      return synthesize(p, h, data, 0, zero_mac, zero_mac, type);
-    }
-
-    case DLT_LINUX_SLL:
-    case DLT_LINUX_SLL2: {
-      const bool v2 = p->dlt == DLT_LINUX_SLL2;
-      const uint32_t hdr = v2 ? 20 : 16;
-      if (h->caplen < hdr) {
-        c.problem = "record shorter than its Linux cooked header";
-        return c;
-      }
-      uint16_t protocol = v2 ? load_be16(data) : load_be16(data + 14);
-      uint16_t hatype = v2 ? load_be16(data + 8) : load_be16(data + 2);
-      uint8_t pkttype = v2 ? data[10] : static_cast<uint8_t>(load_be16(data));
-      uint16_t halen = v2 ? data[11] : load_be16(data + 4);
-      const uint8_t* addr = v2 ? data + 12 : data + 6;
-      if (hatype == 824) {  // ARPHRD_NETLINK: protocol is a netlink family, not an EtherType
-        c.problem = "netlink record in a Linux cooked capture";
-        return c;
-      }
-      uint16_t type_or_len = protocol;
-      if (protocol < 0x0600) {
-        // 0x0001 (Novell raw 802.3) and 0x0004 (802.2 LLC) carry the frame
-        // after where the Ethernet header was, which an 802.3 length field
-        // describes; anything else below 0x0600 (CAN, ...) is not Ethernet.
-        uint64_t payload = uint64_t{std::max(h->len, h->caplen)} - hdr;
-        if ((protocol != 0x0001 && protocol != 0x0004) || payload > 1500) {
-          c.problem = "Linux cooked record whose protocol is not an EtherType";
-          return c;
-        }
-        type_or_len = static_cast<uint16_t>(payload);
-      }
-      // The cooked header keeps the sender's address but not the destination;
-      // broadcast is the one destination its packet type tells us.
-      const uint8_t* src = halen == 6 ? addr : zero_mac;
-      const uint8_t* dst = pkttype == 1 ? bcast_mac : zero_mac;
-      return synthesize(p, h, data, hdr, dst, src, type_or_len);
-    }
-
-    default:
-      c.problem = "unsupported link type";
-      return c;
-  }
-}
 
 uint64_t ts_ns(const pcap_pkthdr* h) {
   // With PCAP_TSTAMP_PRECISION_NANO libpcap puts nanoseconds in tv_usec.
@@ -682,7 +692,7 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
     const u_char* data = nullptr;
     int rc = pcap_next_ex(p->rx, &h, &data);
     if (rc == 1) {
-      converted c = to_ethernet(p, h, data);
+      converted c = pcap_detail::to_ethernet(p->dlt, p->buf.data(), h, data);
       ++p->pass_records;
       if (c.problem) {
         bump(p->rx_errors);

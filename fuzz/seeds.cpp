@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writes the fuzz targets' seed corpora: fuzz_seeds OUT_DIR
+//
+// From every pcap/pcapng capture under tests/data: the capture itself (pcap),
+// its Ethernet frames (parse), runs of frames (flow_table), TCP option bytes
+// (tcp_options), DNS messages over UDP and TCP (dns) and TCP payloads (http);
+// the device strings of fuzz/devargs.seeds, one per line (devargs). Files are
+// named by a hash of their bytes, so a rerun rewrites the same seeds.
+#include <gnio/device/pkt.hpp>
+#include <pcap/pcap.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace gnio::device;
+
+namespace {
+
+using bytes = std::vector<uint8_t>;
+
+struct sink {
+  fs::path dir;
+  size_t max_files;
+  std::set<uint64_t> seen;
+
+  void add(const uint8_t* p, size_t n) {
+    if (seen.size() >= max_files) return;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    if (!seen.insert(h).second) return;
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+    std::ofstream(dir / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+  }
+  void add(const bytes& b) { add(b.data(), b.size()); }
+};
+
+bool is_capture(const fs::path& p) {
+  const std::string e = p.extension().string();
+  return e == ".pcap" || e == ".pcapng" || e == ".cap";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
+    return 2;
+  }
+  const fs::path out = argv[1];
+  auto make = [&](const char* name, size_t max_files) {
+    fs::create_directories(out / name);
+    return sink{out / name, max_files, {}};
+  };
+  sink pcap_s = make("pcap", 400), parse_s = make("parse", 3000), flow_s = make("flow_table", 400),
+       tcpo_s = make("tcp_options", 1000), dns_s = make("dns", 1500), http_s = make("http", 1000),
+       dev_s = make("devargs", 1000);
+
+  std::vector<fs::path> captures;
+  for (const auto& e : fs::recursive_directory_iterator(GNIO_TEST_DATA_DIR))
+    if (e.is_regular_file() && is_capture(e.path())) captures.push_back(e.path());
+  std::sort(captures.begin(), captures.end());
+
+  for (const auto& path : captures) {
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (file.size() > 65536) file.resize(65536);  // the pcap target's -max_len
+      if (!file.empty()) pcap_s.add(file);
+    }
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(path.c_str(), err);
+    if (!p) continue;
+    if (pcap_datalink(p) != DLT_EN10MB) {
+      pcap_close(p);
+      continue;
+    }
+    bytes run;
+    pcap_pkthdr* h;
+    const u_char* d;
+    while (pcap_next_ex(p, &h, &d) == 1) {
+      const uint32_t len = h->caplen;
+      parse_s.add(d, len);
+      if (run.size() + len + 2 <= 8192 && len <= 0xffff) {
+        run.push_back(static_cast<uint8_t>(len >> 8));
+        run.push_back(static_cast<uint8_t>(len));
+        run.insert(run.end(), d, d + len);
+      }
+      parsed_pkt pp;
+      parse(d, len, pp);
+      if (pp.l4 == l4_kind::tcp && pp.tcp.hdr_len > 20 && pp.l4_off + pp.tcp.hdr_len <= len)
+        tcpo_s.add(d + pp.l4_off + 20, pp.tcp.hdr_len - 20u);
+      if (pp.payload_len == 0 || pp.payload_off + pp.payload_len > len) continue;
+      const uint8_t* pl = d + pp.payload_off;
+      const uint32_t pn = pp.payload_len;
+      dns_header dh;
+      const bool dns_port = pp.src_port == 53 || pp.dst_port == 53 || pp.src_port == 5353 || pp.dst_port == 5353 ||
+                            pp.src_port == 8053 || pp.dst_port == 8053;
+      if (pp.l4 == l4_kind::udp && (dns_port || (dns_parse_header(pl, pn, dh) && dns_header_sane(dh, pn))))
+        dns_s.add(pl, pn);
+      if (pp.l4 == l4_kind::tcp && dns_port && pn > 2) dns_s.add(pl + 2, pn - 2);  // after the length prefix
+      if (pp.l4 == l4_kind::tcp && (http_classify(pl, pn) != http_kind::not_http || pp.dst_port == 80))
+        http_s.add(pl, pn < 4096 ? pn : 4096);
+    }
+    if (!run.empty()) flow_s.add(run);
+    pcap_close(p);
+  }
+
+  std::ifstream seeds(fs::path(GNIO_FUZZ_DIR) / "devargs.seeds");
+  for (std::string line; std::getline(seeds, line);)
+    if (!line.empty() && line[0] != '#') dev_s.add(reinterpret_cast<const uint8_t*>(line.data()), line.size());
+
+  for (const sink* s : {&pcap_s, &parse_s, &flow_s, &tcpo_s, &dns_s, &http_s, &dev_s})
+    std::printf("fuzz_seeds: %zu seeds in %s\n", s->seen.size(), s->dir.c_str());
+  return 0;
+}
