@@ -449,7 +449,7 @@ TEST(PcapBackendOpen, RefusedCapturesLeaveNoDescriptorOpen) {
     for (const char* rel :
          {"test_without_pcap_header.pcap", "pcap-invalid-version-1.pcap", "pcap-invalid-version-2.pcap"}) {
       port p;
-      error e = open_port(std::string("pcap:file=") + GNIO_TEST_DATA_DIR + "/" + rel, &p);
+      error e = open_port("pcap:file=" + gnio::test::data_path(rel), &p);
       EXPECT_FALSE(e.ok()) << rel;
       EXPECT_EQ(p.priv, nullptr) << rel;
     }
