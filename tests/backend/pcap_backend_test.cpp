@@ -1088,17 +1088,20 @@ TEST_F(PcapBackend, BrokenReplayReachesThePortsEngineError) {
 // The pid of a process (not this one) whose command line contains needle
 // and that has `path` open, or 0.
 pid_t process_with_open(const std::string& needle, const std::string& path) {
+  // increment(ec), not a range-for: a process that exits while its fd
+  // directory is read makes operator++ throw, and this runs while a thread
+  // that must be joined is still running.
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string pid = e.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos || std::stoi(pid) == getpid()) continue;
-    std::ifstream in(e.path() / "cmdline");
+  for (fs::directory_iterator e("/proc", ec), end; !ec && e != end; e.increment(ec)) {
+    const std::string pid = e->path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || std::stoi(pid) == getpid()) continue;
+    std::ifstream in(e->path() / "cmdline");
     const std::string cmd((std::istreambuf_iterator<char>(in)), {});
     if (cmd.find(needle) == std::string::npos) continue;
     std::error_code ec2;
-    for (const auto& fd : fs::directory_iterator(e.path() / "fd", ec2)) {
+    for (fs::directory_iterator fd(e->path() / "fd", ec2); !ec2 && fd != end; fd.increment(ec2)) {
       std::error_code ec3;
-      if (fs::read_symlink(fd.path(), ec3) == path) return std::stoi(pid);
+      if (fs::read_symlink(fd->path(), ec3) == path) return std::stoi(pid);
     }
   }
   return 0;
@@ -1124,8 +1127,10 @@ TEST_F(PcapBackend, BrokenReplayFailsTheToolsRunAndItsJson) {
       pid = process_with_open(dev, path);
       if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    fs::remove(path);
+    std::error_code rm;
+    fs::remove(path, rm);
     t.join();
+    ASSERT_FALSE(rm) << rm.message();
     ASSERT_GT(pid, 0) << "the program never opened the capture: " << r.describe();
     EXPECT_EQ(r.code, 1) << "an endless replay that broke must not end like a finished run: " << r.describe();
     ASSERT_TRUE(r.j) << r.describe();
