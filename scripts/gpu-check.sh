@@ -107,6 +107,10 @@ do_run() {
   step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
   step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
   step module_loading_cuda "$build/tests/module_loading_test"
+  # The pp kernel is held to 80 registers a thread so a block may have the 768
+  # threads --threads allows; more registers and this launch fails.
+  step pp_threads_768 "$GNIO_TOOL_BIN" pp --gpu 0 --threads 768 --port "pcap:file=$PWD/tests/data/http.pcap" \
+    --stats-interval 0 --json "$out/pp_threads_768.json"
   # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
   step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
   step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
