@@ -164,11 +164,7 @@ namespace {
 // A sanitized child runs several times slower (a Debug ASan build of
 // flow_count merging 262,144 flows: 27 s against 3 s); the time limit is a
 // guard against hangs, so it stretches with the build.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int k_sanitizer_slowdown = 4;
-#else
-constexpr int k_sanitizer_slowdown = 1;
-#endif
+constexpr int k_sanitizer_slowdown = sanitized_build ? 4 : 1;
 }  // namespace
 
 proc_result run_process(std::vector<std::string> argv, const run_options& o) {

@@ -95,6 +95,16 @@ struct run_options {
   std::vector<std::string> env;
 };
 
+// True in an ASan or TSan build. Such a sanitizer reserves terabytes of
+// address space when a program starts, so a child run under any
+// run_options::address_space_limit dies before main; tests that need one
+// skip in these builds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool sanitized_build = true;
+#else
+inline constexpr bool sanitized_build = false;
+#endif
+
 // Runs argv[0] (a path, or a name looked up in PATH) with the rest as
 // arguments, stdin from /dev/null, no shell.
 proc_result run_process(std::vector<std::string> argv, const run_options& o = {});
