@@ -808,7 +808,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     }
     uint64_t first = 0;
     uint32_t num = 0;
-    const status s = recv<scope::block>(rq, batch, recv_timeout_ns, &first, &num);
+    const status s = recv<scope::block>(ctx, rq, batch, recv_timeout_ns, &first, &num);
     if (s == status::shutdown) break;
     if (num == 0) continue;  // same result in every thread: no divergence
 

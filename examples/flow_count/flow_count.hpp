@@ -43,7 +43,7 @@ struct body {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
       uint32_t num = 0;
-      gnio::status s = recv<scope::block>(rq, batch, 200'000, &first, &num);
+      gnio::status s = recv<scope::block>(ctx, rq, batch, 200'000, &first, &num);
       if (s == gnio::status::shutdown) break;
       for (uint32_t i = thread_rank(); i < num; i += block_threads()) {
         const uint8_t* p = pkt_addr(rq, first + i);

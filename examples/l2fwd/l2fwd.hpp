@@ -41,7 +41,7 @@ struct body {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
       uint32_t num = 0;
-      const gnio::status s = recv<scope::block>(rq, batch, 200'000, &first, &num);
+      const gnio::status s = recv<scope::block>(ctx, rq, batch, 200'000, &first, &num);
       if (s == gnio::status::shutdown) break;
       if (num == 0) continue;  // block-uniform: every thread takes the same path
       // Rounds of block_threads() frames; every thread runs every round, as

@@ -49,6 +49,15 @@ struct launch_dims {
   uint32_t blocks = 1;         // host executor: one CPU thread per block
   uint32_t threads = 256;      // per block (ignored by the host executor)
   uint32_t shared_bytes = 0;
+  // How the body is run (device::launch_mode) and how its recv(ctx, ...)
+  // polls an empty queue (device::poll_policy).
+  device::launch_mode mode = device::launch_mode::persistent;
+  device::poll_policy poll = device::poll_policy::adaptive;
+  // Per-burst modes: the host launches once `burst` completions are ready in
+  // the runner's RX queues, or once the oldest ready one has waited
+  // burst_timeout_ns.
+  uint32_t burst = 32;
+  uint64_t burst_timeout_ns = 50'000;
 };
 
 class kernel_runner {

@@ -32,10 +32,15 @@ template <class Body>
   static_assert(std::is_trivially_copyable_v<Body>, "a kernel body is copied to the device: keep it trivially copyable");
   if (!runner.valid()) return error(status::bad_state, "launch: the runner was not created");
   if (dims.blocks == 0) return error(status::invalid_value, "launch: blocks must be at least 1");
+  if (dims.mode != device::launch_mode::persistent)
+    return error(status::not_supported, "launch: only the persistent launch mode is implemented");
+  const device::poll_policy poll = dims.poll;
   if (runner.executor() == executor_kind::host) {
-    return runner.launch_host(dims.blocks, [body](const device::exec_ctx& c) {
+    return runner.launch_host(dims.blocks, [body, poll](const device::exec_ctx& c) {
       Body b = body;  // each host thread gets its own copy, as each GPU block would
-      b(c);
+      device::exec_ctx mine = c;
+      mine.poll = poll;
+      b(mine);
     });
   }
 #if defined(__CUDACC__)
@@ -43,8 +48,10 @@ template <class Body>
     return error(status::invalid_value, "launch: threads per block must be 1..1024");
   auto stream = runner.begin_cuda_launch(dims.blocks);
   if (!stream) return stream.err();
+  device::exec_ctx c = runner.ctx(dims.blocks);
+  c.poll = poll;
   detail::persistent_kernel<Body><<<dims.blocks, dims.threads, dims.shared_bytes, static_cast<cudaStream_t>(*stream)>>>(
-      body, runner.ctx(dims.blocks));
+      body, c);
   return runner.end_cuda_launch(static_cast<int>(cudaGetLastError()));
 #else
   return error(status::not_supported,

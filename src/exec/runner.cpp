@@ -245,6 +245,9 @@ device::exec_ctx kernel_runner::ctx(uint32_t num_blocks) const {
   c.num_blocks = num_blocks;
   c.exit_flag = static_cast<const uint32_t*>(state_->exit_flag.exec_ptr);
   c.executor = state_->gpu->info.executor == executor_kind::cuda ? 1u : 0u;
+  c.mode = device::launch_mode::persistent;
+  c.poll = device::poll_policy::adaptive;
+  c.batches = 0;
   return c;
 }
 

@@ -41,7 +41,7 @@ struct record_body {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
       uint32_t num = 0;
-      gnio::status s = recv<scope::block>(q, batch, 100'000, &first, &num);
+      gnio::status s = recv<scope::block>(ctx, q, batch, 100'000, &first, &num);
       if (s == gnio::status::shutdown) break;
       for (uint32_t i = thread_rank(); i < num; i += block_threads()) {
         const uint64_t idx = first + i;
@@ -76,7 +76,7 @@ struct echo_body {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
       uint32_t num = 0;
-      gnio::status s = recv<scope::block>(q, batch, 100'000, &first, &num);
+      gnio::status s = recv<scope::block>(ctx, q, batch, 100'000, &first, &num);
       if (s == gnio::status::shutdown) break;
       if (num == 0) continue;
 #if defined(__CUDA_ARCH__)

@@ -18,15 +18,43 @@ namespace gnio::device {
 // Where a recv/send runs: one thread, a whole warp, or a whole block acting together.
 enum class scope { thread, warp, block };
 
+// How a kernel body is run (gnio::launch_dims::mode).
+//   persistent: launched once; the body loops until the exit flag or the end
+//               of its queues.
+//   per_burst:  the host waits until a burst is ready in the RX queues and
+//               launches the kernel over it (the DPDK gpudev / l2fwd-nv
+//               style); each launch receives one batch per recv call site.
+//   graph:      as per_burst, through a captured CUDA graph launched per burst.
+// The same body runs in every mode when it receives through
+// recv<S>(ctx, ...) and asks should_exit<S>(ctx) before each round.
+enum class launch_mode : uint32_t { persistent = 0, per_burst = 1, graph = 2 };
+
+// What recv<S>(ctx, ...) does while its queue is empty.
+//   adaptive: spin, then back off with a short sleep (GPU: __nanosleep; host:
+//             yield, then sleep), so an idle queue costs little PCIe traffic
+//             and power; the price is up to one sleep of latency.
+//   busy:     never sleep: the lowest latency, a core (or an SM's warp
+//             scheduler slot) kept busy polling.
+enum class poll_policy : uint32_t { adaptive = 0, busy = 1 };
+
 struct exec_ctx {
   uint32_t block;          // this block's index (host executor: thread index)
   uint32_t num_blocks;
   const uint32_t* exit_flag;  // host sets nonzero to ask the kernel to return
   uint32_t executor;       // 0 = host, 1 = cuda
+  launch_mode mode;        // persistent unless launched per burst
+  poll_policy poll;
+  // Batches received through recv(ctx, ...) by this thread in this launch;
+  // in the per-burst modes a thread that has received one is done (each
+  // thread has its own copy of the context).
+  mutable uint32_t batches;
+
+  GNIO_HOST_DEVICE bool one_batch() const noexcept { return mode != launch_mode::persistent; }
 
   // Pairs with the release store in kernel_runner::stop(); relaxed would also
   // do since nothing is read after it, acquire keeps the rule simple.
   GNIO_HOST_DEVICE bool should_exit() const noexcept {
+    if (one_batch() && batches != 0u) return true;
     return sys_atomic_ref<const uint32_t>(*exit_flag).load(cuda::std::memory_order_acquire) != 0u;
   }
 };
@@ -113,7 +141,8 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE bool should_exit(const exec_ctx& ctx) noexcept
 // Backoff for an idle poll loop: a short sleep on the GPU keeps PCIe polling
 // traffic down; on the host it yields so producer threads on a small machine
 // still get to run.
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls) noexcept {
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls, poll_policy policy = poll_policy::adaptive) noexcept {
+  if (policy == poll_policy::busy) return;
 #if defined(__CUDA_ARCH__)
   if (empty_polls > 16) __nanosleep(empty_polls > 1024 ? 2000 : 200);
 #else

@@ -90,7 +90,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void publish_consumer(const rxq& q, uint64_t i
 // Poll loop run by the thread (or, on the GPU with Warp=true, the warp) that leads the recv.
 template <bool Warp>
 GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t start,
-                                              uint32_t* num) noexcept {
+                                              uint32_t* num, poll_policy policy) noexcept {
   // The clock is read only when it can matter: not for timeout 0, and not
   // once a full batch is there (a clock read costs tens of ns on a host in a VM).
   const uint64_t t0 = timeout_ns ? now_ns() : 0;
@@ -128,7 +128,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
       *num = 0;
       return status::again;
     }
-    idle_backoff(++empty_polls);
+    idle_backoff(++empty_polls, policy);
   }
 }
 
@@ -139,7 +139,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
 // warp. Entries stay ready until this block releases them, so the run only
 // grows and is never looked at twice. Thread 0 keeps the clock and decides.
 __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
-                                              uint32_t* num) noexcept {
+                                              uint32_t* num, poll_policy policy) noexcept {
   __shared__ uint64_t s_start;
   __shared__ uint32_t s_num;     // ready run from s_start, so far
   __shared__ uint32_t s_first_missing;  // this round: offset of the first entry not ready
@@ -204,29 +204,21 @@ __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, u
       __syncthreads();
       return static_cast<status>(st);
     }
-    if (tid == 0) idle_backoff(empty_polls);
+    if (tid == 0) idle_backoff(empty_polls, policy);
   }
 }
 #endif
 
-}  // namespace detail
-
-// Receives up to max_pkts packets, waiting at most timeout_ns for the batch to
-// fill (0: return at once with what is ready). On success [*first, *first +
-// *num) are ring indices of received packets, *num >= 1. Returns again when
-// nothing arrived in time and shutdown when the backend ended the stream and
-// every packet was received. All threads of the scope must call it together
-// and get the same result.
 template <scope S>
-GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
-                             uint32_t* num) noexcept {
+GNIO_HOST_DEVICE GNIO_FORCEINLINE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
+                                              uint32_t* num, poll_policy policy) noexcept {
   if (max_pkts == 0) max_pkts = 1;
   if (max_pkts > q.num_descs) max_pkts = q.num_descs;
 #if defined(__CUDA_ARCH__)
   if constexpr (S == scope::thread) {
     const uint64_t start = *q.next;
-    detail::publish_consumer(q, start);
-    status s = detail::poll<false>(q, max_pkts, timeout_ns, start, num);
+    publish_consumer(q, start);
+    status s = poll<false>(q, max_pkts, timeout_ns, start, num, policy);
     *first = start;
     *q.next = start + *num;
     return s;
@@ -235,26 +227,54 @@ GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_n
     uint64_t start = 0;
     if (lane == 0) {
       start = *q.next;
-      detail::publish_consumer(q, start);
+      publish_consumer(q, start);
     }
     start = __shfl_sync(0xffffffffu, start, 0);
-    status s = detail::poll<true>(q, max_pkts, timeout_ns, start, num);
+    status s = poll<true>(q, max_pkts, timeout_ns, start, num, policy);
     __syncwarp();
     if (lane == 0) *q.next = start + *num;
     *first = start;
     return s;
   } else {
-    return detail::recv_block(q, max_pkts, timeout_ns, first, num);
+    return recv_block(q, max_pkts, timeout_ns, first, num, policy);
   }
 #else
   // Host executor: one thread is the whole warp and block.
   const uint64_t start = *q.next;
-  detail::publish_consumer(q, start);
-  status s = detail::poll<false>(q, max_pkts, timeout_ns, start, num);
+  publish_consumer(q, start);
+  status s = poll<false>(q, max_pkts, timeout_ns, start, num, policy);
   *first = start;
   *q.next = start + *num;
   return s;
 #endif
+}
+
+}  // namespace detail
+
+// Receives up to max_pkts packets, waiting at most timeout_ns for the batch to
+// fill (0: return at once with what is ready). On success [*first, *first +
+// *num) are ring indices of received packets, *num >= 1. Returns again when
+// nothing arrived in time and shutdown when the backend ended the stream and
+// every packet was received. All threads of the scope must call it together
+// and get the same result. Polls with poll_policy::adaptive.
+template <scope S>
+GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
+                             uint32_t* num) noexcept {
+  return detail::recv<S>(q, max_pkts, timeout_ns, first, num, poll_policy::adaptive);
+}
+
+// recv as the launch sees it, for a body that runs in every launch mode:
+// polls with ctx.poll, and in the per-burst modes (the host launched the
+// kernel because a burst is ready) does not wait (timeout 0) and counts the
+// batch, so that the next should_exit<S>(ctx) ends this launch.
+template <scope S>
+GNIO_HOST_DEVICE status recv(const exec_ctx& ctx, const rxq& q, uint32_t max_pkts, uint64_t timeout_ns,
+                             uint64_t* first, uint32_t* num) noexcept {
+  if (ctx.one_batch()) {
+    ++ctx.batches;
+    timeout_ns = 0;
+  }
+  return detail::recv<S>(q, max_pkts, timeout_ns, first, num, ctx.poll);
 }
 
 // Releases every packet received so far (publishes the consumer index), for a
