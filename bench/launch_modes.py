@@ -5,7 +5,9 @@ graph) for bursts of 16, 32, 64, 256 and 1024, on the CUDA executor next to
 the host executor, in one run. Prints the commands, the machine and the
 inputs; writes every run and the ratios as JSON:
 
-  persistent / per-burst   at each burst (the persistent kernel's advantage)
+  persistent / per-burst   at each burst (the persistent kernel's advantage), against the
+                           persistent kernel with its default batch and with --batch = the burst
+                           (the same batches, so only the launch differs)
   graph / per-burst        at each burst (what a CUDA graph saves per launch)
   cuda / host              for each mode and burst
 
@@ -54,6 +56,8 @@ def run(app, binary, execu, mode, burst, args):
         cmd += ["--top", "0"]
     if mode != "persistent":
         cmd += ["--burst", str(burst), "--burst-timeout-us", str(args.burst_timeout_us)]
+    elif burst:
+        cmd += ["--batch", str(burst)]  # the persistent kernel taking the same batches as a launch per burst
     cmd += shlex.split(args.extra)
     t0 = time.time()
     try:
@@ -62,7 +66,7 @@ def run(app, binary, execu, mode, burst, args):
         # Kept as a failed row: the other runs' results still get written.
         p = subprocess.CompletedProcess(cmd, 124, "", f"timed out after {args.run_timeout} s: "
                                         + (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")))
-    row = {"app": app, "executor": execu, "mode": mode, "burst": burst if mode != "persistent" else None,
+    row = {"app": app, "executor": execu, "mode": mode, "burst": burst,
            "command": " ".join(cmd), "rc": p.returncode, "wall_s": round(time.time() - t0, 3)}
     try:
         with open(path) as f:
@@ -112,6 +116,7 @@ def main():
     for app, binary in apps:
         for ex in execs:
             plan.append((app, binary, ex, "persistent", None))
+            plan += [(app, binary, ex, "persistent", b) for b in bursts]
             for mode in ["per-burst", "graph"]:
                 if mode == "graph" and ex != "cuda":
                     continue
@@ -142,36 +147,41 @@ def main():
             p = find(app, ex, "persistent", None)
             for b in bursts:
                 pb, g = find(app, ex, "per-burst", b), find(app, ex, "graph", b)
+                ps = find(app, ex, "persistent", b)
                 x = {"app": app, "executor": ex, "burst": b,
-                     "persistent_mpps": p and p["mpps"], "per_burst_mpps": pb and pb["mpps"],
+                     "persistent_mpps": p and p["mpps"], "persistent_batch_mpps": ps and ps["mpps"],
+                     "per_burst_mpps": pb and pb["mpps"],
                      "graph_mpps": g and g["mpps"],
                      "per_burst_launch_us": pb and pb.get("launch_us_mean"), "graph_launch_us": g and g.get("launch_us_mean"),
                      "per_burst_overhead_us": pb and pb.get("overhead_us"), "graph_overhead_us": g and g.get("overhead_us")}
                 x["persistent_over_per_burst"] = round(p["mpps"] / pb["mpps"], 3) if p and pb else None
+                x["persistent_batch_over_per_burst"] = round(ps["mpps"] / pb["mpps"], 3) if ps and pb else None
                 x["graph_over_per_burst"] = round(g["mpps"] / pb["mpps"], 3) if g and pb else None
                 ratios.append(x)
     cuda_over_host = []
     if "cuda" in execs and "host" in execs:
         for app, _ in apps:
-            for mode, bs in [("persistent", [None]), ("per-burst", bursts)]:
+            for mode, bs in [("persistent", [None] + bursts), ("per-burst", bursts)]:
                 for b in bs:
                     c, h = find(app, "cuda", mode, b), find(app, "host", mode, b)
                     if c and h:
                         cuda_over_host.append({"app": app, "mode": mode, "burst": b, "cuda_mpps": c["mpps"],
                                                "host_mpps": h["mpps"], "cuda_over_host": round(c["mpps"] / h["mpps"], 3)})
 
-    print("\napp         executor  burst  persistent  per-burst   graph   pers/pb  graph/pb  launch us pb,graph  "
-          "overhead us pb,graph")
+    print("\nMpps; 'pers b' is the persistent kernel with --batch = the burst, 'pers' with the default batch")
+    print("app         executor  burst    pers  pers b  per-burst   graph  pers/pb  pers b/pb  graph/pb  "
+          "launch us pb,graph  overhead us pb,graph")
     for x in ratios:
-        print(f"{x['app']:<11} {x['executor']:<8} {x['burst']:>6}  {fmt(x['persistent_mpps'], '10.3f')}  "
-              f"{fmt(x['per_burst_mpps'], '9.3f')} {fmt(x['graph_mpps'], '7.3f')}  "
-              f"{fmt(x['persistent_over_per_burst'], '7.2f')}  {fmt(x['graph_over_per_burst'], '8.2f')}  "
+        print(f"{x['app']:<11} {x['executor']:<8} {x['burst']:>6}  {fmt(x['persistent_mpps'], '6.2f')}  "
+              f"{fmt(x['persistent_batch_mpps'], '6.2f')}  {fmt(x['per_burst_mpps'], '9.3f')} {fmt(x['graph_mpps'], '7.3f')}  "
+              f"{fmt(x['persistent_over_per_burst'], '7.2f')}  {fmt(x['persistent_batch_over_per_burst'], '9.2f')}  "
+              f"{fmt(x['graph_over_per_burst'], '8.2f')}  "
               f"{fmt(x['per_burst_launch_us'], '8.2f')},{fmt(x['graph_launch_us'], '<8.2f')}  "
               f"{fmt(x['per_burst_overhead_us'], '8.2f')},{fmt(x['graph_overhead_us'], '<8.2f')}")
     if cuda_over_host:
         print("\napp         mode        burst  cuda Mpps  host Mpps  cuda/host")
         for x in cuda_over_host:
-            print(f"{x['app']:<11} {x['mode']:<10} {fmt(x['burst'], '>6') if x['burst'] else '     -'}  "
+            print(f"{x['app']:<11} {x['mode']:<10} {format(x['burst'], '>6') if x['burst'] else '     -'}  "
                   f"{x['cuda_mpps']:>9.3f}  {x['host_mpps']:>9.3f}  {x['cuda_over_host']:>9.2f}")
     target = None
     t = next((x for x in ratios if x["executor"] == "cuda" and x["burst"] == TARGET_BURST
