@@ -541,10 +541,12 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
     if (go && stalled && total <= stalled_at) {
       // The kernel left these completions: launch again only for new ones.
       if (all_ended) {
+        uint64_t left = 0;
+        for (const auto& q : qs) left += count_ready(q, consumer_index(q), q.num_descs);
         detail::log(log_level::warn,
-                    "launch per burst: the kernel did not consume {} completion(s) left at the end of the stream "
+                    "launch per burst: the kernel did not consume the {} completion(s) left at the end of the stream "
                     "(does the body receive from every RX queue of the runner's ports on its GPU?)",
-                    total);
+                    left);
         break;
       }
       go = false;

@@ -1109,6 +1109,39 @@ TEST_P(launch_modes_p, exit_flag_ends_an_idle_runner_that_never_launched) {
   d.finish();
 }
 
+TEST_P(launch_modes_p, a_queue_the_body_leaves_alone_does_not_keep_the_runner_launching) {
+  // Two RX queues (RSS spreads the flows), a body that receives from the
+  // first only: the runner stops relaunching for the second queue's
+  // completions, and at the end of the stream it finishes rather than spin.
+  auto g2 = std::move(gnio::port::open(g, "gen:count=2000,flows=64,size=64")).value();
+  auto q0 = *g2.create_rxq();
+  auto q1 = *g2.create_rxq();
+  auto rec = *g.alloc(sizeof(conf::record) * 2000, gnio::mem_type::gpu);
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  ASSERT_FALSE(g2.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&g2})).value();
+  ASSERT_FALSE(conf::launch(r, burst_dims(GetParam(), 32),
+                            conf::record_body{*g2.rxq(q0), static_cast<conf::record*>(rec.exec_ptr), 2000,
+                                              static_cast<uint64_t*>(processed.exec_ptr), 32}));
+  auto w = r.wait(60s);
+  EXPECT_FALSE(w) << w.what();
+  auto st = g2.stats();
+  uint64_t n = 0;
+  ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
+  EXPECT_GT(st.rxq[q1].delivered, 0u) << "RSS gave the second queue some flows";
+  EXPECT_EQ(n, st.rxq[q0].delivered) << "the first queue was drained";
+  EXPECT_EQ(st.rxq[q0].consumed, st.rxq[q0].delivered);
+  EXPECT_EQ(st.rxq[q1].consumed, 0u);
+  EXPECT_EQ(r.stats().packets, n);
+  EXPECT_FALSE(g2.stop());
+  EXPECT_FALSE(r.destroy());
+  EXPECT_FALSE(g.free(rec));
+  EXPECT_FALSE(g.free(processed));
+  EXPECT_FALSE(g2.destroy_rxq(q0));
+  EXPECT_FALSE(g2.destroy_rxq(q1));
+  EXPECT_FALSE(g2.close());
+}
+
 TEST_P(launch_modes_p, a_failed_launch_is_reported_by_wait) {
   if (!use_cuda()) GTEST_SKIP() << "a CUDA launch error (the host executor has none to make)";
   auto src = make_source(kind::gen, 100);
