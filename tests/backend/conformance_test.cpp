@@ -1105,7 +1105,9 @@ TEST_P(launch_modes_p, exit_flag_ends_an_idle_runner_that_never_launched) {
                                               static_cast<uint64_t*>(d.processed.exec_ptr), 32}));
   src->send_one(src->expected[0]);
   ASSERT_TRUE(d.wait_drained(1, 30s));
+  ASSERT_FALSE(d.runner->stop(5s));  // before reading what the kernel wrote
   EXPECT_EQ(d.read_u64(d.processed), 1u);
+  EXPECT_EQ(d.runner->stats().launches, 1u);
   d.finish();
 }
 
