@@ -31,7 +31,8 @@ TARGET_RATIO = 3.0
 
 
 def machine():
-    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
+    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+         "load_average": [round(x, 2) for x in os.getloadavg()]}
     try:
         with open("/proc/cpuinfo") as f:
             m["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
@@ -193,6 +194,9 @@ def main():
         print(f"\ntarget ({t['app']}, CUDA, burst {TARGET_BURST}): persistent / per-burst = "
               f"{t['persistent_over_per_burst']:.2f}, want >= {TARGET_RATIO} ({'met' if target['met'] else 'missed'}); "
               f"anchor: l2fwd-nv 97 vs 49 Gb/s (1.98x)")
+    m["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(f"bench: load average before {m['load_average']}, after {m['load_average_after']} (other work on the machine "
+          f"skews the rates)")
     out = {"machine": m, "command": " ".join(sys.argv),
            "inputs": {"size": 64, "count": args.count, "queues": args.queues, "lanes": args.lanes,
                       "bursts": bursts, "burst_timeout_us": args.burst_timeout_us, "executors": execs,

@@ -428,16 +428,14 @@ class host_blocks {
   host_blocks(uint32_t num_blocks, const device::exec_ctx& base,
               const std::function<void(const device::exec_ctx&)>& body)
       : base_(base), body_(body) {
-    for (uint32_t b = 1; b < num_blocks; ++b) workers_.emplace_back([this, b] { work(b); });
-  }
-  ~host_blocks() {
-    {
-      std::lock_guard lk(mu_);
-      quit_ = true;
+    try {
+      for (uint32_t b = 1; b < num_blocks; ++b) workers_.emplace_back([this, b] { work(b); });
+    } catch (...) {
+      quit();  // the threads started so far, before the error goes on
+      throw;
     }
-    go_.notify_all();
-    for (auto& t : workers_) t.join();
   }
+  ~host_blocks() { quit(); }
   host_blocks(const host_blocks&) = delete;
   host_blocks& operator=(const host_blocks&) = delete;
 
@@ -456,6 +454,16 @@ class host_blocks {
   }
 
  private:
+  void quit() {
+    {
+      std::lock_guard lk(mu_);
+      quit_ = true;
+    }
+    go_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
   void work(uint32_t b) {
     uint64_t seen = 0;
     for (;;) {
@@ -504,7 +512,14 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
   device::exec_ctx base = make_ctx(*s, dims.blocks);
   base.mode = dims.mode;
   base.poll = dims.poll;
-  if (!cuda && dims.blocks > 1) pool.emplace(dims.blocks, base, l.host);
+  if (!cuda && dims.blocks > 1) {
+    try {
+      pool.emplace(dims.blocks, base, l.host);
+    } catch (const std::system_error& e) {
+      err = fail(status::no_memory, "launch per burst: could not start {} host threads for the blocks: {}",
+                 dims.blocks - 1, e.what());
+    }
+  }
 
   const size_t nq = qs.size();
   std::vector<uint32_t> seen(nq, 0);     // ready entries found from the consumer index so far
