@@ -13,8 +13,9 @@ inputs; writes every run and the ratios as JSON:
 
 Per row: Mpps, launches, launches/s, packets per launch, the mean time from a
 launch until its kernel finished (launch_us), and the per-launch overhead
-against the persistent kernel on the same executor:
-overhead_us = (1/Mpps(mode) - 1/Mpps(persistent)) * packets per launch.
+against the persistent kernel on the same executor taking the same batches:
+overhead_us = (1/Mpps(mode) - 1/Mpps(persistent, --batch = burst)) * packets per launch
+(overhead_vs_default_batch_us: the same against the persistent kernel's default batch).
 
   bench/launch_modes.py --flow-count-bin build/examples/flow_count/flow_count --json out.json
   bench/launch_modes.py --flow-count-bin ... --l2fwd-bin build/examples/l2fwd/l2fwd --executors host --count 2000000
@@ -136,11 +137,16 @@ def main():
         return next((x for x in rows if x["app"] == app and x["executor"] == ex and x["mode"] == mode
                      and x["burst"] == burst and x["rc"] == 0 and x.get("mpps")), None)
 
-    # Per-launch overhead against the persistent kernel on the same executor.
+    # Per-launch overhead against the persistent kernel on the same executor
+    # taking the same batches (--batch = the burst), so that only the launch
+    # differs; against the default batch too.
     for r in rows:
-        p = find(r["app"], r["executor"], "persistent", None)
-        if r["mode"] != "persistent" and r["rc"] == 0 and p and r.get("mpps") and r.get("packets_per_launch"):
-            r["overhead_us"] = round((1 / r["mpps"] - 1 / p["mpps"]) * r["packets_per_launch"], 3)
+        if r["mode"] == "persistent" or r["rc"] != 0 or not r.get("mpps") or not r.get("packets_per_launch"):
+            continue
+        for key, p in (("overhead_us", find(r["app"], r["executor"], "persistent", r["burst"])),
+                       ("overhead_vs_default_batch_us", find(r["app"], r["executor"], "persistent", None))):
+            if p:
+                r[key] = round((1 / r["mpps"] - 1 / p["mpps"]) * r["packets_per_launch"], 3)
 
     ratios = []
     for app, _ in apps:
