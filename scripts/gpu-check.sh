@@ -108,6 +108,17 @@ do_run() {
   step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
   step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
   step module_loading_cuda "$build/tests/module_loading_test"
+  # The launch modes (gnio::launch_dims::mode): the conformance suite and
+  # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
+  # launched per burst and as a replayed CUDA graph (GNIO_TEST_LAUNCH).
+  local lm
+  for lm in per-burst graph; do
+    step "conformance_cuda_${lm}" env GNIO_TEST_EXEC=cuda GNIO_TEST_LAUNCH=$lm "$build/tests/conformance_test"
+    step "flow_count_cuda_${lm}" env GNIO_TEST_EXEC=cuda GNIO_TEST_LAUNCH=$lm "$build/tests/flow_count_test" \
+      --gtest_filter='Bundled/Captures.*:FlowCount.*'
+    step "l2fwd_cuda_${lm}" env GNIO_TEST_EXEC=cuda GNIO_TEST_LAUNCH=$lm "$build/tests/l2fwd_test" --gtest_filter='L2fwd.*'
+  done
+  step conformance_host_per-burst env GNIO_TEST_EXEC=host GNIO_TEST_LAUNCH=per-burst "$build/tests/conformance_test"
   # The pp kernel is held to 80 registers a thread so a block may have the 768
   # threads --threads allows; more registers and this launch fails.
   step pp_threads_768 "$GNIO_TOOL_BIN" pp --gpu 0 --threads 768 --port "pcap:file=$PWD/tests/data/http.pcap" \
@@ -167,6 +178,12 @@ do_run() {
       --sizes 64,1500 --queues 8,16 --lanes 8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap" --run-timeout 60
     step bench_pp python3 bench/flow_count_rate.py --app pp --bin "$GNIO_TOOL_BIN" --json "$out/bench_pp.json" \
       --sizes 64,1500 --queues 4 --lanes 4,8 --count 40000000 --capacity-bin "$cap" --run-timeout 60
+    # Persistent vs per burst vs graph, bursts 16..1024, CUDA next to host
+    # (bench/launch_modes.py; the target: persistent >= 3x per-burst at 32).
+    step bench_launch_modes python3 bench/launch_modes.py --flow-count-bin "$GNIO_FLOW_COUNT_BIN" \
+      --json "$out/bench_launch_modes.json" --count 4000000 --run-timeout 60
+    step bench_launch_modes_l2fwd python3 bench/launch_modes.py --l2fwd-bin "$GNIO_L2FWD_BIN" \
+      --json "$out/bench_launch_modes_l2fwd.json" --count 4000000 --run-timeout 60
     step bench_l2fwd python3 bench/flow_count_rate.py --app l2fwd --bin "$GNIO_L2FWD_BIN" --json "$out/bench_l2fwd.json" \
       --sizes 64,1500 --queues 4,8 --lanes 4 --count 20000000 --run-timeout 60
   fi

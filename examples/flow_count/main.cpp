@@ -110,6 +110,7 @@ struct options {
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
+  gnio::cli::launch_options launch;
   std::string command;
 };
 
@@ -128,6 +129,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["port"] = port_dev;
   j["queues"] = queues;
   j["pkt_mem"] = o.pkt_mem_text;
+  gnio::launch_dims launch_dims;
+  gnio::cli::apply(o.launch, launch_dims);
+  const bool per_burst = launch_dims.mode != gnio::device::launch_mode::persistent;
+  j["launch"] = o.launch.mode;
+  if (per_burst) {
+    j["burst"] = o.launch.burst;
+    j["burst_timeout_us"] = o.launch.burst_timeout_us;
+  }
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
@@ -224,7 +233,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   for (auto& c : ctxs) {
     c->b.num_queues = static_cast<uint32_t>(c->queue_ids.size());
     c->b.capacity = table_cap;
-    c->b.batch = batch;
+    // Launched per burst, a launch takes at most a burst per queue.
+    c->b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
     auto table = c->g.alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
     if (!table) return fail_with(j, table.err(), "flow table");
     auto tot = c->g.alloc(sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
@@ -242,7 +252,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     auto runner = gnio::kernel_runner::create(c->g, {&*p});
     if (!runner) return fail_with(j, runner.err(), "runner");
     c->runner = std::move(runner).value();
-    gnio::launch_dims dims;
+    gnio::launch_dims dims = launch_dims;
     dims.blocks = c->b.num_queues;
     dims.threads = threads;
     if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
@@ -287,6 +297,15 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   j["seconds"] = seconds;
   j["stopped_early"] = stopped_early;
+  gnio::launch_stats ls;
+  for (auto& c : ctxs) {
+    const auto one = c->runner->stats();
+    ls.launches += one.launches;
+    ls.packets += one.packets;
+    ls.busy_ns += one.busy_ns;
+    ls.idle_ns += one.idle_ns;
+  }
+  j["launches"] = ls.launches;
   if (run_err) {
     // Fail closed: nothing is freed while a kernel may run. What the port
     // counted so far goes into the JSON.
@@ -368,6 +387,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
       seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
   say("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
       st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
+  if (per_burst)
+    say("flow_count: launched {}: {} launches, {:.1f} packets per launch, {:.2f} us per launch\n", o.launch.mode,
+        ls.launches, ls.launches ? double(sum.packets) / ls.launches : 0.0,
+        ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0);
   say("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) say("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
@@ -416,6 +439,15 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["truncated"] = truncated;
   j["rx_slot"] = o.rx_slot;
   j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
+  j["packets_per_launch"] = ls.launches ? double(sum.packets) / ls.launches : 0.0;
+  j["launches_per_s"] = seconds > 0 ? ls.launches / seconds : 0.0;
+  if (per_burst) {
+    // From each launch until its kernel finished, and waiting for bursts between them.
+    j["launch_us_mean"] = ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0;
+    j["launch_busy_s"] = ls.busy_ns / 1e9;
+    j["launch_idle_s"] = ls.idle_ns / 1e9;
+    j["launch_consumed"] = ls.packets;
+  }
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   json qs = json::array();
@@ -507,9 +539,10 @@ int main(int argc, char** argv) {
                    "gpu (GPU memory, filled by asynchronous copies)")
         ->check(CLI::IsMember({"auto", "cpu_gpu", "gpu"}))
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "max packets per recv")
+    app.add_option("--batch", o.batch, "max packets per recv (per-burst and graph: at most --burst)")
         ->check(gnio::cli::whole(1, 65536))
         ->capture_default_str();
+    gnio::cli::add_launch_options(app, o.launch);
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();
@@ -528,6 +561,11 @@ int main(int argc, char** argv) {
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+    if (o.launch.mode != "persistent" && o.launch.burst > o.ring) {
+      warn("flow_count: --burst {} is larger than --ring {}: a burst that big can never be ready in one queue\n",
+           o.launch.burst, o.ring);
+      return gnio::console::finish("flow_count", 2);
+    }
 
     if (o.table_cap < 16 || (o.table_cap & (o.table_cap - 1)) != 0) {
       warn("flow_count: --table {} must be a power of two >= 16\n", o.table_cap);

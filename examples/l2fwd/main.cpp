@@ -83,6 +83,7 @@ struct options {
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
+  gnio::cli::launch_options launch;
   std::string command;
 };
 
@@ -98,6 +99,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["command"] = o.command;
   j["port"] = port_dev;
   j["queues"] = queues;
+  gnio::launch_dims dims;
+  gnio::cli::apply(o.launch, dims);
+  const bool per_burst = dims.mode != gnio::device::launch_mode::persistent;
+  j["launch"] = o.launch.mode;
+  if (per_burst) {
+    j["burst"] = o.launch.burst;
+    j["burst_timeout_us"] = o.launch.burst_timeout_us;
+  }
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   auto g = gnio::gpu::open(gpu_sel);
@@ -142,7 +151,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
 
   l2fwd::body b{};
   b.num_queues = queues;
-  b.batch = batch;
+  // Launched per burst, a launch takes at most a burst per queue.
+  b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
   b.swap_macs = no_swap ? 0 : 1;
   b.tx_timeout_ns = 1'000'000'000;
   for (uint32_t i = 0; i < queues; ++i) {
@@ -169,7 +179,6 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     (void)p->stop();
     return fail_with(j, runner.err(), "runner");
   }
-  gnio::launch_dims dims;
   dims.blocks = queues;
   dims.threads = threads;
   const auto t0 = std::chrono::steady_clock::now();
@@ -210,6 +219,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   j["seconds"] = seconds;
   j["stopped_early"] = stopped_early;
+  const gnio::launch_stats ls = runner->stats();
+  j["launches"] = ls.launches;
   if (run_err) {
     // Fail closed: nothing is freed while the kernel may run. What the port
     // counted so far goes into the JSON.
@@ -249,6 +260,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   say("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
       st.rx_missed, st.rx_unsteered, pending,
       unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  if (per_burst)
+    say("l2fwd: launched {}: {} launches, {:.1f} frames per launch, {:.2f} us per launch\n", o.launch.mode, ls.launches,
+        ls.launches ? double(sum.packets) / ls.launches : 0.0, ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0);
   say("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_dropped)
     say("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
@@ -273,6 +287,15 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["pending"] = pending;
   j["unaccounted"] = unaccounted;
   j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
+  j["packets_per_launch"] = ls.launches ? double(sum.packets) / ls.launches : 0.0;
+  j["launches_per_s"] = seconds > 0 ? ls.launches / seconds : 0.0;
+  if (per_burst) {
+    // From each launch until its kernel finished, and waiting for bursts between them.
+    j["launch_us_mean"] = ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0;
+    j["launch_busy_s"] = ls.busy_ns / 1e9;
+    j["launch_idle_s"] = ls.idle_ns / 1e9;
+    j["launch_consumed"] = ls.packets;
+  }
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
 
@@ -348,7 +371,8 @@ int main(int argc, char** argv) {
     app.add_option("--ring", o.ring, "descriptors per RX and TX queue (power of two)")
         ->check(gnio::cli::power_of_two(2, 1u << 31))
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "max frames per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+    app.add_option("--batch", o.batch, "max frames per recv (per-burst and graph: at most --burst)")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+    gnio::cli::add_launch_options(app, o.launch);
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();
@@ -367,6 +391,11 @@ int main(int argc, char** argv) {
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("l2fwd", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+    if (o.launch.mode != "persistent" && o.launch.burst > o.ring) {
+      warn("l2fwd: --burst {} is larger than --ring {}: a burst that big can never be ready in one queue\n",
+           o.launch.burst, o.ring);
+      return gnio::console::finish("l2fwd", 2);
+    }
 
     // The JSON path is checked before anything runs: it must be writable, and
     // not a file the port reads or writes.

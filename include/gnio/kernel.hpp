@@ -54,10 +54,24 @@ struct launch_dims {
   device::launch_mode mode = device::launch_mode::persistent;
   device::poll_policy poll = device::poll_policy::adaptive;
   // Per-burst modes: the host launches once `burst` completions are ready in
-  // the runner's RX queues, or once the oldest ready one has waited
-  // burst_timeout_ns.
+  // one of the runner's RX queues, or once the oldest ready one has waited
+  // burst_timeout_ns since the host saw it (at the end of the stream: at
+  // once). The runner watches the RX queues of its ports that live on its
+  // GPU; the body must consume every one of them. 1 <= burst <= the smallest
+  // of those rings; burst_timeout_ns <= 10 s (0: launch on the first ready
+  // completion).
   uint32_t burst = 32;
   uint64_t burst_timeout_ns = 50'000;
+};
+
+// What a runner's launches did (kernel_runner::stats()).
+struct launch_stats {
+  device::launch_mode mode = device::launch_mode::persistent;
+  uint64_t launches = 0;  // kernels launched (graph: graph launches); persistent: 1
+  // Per-burst modes only (0 when persistent):
+  uint64_t packets = 0;   // completions the launches consumed (consumer index advanced)
+  uint64_t busy_ns = 0;   // from each launch until its kernel had finished, summed
+  uint64_t idle_ns = 0;   // waiting for a burst between launches, summed
 };
 
 class kernel_runner {
@@ -79,12 +93,30 @@ class kernel_runner {
   [[nodiscard]] error stop(std::chrono::nanoseconds deadline);
   [[nodiscard]] error destroy();
 
+  // Launches made by the latest launch() so far (also while it runs).
+  [[nodiscard]] launch_stats stats() const;
+
   // --- used by gnio::launch(); not for applications ---
   [[nodiscard]] error launch_host(uint32_t num_blocks, std::function<void(const device::exec_ctx&)> body);
   // Checks state and returns the stream (a cudaStream_t) to launch on.
   [[nodiscard]] result<void*> begin_cuda_launch(uint32_t num_blocks);
   [[nodiscard]] device::exec_ctx ctx(uint32_t num_blocks) const;
   [[nodiscard]] error end_cuda_launch(int cuda_error);
+  // The per-burst modes. launch.hpp (compiled by nvcc) fills in how to run the
+  // body once; the runner (compiled by the C++ compiler) waits for bursts and
+  // repeats it on a thread of its own until the stream ends or stop().
+  struct burst_launcher {
+    // CUDA: the __global__ function, loaded before the first launch and
+    // before a graph is captured (lazy loading could otherwise load it while
+    // another kernel spins).
+    const void* kernel = nullptr;
+    // CUDA: launches the kernel once on `stream` (a cudaStream_t) with a
+    // fresh copy of the context; returns cudaGetLastError() as an int.
+    std::function<int(void* stream)> cuda;
+    // Host executor: runs one block's body with `ctx` (a fresh copy per launch).
+    std::function<void(const device::exec_ctx& ctx)> host;
+  };
+  [[nodiscard]] error launch_bursts(const launch_dims& dims, burst_launcher l);
 
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
 

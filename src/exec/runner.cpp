@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Persistent-kernel runners: CUDA (a non-blocking stream, an exit flag in
-// mapped host memory, stop by polling cudaStreamQuery) and host (one CPU
-// thread per block, the same body).
+// Kernel runners: CUDA (a non-blocking stream, an exit flag in mapped host
+// memory, stop by polling cudaStreamQuery) and host (one CPU thread per
+// block, the same body); persistent, or launched per burst by a driver
+// thread that watches the RX rings (launch_bursts).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #if defined(GNIO_HAVE_CUDA)
@@ -22,6 +26,18 @@ namespace detail {
 
 enum class run_phase { idle, running };
 
+// One RX queue a per-burst runner watches: its completions, consumer index
+// and end-of-stream flag, all in host-visible memory.
+struct watched_rxq {
+  const device::rx_cqe* cq = nullptr;
+  const uint64_t* cons = nullptr;
+  const uint32_t* eos = nullptr;
+  uint32_t num_descs = 0;
+  uint32_t log2_descs = 0;
+  uint32_t port_queue = 0;  // the queue's id in its port (messages)
+  std::string port;
+};
+
 struct runner_state {
   std::shared_ptr<gpu_state> gpu;
   std::vector<std::shared_ptr<port_state>> ports;
@@ -36,6 +52,13 @@ struct runner_state {
   uint32_t done = 0;
   // cuda executor
   void* stream = nullptr;
+  // Per-burst modes: a driver thread (threads[0]) launches the kernel per
+  // burst; done_mu guards burst_done and burst_err.
+  bool bursts = false;
+  device::launch_mode mode = device::launch_mode::persistent;
+  bool burst_done = false;
+  error burst_err;
+  std::atomic<uint64_t> num_launches{0}, burst_packets{0}, busy_ns{0}, idle_ns{0};
 
   ~runner_state();
   error poll_finished(bool* finished);  // with mu held
@@ -59,6 +82,7 @@ void runner_state::finish() {
   threads.clear();
   for (auto& p : ports) p->kernels_running.fetch_sub(1);
   phase = run_phase::idle;
+  bursts = false;
 }
 
 error runner_state::poll_finished(bool* finished) {
@@ -66,6 +90,18 @@ error runner_state::poll_finished(bool* finished) {
   if (phase != run_phase::running) {
     *finished = true;
     return {};
+  }
+  if (bursts) {
+    error e;
+    {
+      std::lock_guard d(done_mu);
+      if (!burst_done) return {};
+      e = std::move(burst_err);
+      burst_err = {};
+    }
+    *finished = true;
+    finish();
+    return e;
   }
   if (gpu->info.executor == executor_kind::host) {
     std::lock_guard lk(done_mu);
@@ -237,18 +273,42 @@ error check_launch(detail::runner_state& s) {
   return {};
 }
 
-}  // namespace
-
-device::exec_ctx kernel_runner::ctx(uint32_t num_blocks) const {
+device::exec_ctx make_ctx(const detail::runner_state& s, uint32_t num_blocks) {
   device::exec_ctx c{};
   c.block = 0;
   c.num_blocks = num_blocks;
-  c.exit_flag = static_cast<const uint32_t*>(state_->exit_flag.exec_ptr);
-  c.executor = state_->gpu->info.executor == executor_kind::cuda ? 1u : 0u;
+  c.exit_flag = static_cast<const uint32_t*>(s.exit_flag.exec_ptr);
+  c.executor = s.gpu->info.executor == executor_kind::cuda ? 1u : 0u;
   c.mode = device::launch_mode::persistent;
   c.poll = device::poll_policy::adaptive;
   c.batches = 0;
   return c;
+}
+
+void reset_stats(detail::runner_state& s, device::launch_mode mode) {
+  s.mode = mode;
+  s.num_launches.store(mode == device::launch_mode::persistent ? 1 : 0, std::memory_order_relaxed);
+  s.burst_packets.store(0, std::memory_order_relaxed);
+  s.busy_ns.store(0, std::memory_order_relaxed);
+  s.idle_ns.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+device::exec_ctx kernel_runner::ctx(uint32_t num_blocks) const { return make_ctx(*state_, num_blocks); }
+
+launch_stats kernel_runner::stats() const {
+  launch_stats st;
+  if (!state_) return st;
+  {
+    std::lock_guard lk(state_->mu);
+    st.mode = state_->mode;
+  }
+  st.launches = state_->num_launches.load(std::memory_order_relaxed);
+  st.packets = state_->burst_packets.load(std::memory_order_relaxed);
+  st.busy_ns = state_->busy_ns.load(std::memory_order_relaxed);
+  st.idle_ns = state_->idle_ns.load(std::memory_order_relaxed);
+  return st;
 }
 
 error kernel_runner::launch_host(uint32_t num_blocks, std::function<void(const device::exec_ctx&)> body) {
@@ -265,6 +325,7 @@ error kernel_runner::launch_host(uint32_t num_blocks, std::function<void(const d
   }
   for (auto& p : s.ports) p->kernels_running.fetch_add(1);
   s.phase = detail::run_phase::running;
+  reset_stats(s, device::launch_mode::persistent);
   const device::exec_ctx base = ctx(num_blocks);
   for (uint32_t b = 0; b < num_blocks; ++b) {
     device::exec_ctx c = base;
@@ -320,6 +381,371 @@ error kernel_runner::end_cuda_launch(int cuda_error) {
 #endif
   for (auto& p : s.ports) p->kernels_running.fetch_add(1);
   s.phase = detail::run_phase::running;
+  reset_stats(s, device::launch_mode::persistent);
+  return {};
+}
+
+// --- Per-burst modes -----------------------------------------------------------
+
+namespace {
+
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// Ready completions in q from ring index `from`, at most max.
+uint32_t count_ready(const detail::watched_rxq& q, uint64_t from, uint32_t max) {
+  uint32_t n = 0;
+  while (n < max) {
+    const uint64_t idx = from + n;
+    // Pairs with the release store of rx_cqe::owner in backend::rx_ring_writer::publish().
+    const uint32_t own = device::sys_atomic_ref<const uint32_t>(q.cq[idx & (q.num_descs - 1u)].owner)
+                             .load(cuda::std::memory_order_acquire);
+    if (own != device::rx_phase(idx, q.log2_descs)) break;
+    ++n;
+  }
+  return n;
+}
+
+uint64_t consumer_index(const detail::watched_rxq& q) {
+  // Pairs with the release store of *cons in device::detail::publish_consumer()
+  // (the kernel's recv and release_all).
+  return device::sys_atomic_ref<const uint64_t>(*q.cons).load(cuda::std::memory_order_acquire);
+}
+
+bool ended(const detail::watched_rxq& q) {
+  // Pairs with the release store of *eos in backend::rx_ring_writer::end_of_stream(),
+  // made after the backend's last publish.
+  return device::sys_atomic_ref<const uint32_t>(*q.eos).load(cuda::std::memory_order_acquire) != 0u;
+}
+
+// Host executor, more than one block: blocks 1.. run on threads of their own,
+// started once; each burst wakes them (a generation count) and waits until
+// all have returned. The driver runs block 0 itself.
+class host_blocks {
+ public:
+  host_blocks(uint32_t num_blocks, const device::exec_ctx& base,
+              const std::function<void(const device::exec_ctx&)>& body)
+      : base_(base), body_(body) {
+    try {
+      for (uint32_t b = 1; b < num_blocks; ++b) workers_.emplace_back([this, b] { work(b); });
+    } catch (...) {
+      quit();  // the threads started so far, before the error goes on
+      throw;
+    }
+  }
+  ~host_blocks() { quit(); }
+  host_blocks(const host_blocks&) = delete;
+  host_blocks& operator=(const host_blocks&) = delete;
+
+  void run_once() {
+    {
+      std::lock_guard lk(mu_);
+      ++gen_;
+      left_ = static_cast<uint32_t>(workers_.size());
+    }
+    go_.notify_all();
+    device::exec_ctx c = base_;  // a fresh context per launch: batches == 0
+    c.block = 0;
+    body_(c);
+    std::unique_lock lk(mu_);
+    done_.wait(lk, [&] { return left_ == 0; });
+  }
+
+ private:
+  void quit() {
+    {
+      std::lock_guard lk(mu_);
+      quit_ = true;
+    }
+    go_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  void work(uint32_t b) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lk(mu_);
+        go_.wait(lk, [&] { return quit_ || gen_ != seen; });
+        if (quit_) return;
+        seen = gen_;
+      }
+      device::exec_ctx c = base_;
+      c.block = b;
+      body_(c);
+      std::lock_guard lk(mu_);
+      if (--left_ == 0) done_.notify_all();
+    }
+  }
+
+  device::exec_ctx base_;
+  const std::function<void(const device::exec_ctx&)>& body_;
+  std::mutex mu_;
+  std::condition_variable go_, done_;
+  uint64_t gen_ = 0;
+  uint32_t left_ = 0;
+  bool quit_ = false;
+  std::vector<std::thread> workers_;
+};
+
+#if defined(GNIO_HAVE_CUDA)
+error cuda_error(status s, std::string_view what, cudaError_t e, std::string_view next) {
+  return fail(s, "{}: {} ({}); {}", what, cudaGetErrorName(e), cudaGetErrorString(e), next);
+}
+#endif
+
+// The driver thread of a per-burst launch: waits for a burst in the watched
+// queues, runs the kernel over it, waits for it, and repeats until every
+// queue has ended and nothing is left, the exit flag is set, or a launch
+// fails. Reports through s->burst_done / burst_err.
+void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, launch_dims dims,
+                kernel_runner::burst_launcher l, void* graph_exec) {
+  error err;
+  const bool cuda = s->gpu->info.executor == executor_kind::cuda;
+  [[maybe_unused]] const bool graph = graph_exec != nullptr;
+  const auto* exit_flag = static_cast<const uint32_t*>(s->exit_flag.host_ptr);
+  if (cuda) err = s->gpu->dev->bind_thread();
+  std::optional<host_blocks> pool;
+  device::exec_ctx base = make_ctx(*s, dims.blocks);
+  base.mode = dims.mode;
+  base.poll = dims.poll;
+  if (!cuda && dims.blocks > 1) {
+    try {
+      pool.emplace(dims.blocks, base, l.host);
+    } catch (const std::system_error& e) {
+      err = fail(status::no_memory, "launch per burst: could not start {} host threads for the blocks: {}",
+                 dims.blocks - 1, e.what());
+    }
+  }
+
+  const size_t nq = qs.size();
+  std::vector<uint32_t> seen(nq, 0);     // ready entries found from the consumer index so far
+  std::vector<uint64_t> since(nq, 0);    // when the host first saw one of them (0: none)
+  std::vector<uint64_t> before(nq, 0);
+  uint32_t empty_polls = 0;
+  bool stalled = false;  // the last launch consumed nothing
+  uint64_t stalled_at = 0;  // ready entries then
+  uint64_t idle_from = steady_ns();
+  while (!err) {
+    // Pairs with the release store in kernel_runner::stop().
+    if (__atomic_load_n(exit_flag, __ATOMIC_ACQUIRE) != 0u) break;
+    uint32_t most = 0;
+    uint64_t total = 0, oldest = UINT64_MAX, now = 0;
+    bool all_ended = true;
+    for (size_t i = 0; i < nq; ++i) {
+      // The end flag is read before counting: once it is set, the count sees
+      // every completion the backend will ever publish.
+      const bool e = ended(qs[i]);
+      all_ended &= e;
+      if (seen[i] < dims.burst) seen[i] += count_ready(qs[i], consumer_index(qs[i]) + seen[i], dims.burst - seen[i]);
+      if (seen[i] == 0) continue;
+      if (since[i] == 0) since[i] = now ? now : (now = steady_ns());
+      oldest = std::min(oldest, since[i]);
+      most = std::max(most, seen[i]);
+      total += seen[i];
+    }
+    if (total == 0 && all_ended) break;  // the end of the stream, everything consumed
+    bool go = most >= dims.burst;
+    if (!go && total > 0) {
+      if (all_ended) go = true;  // nothing more is coming: no point waiting for the timeout
+      else go = (now ? now : (now = steady_ns())) - oldest >= dims.burst_timeout_ns;
+    }
+    if (go && stalled && total <= stalled_at) {
+      // The kernel left these completions: launch again only for new ones.
+      if (all_ended) {
+        uint64_t left = 0;
+        for (const auto& q : qs) left += count_ready(q, consumer_index(q), q.num_descs);
+        detail::log(log_level::warn,
+                    "launch per burst: the kernel did not consume the {} completion(s) left at the end of the stream "
+                    "(does the body receive from every RX queue of the runner's ports on its GPU?)",
+                    left);
+        break;
+      }
+      go = false;
+    }
+    if (!go) {
+      if (dims.poll == device::poll_policy::adaptive) device::idle_backoff(++empty_polls, device::poll_policy::adaptive);
+      continue;
+    }
+    empty_polls = 0;
+    for (size_t i = 0; i < nq; ++i) before[i] = consumer_index(qs[i]);
+    const uint64_t t0 = steady_ns();
+    s->idle_ns.fetch_add(t0 - idle_from, std::memory_order_relaxed);
+    if (cuda) {
+#if defined(GNIO_HAVE_CUDA)
+      auto stream = static_cast<cudaStream_t>(s->stream);
+      cudaError_t e = graph ? cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph_exec), stream)
+                            : static_cast<cudaError_t>(l.cuda(s->stream));
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        err = cuda_error(status::driver, graph ? "launch per burst: cudaGraphLaunch" : "launch per burst: kernel launch",
+                         e, "check the GPU architecture this binary was built for and the launch dimensions");
+        break;
+      }
+      e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) {
+        err = cuda_error(status::device_fatal_error, "a kernel launched per burst failed", e,
+                         "the CUDA context is unusable");
+        break;
+      }
+#endif
+    } else if (pool) {
+      pool->run_once();
+    } else {
+      device::exec_ctx c = base;  // a fresh context per launch: batches == 0
+      l.host(c);
+    }
+    const uint64_t t1 = steady_ns();
+    idle_from = t1;
+    uint64_t took = 0;
+    for (size_t i = 0; i < nq; ++i) {
+      took += consumer_index(qs[i]) - before[i];
+      seen[i] = 0;
+      since[i] = 0;
+    }
+    s->num_launches.fetch_add(1, std::memory_order_relaxed);
+    s->burst_packets.fetch_add(took, std::memory_order_relaxed);
+    s->busy_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
+    stalled = took == 0;
+    stalled_at = total;
+  }
+  pool.reset();
+#if defined(GNIO_HAVE_CUDA)
+  if (graph) {
+    if (cudaError_t e = cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec)); e != cudaSuccess && !err)
+      err = cuda_error(status::driver, "launch per burst: cudaGraphExecDestroy", e, "the CUDA context may be unusable");
+  }
+#endif
+  std::lock_guard d(s->done_mu);
+  s->burst_err = std::move(err);
+  s->burst_done = true;
+  s->done_cv.notify_all();
+}
+
+// The RX queues a per-burst runner watches: those of its ports that live on its GPU.
+std::vector<detail::watched_rxq> watched_queues(detail::runner_state& s) {
+  std::vector<detail::watched_rxq> out;
+  for (auto& p : s.ports) {
+    std::lock_guard lk(p->mu);
+    for (auto& q : p->rxqs) {
+      if (!q || !q->alive || q->owner != s.gpu || !q->cq_host || !q->cons_host || !q->eos.host_ptr) continue;
+      detail::watched_rxq w;
+      w.cq = q->cq_host;
+      w.cons = q->cons_host;
+      w.eos = static_cast<const uint32_t*>(q->eos.host_ptr);
+      w.num_descs = q->view.num_descs;
+      w.log2_descs = q->view.log2_descs;
+      w.port_queue = q->id;
+      w.port = p->name;
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+error kernel_runner::launch_bursts(const launch_dims& dims, burst_launcher l) {
+  if (!state_) return fail(status::bad_state, "launch: the runner was destroyed");
+  auto& s = *state_;
+  const bool cuda = s.gpu->info.executor == executor_kind::cuda;
+  if (dims.mode != device::launch_mode::per_burst && dims.mode != device::launch_mode::graph)
+    return fail(status::invalid_value, "launch_bursts: the launch mode is not per_burst or graph");
+  if (dims.mode == device::launch_mode::graph && !cuda)
+    return fail(status::not_supported,
+                "launch: the graph launch mode replays a captured CUDA graph, and the host executor has no CUDA graphs; "
+                "use per_burst (or persistent) on the host executor");
+  if (dims.blocks == 0) return fail(status::invalid_value, "launch: blocks must be at least 1");
+  if (!cuda && dims.blocks > 4096)
+    return fail(status::invalid_value, "launch: {} host threads is too many (max 4096)", dims.blocks);
+  if (dims.burst == 0) return fail(status::invalid_value, "launch: burst must be at least 1 packet");
+  if (dims.burst_timeout_ns > 10'000'000'000ull)
+    return fail(status::invalid_value, "launch: burst_timeout_ns {} is over 10 s; a burst waits at most that long",
+                dims.burst_timeout_ns);
+  if (cuda ? !l.cuda || !l.kernel : !l.host)
+    return fail(status::invalid_value, "launch_bursts: no way to run the body on this executor");
+  std::unique_lock lk(s.mu);
+  if (auto e = check_launch(s); e) return e;
+  auto qs = watched_queues(s);
+  if (qs.empty())
+    return fail(status::invalid_value,
+                "launch: a per-burst launch waits for bursts in the RX queues of the runner's ports, and none of its "
+                "ports has an RX queue on this {}; create the runner with the ports whose queues the kernel receives "
+                "from",
+                cuda ? "GPU" : "executor");
+  for (const auto& q : qs)
+    if (dims.burst > q.num_descs)
+      return fail(status::invalid_value,
+                  "launch: burst {} is larger than RX queue {} of port {} ({} descriptors): that burst can never be "
+                  "ready; use a burst of at most the smallest ring",
+                  dims.burst, q.port_queue, q.port, q.num_descs);
+  void* graph_exec = nullptr;
+#if defined(GNIO_HAVE_CUDA)
+  if (cuda) {
+    if (auto e = s.gpu->dev->bind_thread(); e) return e;
+    // Load the kernel's module now: the first launch then needs no lazy load
+    // (which could wait for another runner's persistent kernel), and the
+    // graph below is captured from a loaded module.
+    cudaFuncAttributes a{};
+    if (cudaError_t e = cudaFuncGetAttributes(&a, l.kernel); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cuda_error(status::driver, "launch: cudaFuncGetAttributes", e,
+                        "check the GPU architecture this binary was built for");
+    }
+    if (dims.mode == device::launch_mode::graph) {
+      auto stream = static_cast<cudaStream_t>(s.stream);
+      if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
+        return cuda_error(status::driver, "launch: cudaStreamBeginCapture", e, "is the runner's stream in use?");
+      const auto launched = static_cast<cudaError_t>(l.cuda(s.stream));
+      cudaGraph_t graph = nullptr;
+      const cudaError_t ended_capture = cudaStreamEndCapture(stream, &graph);
+      if (launched != cudaSuccess || ended_capture != cudaSuccess) {
+        if (graph) (void)cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        return cuda_error(status::driver, "launch: capturing the kernel launch into a CUDA graph",
+                          launched != cudaSuccess ? launched : ended_capture,
+                          "check the launch dimensions and the GPU architecture this binary was built for");
+      }
+      cudaGraphExec_t exec = nullptr;
+      cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+      const cudaError_t destroyed = cudaGraphDestroy(graph);
+      if (e == cudaSuccess && destroyed != cudaSuccess) e = destroyed;
+      // Uploaded once, so the first replay costs what every other one does.
+      if (e == cudaSuccess) e = cudaGraphUpload(exec, stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) {
+        if (exec) (void)cudaGraphExecDestroy(exec);
+        (void)cudaGetLastError();
+        return cuda_error(status::driver, "launch: instantiating the CUDA graph", e,
+                          "the CUDA context may be unusable");
+      }
+      graph_exec = exec;
+    }
+  }
+#endif
+  {
+    std::lock_guard d(s.done_mu);
+    s.burst_done = false;
+    s.burst_err = {};
+  }
+  reset_stats(s, dims.mode);
+  for (auto& p : s.ports) p->kernels_running.fetch_add(1);
+  s.phase = detail::run_phase::running;
+  s.bursts = true;
+  try {
+    s.threads.emplace_back(burst_main, &s, std::move(qs), dims, std::move(l), graph_exec);
+  } catch (const std::system_error& e) {
+    for (auto& p : s.ports) p->kernels_running.fetch_sub(1);
+    s.phase = detail::run_phase::idle;
+    s.bursts = false;
+#if defined(GNIO_HAVE_CUDA)
+    if (graph_exec) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec));
+#endif
+    return fail(status::no_memory, "launch: could not start the per-burst driver thread: {}", e.what());
+  }
   return {};
 }
 
@@ -329,18 +755,23 @@ error kernel_runner::wait(std::chrono::nanoseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto sleep = std::chrono::microseconds(20);
   for (;;) {
+    bool host_threads = false, bursts = false;
+    size_t num_threads = 0;
     {
       std::lock_guard lk(s.mu);
       bool finished = false;
       if (auto e = s.poll_finished(&finished); e) return e;
       if (finished) return {};
+      host_threads = s.gpu->info.executor == executor_kind::host;
+      bursts = s.bursts;
+      num_threads = s.threads.size();
     }
     if (std::chrono::steady_clock::now() >= deadline)
       return fail(status::time_out, "the kernel is still running after {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
-    if (s.gpu->info.executor == executor_kind::host) {
+    if (host_threads || bursts) {
       std::unique_lock d(s.done_mu);
       s.done_cv.wait_until(d, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)),
-                           [&] { return s.done == s.threads.size(); });
+                           [&] { return bursts ? s.burst_done : s.done == num_threads; });
     } else {
       std::this_thread::sleep_for(sleep);
       sleep = std::min(sleep * 2, std::chrono::microseconds(1000));

@@ -54,6 +54,30 @@ bool use_cuda() {
   return e && std::string(e) == "cuda";
 }
 
+// The launch mode the suite's record and echo kernels run in:
+// GNIO_TEST_LAUNCH=persistent (default), per-burst or graph (CUDA only).
+gnio::device::launch_mode test_launch_mode() {
+  const std::string m = [] {
+    const char* e = std::getenv("GNIO_TEST_LAUNCH");
+    return std::string(e ? e : "");
+  }();
+  if (m == "per-burst" || m == "per_burst") return gnio::device::launch_mode::per_burst;
+  if (m == "graph") return gnio::device::launch_mode::graph;
+  if (!m.empty() && m != "persistent") ADD_FAILURE() << "GNIO_TEST_LAUNCH=" << m << ": use persistent, per-burst or graph";
+  return gnio::device::launch_mode::persistent;
+}
+
+// Dimensions for the suite's kernels in the launch mode under test: a burst
+// of 32 (at most the ring) and the default timeout.
+gnio::launch_dims test_dims(uint32_t threads, uint32_t ring) {
+  gnio::launch_dims d;
+  d.blocks = 1;
+  d.threads = threads;
+  d.mode = test_launch_mode();
+  d.burst = std::min<uint32_t>(32, ring);
+  return d;
+}
+
 gnio::gpu open_gpu() {
   auto g = gnio::gpu::open(use_cuda() ? "0" : "host");
   EXPECT_TRUE(g.ok()) << g.err().what();
@@ -318,17 +342,18 @@ struct dut {
   std::optional<uint32_t> txq;
   gnio::mem_block rec, processed, failed;
   uint64_t cap = 0;
+  uint32_t ring = 0;
   std::optional<gnio::kernel_runner> runner;
 
-  dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring, uint64_t capacity, bool with_tx = false,
+  dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring_descs, uint64_t capacity, bool with_tx = false,
       gnio::mem_type pkt_mem = gnio::mem_type::automatic)
-      : g(gpu), cap(capacity) {
+      : g(gpu), cap(capacity), ring(ring_descs) {
     auto pr = gnio::port::open(g, dev);
     EXPECT_TRUE(pr.ok()) << pr.err().what();
     if (!pr) return;
     p = std::move(pr).value();
     gnio::rxq_config rc;
-    rc.num_descs = ring;
+    rc.num_descs = ring_descs;
     rc.pkt_mem = pkt_mem;
     auto q = p.create_rxq(rc);
     EXPECT_TRUE(q.ok()) << q.err().what();
@@ -345,13 +370,14 @@ struct dut {
 
   gnio::error start() { return p.start(); }
 
-  gnio::error launch_record() {
+  // In the launch mode under test (GNIO_TEST_LAUNCH), or as dims says.
+  gnio::error launch_record(std::optional<gnio::launch_dims> dims = std::nullopt, uint32_t batch = 64) {
     auto r = gnio::kernel_runner::create(g, {&p});
     if (!r) return r.err();
     runner = std::move(r).value();
     conf::record_body b{*p.rxq(rxq), static_cast<conf::record*>(rec.exec_ptr), cap,
-                        static_cast<uint64_t*>(processed.exec_ptr), 64};
-    return conf::launch(*runner, {1, 128, 0}, b);
+                        static_cast<uint64_t*>(processed.exec_ptr), batch};
+    return conf::launch(*runner, dims ? *dims : test_dims(128, ring), b);
   }
 
   gnio::error launch_echo() {
@@ -360,7 +386,7 @@ struct dut {
     runner = std::move(r).value();
     conf::echo_body b{*p.rxq(rxq), *p.txq(*txq), static_cast<uint64_t*>(processed.exec_ptr),
                       static_cast<uint64_t*>(failed.exec_ptr), 64};
-    return conf::launch(*runner, {1, 64, 0}, b);
+    return conf::launch(*runner, test_dims(64, ring), b);
   }
 
   uint64_t read_u64(const gnio::mem_block& b) {
@@ -890,5 +916,259 @@ TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
   EXPECT_FALSE(p.close());
   EXPECT_FALSE(g.destroy());
 }
+
+// --- Launch modes ----------------------------------------------------------------
+// The per-burst modes' runner: what it refuses, and that it ends as the
+// persistent kernel does (end of stream, exit flag) without losing a packet.
+// The suite above runs in these modes too (GNIO_TEST_LAUNCH).
+
+const char* mode_name(gnio::device::launch_mode m) {
+  return m == gnio::device::launch_mode::graph ? "graph" : m == gnio::device::launch_mode::per_burst ? "per_burst"
+                                                                                                      : "persistent";
+}
+
+gnio::launch_dims burst_dims(gnio::device::launch_mode m, uint32_t burst) {
+  gnio::launch_dims d;
+  d.blocks = 1;
+  d.threads = 128;
+  d.mode = m;
+  d.burst = burst;
+  return d;
+}
+
+TEST(launch_modes, bad_dims_are_refused_and_change_nothing) {
+  auto g = open_gpu();
+  auto src = make_source(kind::gen, 100);
+  dut d(g, src->dev, 64, 100);
+  ASSERT_FALSE(d.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&d.p})).value();
+  conf::record_body body{*d.p.rxq(d.rxq), static_cast<conf::record*>(d.rec.exec_ptr), 100,
+                         static_cast<uint64_t*>(d.processed.exec_ptr), 32};
+  const auto mode = use_cuda() ? gnio::device::launch_mode::graph : gnio::device::launch_mode::per_burst;
+  auto expect_invalid = [&](gnio::launch_dims dims, const char* what) {
+    auto e = conf::launch(r, dims, body);
+    EXPECT_EQ(e.code(), gnio::status::invalid_value) << what << ": " << e.what();
+    EXPECT_FALSE(r.running()) << what;
+  };
+  auto dims = burst_dims(mode, 0);
+  expect_invalid(dims, "burst 0");
+  dims = burst_dims(mode, 65);
+  expect_invalid(dims, "burst larger than the 64-slot ring");
+  dims = burst_dims(mode, 32);
+  dims.burst_timeout_ns = 11'000'000'000ull;
+  expect_invalid(dims, "burst timeout over 10 s");
+  dims = burst_dims(mode, 32);
+  dims.blocks = 0;
+  expect_invalid(dims, "no blocks");
+  dims = burst_dims(mode, 32);
+  dims.mode = static_cast<gnio::device::launch_mode>(7);
+  expect_invalid(dims, "an unknown mode");
+  {
+    // A runner without ports has no RX queue to wait for bursts in.
+    auto bare = std::move(gnio::kernel_runner::create(g)).value();
+    auto e = conf::launch(bare, burst_dims(mode, 32), body);
+    EXPECT_EQ(e.code(), gnio::status::invalid_value) << e.what();
+    EXPECT_NE(e.message().find("RX queue"), std::string::npos) << e.what();
+    EXPECT_FALSE(bare.destroy());
+  }
+  // Nothing was consumed: a valid launch afterwards gets every packet.
+  ASSERT_FALSE(conf::launch(r, burst_dims(mode, 32), body));
+  ASSERT_FALSE(r.wait(30s));
+  EXPECT_EQ(d.read_u64(d.processed), 100u);
+  expect_records(d.records(100), src->expected, 100);
+  EXPECT_FALSE(r.destroy());
+  d.finish();
+}
+
+TEST(launch_modes, graph_on_the_host_executor_is_refused) {
+  if (use_cuda()) GTEST_SKIP() << "the CUDA executor runs graphs (launch_modes.* cases in graph mode)";
+  auto g = open_gpu();
+  auto src = make_source(kind::gen, 10);
+  dut d(g, src->dev, 64, 10);
+  ASSERT_FALSE(d.start());
+  auto e = d.launch_record(burst_dims(gnio::device::launch_mode::graph, 8));
+  EXPECT_EQ(e.code(), gnio::status::not_supported) << e.what();
+  EXPECT_NE(e.message().find("host executor"), std::string::npos) << "the message says why: " << e.what();
+  EXPECT_FALSE(d.runner->running());
+  d.finish();
+}
+
+class launch_modes_p : public testing::TestWithParam<gnio::device::launch_mode> {
+ protected:
+  gnio::gpu g = open_gpu();
+  void SetUp() override {
+    if (GetParam() == gnio::device::launch_mode::graph && !use_cuda())
+      GTEST_SKIP() << "graph needs the CUDA executor (launch_modes.graph_on_the_host_executor_is_refused)";
+  }
+  void TearDown() override { EXPECT_FALSE(g.destroy()); }
+};
+
+TEST_P(launch_modes_p, end_of_stream_finishes_and_every_launch_takes_at_most_a_burst) {
+  constexpr size_t n = 1000;
+  constexpr uint32_t burst = 32;
+  auto src = make_source(kind::gen, n);
+  dut d(g, src->dev, 256, n);
+  ASSERT_FALSE(d.start());
+  // batch = burst: a launch takes at most one burst.
+  ASSERT_FALSE(d.launch_record(burst_dims(GetParam(), burst), burst));
+  auto w = d.runner->wait(60s);
+  ASSERT_FALSE(w) << w.what();
+  EXPECT_FALSE(d.runner->running());
+  EXPECT_EQ(d.read_u64(d.processed), n);
+  const auto recs = d.records(n);
+  expect_records(recs, src->expected, n);
+  std::map<uint32_t, uint32_t> per_batch;
+  for (const auto& r : recs) ++per_batch[r.batch];
+  for (const auto& [first, num] : per_batch) EXPECT_LE(num, burst) << "the batch from ring index " << first;
+  const auto ls = d.runner->stats();
+  EXPECT_EQ(ls.mode, GetParam());
+  EXPECT_EQ(ls.packets, n) << "the runner counts what the launches consumed";
+  EXPECT_GE(ls.launches, per_batch.size()) << "one batch per launch";
+  EXPECT_GE(ls.launches, (n + burst - 1) / burst);
+  EXPECT_GT(ls.busy_ns, 0u);
+  auto st = d.p.stats();
+  EXPECT_EQ(st.rxq[d.rxq].consumed, n) << "every launch released what it took";
+  d.finish();
+}
+
+TEST_P(launch_modes_p, a_partial_burst_is_launched_after_the_timeout) {
+  // 5 frames on a link that stays open (no end of stream): fewer than a
+  // burst, so only the timeout launches them.
+  auto src = make_source(kind::pair, 5);
+  const size_t total = src->expected.size();
+  dut d(g, src->dev, 64, total);
+  src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  ASSERT_FALSE(d.start());
+  auto dims = burst_dims(GetParam(), 32);
+  dims.burst_timeout_ns = 200'000;
+  ASSERT_FALSE(d.launch_record(dims));
+  src->feed();
+  ASSERT_TRUE(d.wait_drained(total, 30s)) << "the partial burst was never launched";
+  EXPECT_TRUE(d.runner->running()) << "the stream has not ended";
+  ASSERT_FALSE(d.runner->stop(5s));
+  EXPECT_EQ(d.read_u64(d.processed), total);
+  expect_records(d.records(total), src->expected, total);
+  const auto ls = d.runner->stats();
+  EXPECT_GE(ls.launches, 1u);
+  EXPECT_LE(ls.launches, total);
+  EXPECT_EQ(ls.packets, total);
+  d.finish();
+}
+
+TEST_P(launch_modes_p, stop_while_bursts_flow_ends_the_launches) {
+  auto src = make_source(kind::gen, 1);
+  src->dev = "gen:size=64,flows=256";  // endless
+  dut d(g, src->dev, 256, 0);
+  ASSERT_FALSE(d.start());
+  ASSERT_FALSE(d.launch_record(burst_dims(GetParam(), 32)));
+  std::this_thread::sleep_for(300ms);
+  auto e = d.runner->stop(5s);
+  ASSERT_FALSE(e) << e.what();
+  EXPECT_FALSE(d.runner->running());
+  const auto ls = d.runner->stats();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(d.runner->stats().launches, ls.launches) << "no launch after stop()";
+  ASSERT_FALSE(d.p.stop());
+  auto st = d.p.stats();
+  const auto& q = st.rxq[d.rxq];
+  const uint64_t processed = d.read_u64(d.processed);
+  EXPECT_GT(ls.launches, 1u);
+  EXPECT_GT(processed, 0u);
+  EXPECT_EQ(ls.packets, processed);
+  EXPECT_EQ(q.consumed, processed) << "the launches released exactly what they processed";
+  EXPECT_EQ(st.rx_frames, processed + st.rx_missed + st.rx_unsteered + (q.delivered - processed));
+  EXPECT_FALSE(d.runner->destroy());
+  d.runner.reset();
+  EXPECT_FALSE(g.free(d.rec));
+  EXPECT_FALSE(g.free(d.processed));
+  EXPECT_FALSE(g.free(d.failed));
+  EXPECT_FALSE(d.p.destroy_rxq(d.rxq));
+  EXPECT_FALSE(d.p.close());
+}
+
+TEST_P(launch_modes_p, exit_flag_ends_an_idle_runner_that_never_launched) {
+  auto src = make_source(kind::pair, 1);
+  dut d(g, src->dev, 64, 1);
+  src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+  ASSERT_FALSE(d.start());
+  ASSERT_FALSE(d.launch_record(burst_dims(GetParam(), 32)));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(d.runner->running()) << "no traffic and no end of stream: the runner waits";
+  EXPECT_EQ(d.runner->wait(20ms).code(), gnio::status::time_out);
+  ASSERT_FALSE(d.runner->stop(5s));
+  EXPECT_FALSE(d.runner->running());
+  EXPECT_EQ(d.runner->stats().launches, 0u);
+  EXPECT_EQ(d.read_u64(d.processed), 0u);
+  // The runner can launch again, and the next launch gets what comes.
+  ASSERT_FALSE(conf::launch(*d.runner, burst_dims(GetParam(), 32),
+                            conf::record_body{*d.p.rxq(d.rxq), static_cast<conf::record*>(d.rec.exec_ptr), 1,
+                                              static_cast<uint64_t*>(d.processed.exec_ptr), 32}));
+  src->send_one(src->expected[0]);
+  ASSERT_TRUE(d.wait_drained(1, 30s));
+  ASSERT_FALSE(d.runner->stop(5s));  // before reading what the kernel wrote
+  EXPECT_EQ(d.read_u64(d.processed), 1u);
+  EXPECT_EQ(d.runner->stats().launches, 1u);
+  d.finish();
+}
+
+TEST_P(launch_modes_p, a_queue_the_body_leaves_alone_does_not_keep_the_runner_launching) {
+  // Two RX queues (RSS spreads the flows), a body that receives from the
+  // first only: the runner stops relaunching for the second queue's
+  // completions, and at the end of the stream it finishes rather than spin.
+  auto g2 = std::move(gnio::port::open(g, "gen:count=2000,flows=64,size=64")).value();
+  auto q0 = *g2.create_rxq();
+  auto q1 = *g2.create_rxq();
+  auto rec = *g.alloc(sizeof(conf::record) * 2000, gnio::mem_type::gpu);
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  ASSERT_FALSE(g2.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&g2})).value();
+  ASSERT_FALSE(conf::launch(r, burst_dims(GetParam(), 32),
+                            conf::record_body{*g2.rxq(q0), static_cast<conf::record*>(rec.exec_ptr), 2000,
+                                              static_cast<uint64_t*>(processed.exec_ptr), 32}));
+  auto w = r.wait(60s);
+  EXPECT_FALSE(w) << w.what();
+  auto st = g2.stats();
+  uint64_t n = 0;
+  ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
+  EXPECT_GT(st.rxq[q1].delivered, 0u) << "RSS gave the second queue some flows";
+  EXPECT_EQ(n, st.rxq[q0].delivered) << "the first queue was drained";
+  EXPECT_EQ(st.rxq[q0].consumed, st.rxq[q0].delivered);
+  EXPECT_EQ(st.rxq[q1].consumed, 0u);
+  EXPECT_EQ(r.stats().packets, n);
+  EXPECT_FALSE(g2.stop());
+  EXPECT_FALSE(r.destroy());
+  EXPECT_FALSE(g.free(rec));
+  EXPECT_FALSE(g.free(processed));
+  EXPECT_FALSE(g2.destroy_rxq(q0));
+  EXPECT_FALSE(g2.destroy_rxq(q1));
+  EXPECT_FALSE(g2.close());
+}
+
+TEST_P(launch_modes_p, a_failed_launch_is_reported_by_wait) {
+  if (!use_cuda()) GTEST_SKIP() << "a CUDA launch error (the host executor has none to make)";
+  auto src = make_source(kind::gen, 100);
+  dut d(g, src->dev, 64, 100);
+  ASSERT_FALSE(d.start());
+  // More dynamic shared memory than any GPU has: every launch fails.
+  auto dims = burst_dims(GetParam(), 32);
+  dims.shared_bytes = 64u << 20;
+  auto e = d.launch_record(dims);
+  if (GetParam() == gnio::device::launch_mode::graph && e) {
+    // The graph is captured and instantiated in launch(): the error comes from there.
+    EXPECT_EQ(e.code(), gnio::status::driver) << e.what();
+  } else {
+    ASSERT_FALSE(e) << e.what();
+    e = d.runner->wait(30s);
+    EXPECT_EQ(e.code(), gnio::status::driver) << e.what();
+    EXPECT_NE(e.message().find("cuda"), std::string::npos) << "the CUDA error is named: " << e.what();
+  }
+  EXPECT_FALSE(d.runner->running());
+  EXPECT_EQ(d.read_u64(d.processed), 0u);
+  d.finish();
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, launch_modes_p,
+                         testing::Values(gnio::device::launch_mode::per_burst, gnio::device::launch_mode::graph),
+                         [](const auto& info) { return std::string(mode_name(info.param)); });
 
 }  // namespace

@@ -6,6 +6,7 @@
 // Environment: GNIO_TEST_EXEC=host|cuda|auto picks the executor of the counting
 // runs (default host; cuda skips them without a GPU); GNIO_TEST_DATA_DIR and
 // GNIO_FLOW_COUNT_BIN (set by ctest) name tests/data and the program.
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -48,6 +49,9 @@ using run_result = gnio::test::proc_result;
 const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN"});
 // The executor the counting runs use: host (default), cuda or auto.
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
+// The launch mode the counting runs use (--launch): persistent (default),
+// per-burst or graph.
+const std::string k_launch = env_or("GNIO_TEST_LAUNCH", "persistent");
 
 bool have_gpu() {
   static const bool yes = !gnio::list_gpus().empty();
@@ -70,6 +74,15 @@ std::string data(const std::string& name) { return gnio::test::data_dir() + "/" 
 // as a user sees them by default.
 run_result flow_count(std::vector<std::string> args, bool with_json = true) {
   args.insert(args.begin(), gnio::test::flow_count_bin());
+  // Runs that pick the host executor themselves keep the default where the
+  // mode under test is graph (a CUDA graph; the host refuses it).
+  const bool host_run = [&] {
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+      if (args[i] == "--exec" && args[i + 1] == "host") return true;
+    return false;
+  }();
+  if (std::find(args.begin(), args.end(), "--launch") == args.end() && !(host_run && k_launch == "graph"))
+    args.insert(args.end(), {"--launch", k_launch});
   gnio::test::run_options o;
   o.with_json = with_json;
   o.limit = std::chrono::seconds(30);
@@ -174,6 +187,9 @@ TEST_P(Captures, CountsMatchTsharkOnOneAndFourQueues) {
     ASSERT_TRUE(r.j.has_value()) << r.describe();
     const json& j = *r.j;
     if (k_exec != "auto") EXPECT_EQ(j.at("executor"), k_exec);
+    if (k_exec != "host" || k_launch != "graph") EXPECT_EQ(j.at("launch"), k_launch);
+    // Launched per burst, nothing received means nothing launched.
+    if (k_launch == "persistent" || j.at("packets").get<uint64_t>() > 0) EXPECT_GE(j.at("launches").get<uint64_t>(), 1u);
     EXPECT_EQ(j.at("queues").get<int>(), std::stoi(queues));
     expect_accounting(j, r.describe());
     // A file is replayed without loss by default (overflow=wait for finite sources).
@@ -567,6 +583,72 @@ void expect_rejected(const run_result& r, const std::vector<std::string>& any_of
     EXPECT_TRUE(found) << "stderr names none of: " << list << "\n" << r.describe();
   }
   for (const auto& m : must_mention) EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
+}
+
+// The launch modes count the same as the persistent kernel, and say which ran.
+TEST(FlowCount, LaunchModesGiveTheSameCounts) {
+  REQUIRE_EXECUTOR();
+  std::vector<std::string> modes = {"persistent", "per-burst"};
+  if (k_exec == "cuda") modes.push_back("graph");
+  for (const char* file : {"http.pcap", "QinQpacket.pcap"}) {
+    std::optional<json> first;
+    for (const auto& m : modes) {
+      for (const char* burst : {"1", "32"}) {
+        SCOPED_TRACE(std::string(file) + " --launch " + m + " --burst " + burst);
+        auto r = flow_count({"--port", "pcap:file=" + data(file), "--exec", k_exec, "--queues", "4", "--launch", m,
+                             "--burst", burst});
+        ASSERT_EQ(r.code, 0) << r.describe();
+        ASSERT_TRUE(r.j.has_value()) << r.describe();
+        const json& j = *r.j;
+        EXPECT_EQ(j.at("launch"), m);
+        expect_accounting(j, r.describe());
+        EXPECT_EQ(j.at("packets").get<long>(), manifest_count(file, "packets"));
+        if (m == "persistent") {
+          EXPECT_EQ(j.at("launches").get<uint64_t>(), 1u);
+        } else {
+          EXPECT_EQ(j.at("burst").get<int>(), std::stoi(burst));
+          EXPECT_GE(j.at("launches").get<uint64_t>(), 1u);
+          EXPECT_EQ(j.at("launch_consumed").get<uint64_t>(), j.at("packets").get<uint64_t>());
+          // At most a burst per queue and launch.
+          EXPECT_LE(j.at("packets_per_launch").get<double>(), 4.0 * std::stoi(burst));
+        }
+        if (!first) {
+          first = j;
+        } else {
+          EXPECT_EQ(j.at("flows"), first->at("flows"));
+          EXPECT_EQ(j.at("bytes"), first->at("bytes"));
+          EXPECT_EQ(j.at("tcp_conversations"), first->at("tcp_conversations"));
+          EXPECT_EQ(j.at("udp_conversations"), first->at("udp_conversations"));
+        }
+      }
+    }
+  }
+}
+
+TEST(BadInput, LaunchOptionsAreChecked) {
+  for (const auto& [args, mention] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--launch", "sometimes"}, "--launch"},
+           {{"--launch", "per-burst", "--burst", "0"}, "--burst"},
+           {{"--launch", "per-burst", "--burst", "64", "--ring", "32"}, "--burst 64 is larger than --ring 32"},
+           {{"--launch", "per-burst", "--burst-timeout-us", "-1"}, "--burst-timeout-us"},
+       }) {
+    SCOPED_TRACE(args.back());
+    std::vector<std::string> full = {gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host"};
+    full.insert(full.end(), args.begin(), args.end());
+    auto r = gnio::test::run_process(full, {});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find(mention), std::string::npos) << r.describe();
+  }
+  // A graph is a CUDA object: the host executor refuses it and says why.
+  auto r = flow_count({"--port", "gen:count=10", "--exec", "host", "--launch", "graph"});
+  EXPECT_EQ(r.code, 1) << r.describe();
+  EXPECT_NE(r.err.find("host executor has no CUDA graphs"), std::string::npos) << r.describe();
+  ASSERT_TRUE(r.j.has_value());
+  EXPECT_EQ(r.j->at("error_status"), "not_supported");
+  auto help = gnio::test::run_process({gnio::test::flow_count_bin(), "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("per-burst"), std::string::npos) << help.describe();
 }
 
 TEST(BadInput, MissingFile) {

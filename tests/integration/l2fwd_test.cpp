@@ -36,6 +36,10 @@ using gnio::test::read_pcap;
 const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_L2FWD_BIN"});
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 
+// The launch mode the forwarding runs use (--launch): persistent (default),
+// per-burst or graph.
+const std::string k_launch = env_or("GNIO_TEST_LAUNCH", "persistent");
+
 std::string gpu_selector() { return k_exec == "cuda" ? "0" : "host"; }
 
 #define REQUIRE_EXECUTOR()                                                                           \
@@ -51,6 +55,7 @@ frame swapped(frame f) {
 gnio::test::proc_result l2fwd(std::vector<std::string> args, gnio::test::run_options o = {.with_json = true}) {
   args.insert(args.begin(), gnio::test::l2fwd_bin());
   args.insert(args.end(), {"--gpu", gpu_selector()});
+  if (std::find(args.begin(), args.end(), "--launch") == args.end()) args.insert(args.end(), {"--launch", k_launch});
   if (std::find(args.begin(), args.end(), "--stats-interval") == args.end())
     args.insert(args.end(), {"--stats-interval", "0"});
   return gnio::test::run_process(args, o);
@@ -74,6 +79,35 @@ TEST(L2fwd, OneQueueSendsEveryFrameBackSwappedInOrder) {
     EXPECT_EQ(r.j->at("forwarded").get<size_t>(), sent.size());
     EXPECT_EQ(r.j->at("tx_frames").get<size_t>(), sent.size());
     EXPECT_EQ(r.j->at("unaccounted").get<long>(), 0);
+    EXPECT_EQ(r.j->at("launch"), k_launch);
+  }
+}
+
+// Every launch mode forwards the same bytes in the same order.
+TEST(L2fwd, LaunchModesSendTheSameBytes) {
+  REQUIRE_EXECUTOR();
+  std::vector<std::string> modes = {"persistent", "per-burst"};
+  if (k_exec == "cuda") modes.push_back("graph");
+  const std::string in = gnio::test::data_dir() + "/http.pcap";
+  const auto sent = read_pcap(in);
+  for (const auto& m : modes) {
+    for (const char* burst : {"1", "8"}) {
+      SCOPED_TRACE("--launch " + m + " --burst " + burst);
+      const std::string out = gnio::test::temp_path("l2fwd_modes") + ".pcap";
+      auto r = l2fwd({"--port", "pcap:file=" + in + ",tx=" + out, "--launch", m, "--burst", burst});
+      ASSERT_EQ(r.code, 0) << r.describe();
+      const auto back = read_pcap(out);
+      std::remove(out.c_str());
+      ASSERT_EQ(back.size(), sent.size());
+      for (size_t i = 0; i < sent.size(); ++i) ASSERT_EQ(back[i], swapped(sent[i])) << "frame " << i;
+      ASSERT_TRUE(r.j);
+      EXPECT_EQ(r.j->at("launch"), m);
+      if (m != "persistent") {
+        EXPECT_GE(r.j->at("launches").get<uint64_t>(), 1u);
+        EXPECT_LE(r.j->at("packets_per_launch").get<double>(), std::stod(burst));
+        EXPECT_EQ(r.j->at("launch_consumed").get<size_t>(), sent.size());
+      }
+    }
   }
 }
 
@@ -163,6 +197,9 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--ring", "3"}, {"--ring", "3 is not a power of two"}},
       {{"--ring", "0"}, {"--ring", "0 is below the minimum 2"}},
       {{"--threads", "2000"}, {"--threads", "2000 is above the maximum 1024"}},
+      {{"--launch", "often"}, {"--launch"}},
+      {{"--launch", "per-burst", "--burst", "0"}, {"--burst"}},
+      {{"--launch", "graph", "--burst", "8192"}, {"--burst 8192 is larger than --ring 4096"}},
       {{"--bogus"}, {"--bogus"}},
   };
   for (const auto& [extra, mention] : cases) {

@@ -23,7 +23,8 @@
 # Environment: GNIO_BUILD_DIR (default: build/ of this checkout), GNIO_BIN,
 # GNIO_FLOW_COUNT_BIN, GNIO_CONFORMANCE_BIN (the programs; default: under the
 # build directory), GNIO_TEST_DATA_DIR, GNIO_TEST_GPU (default host),
-# GNIO_TEST_EXEC (conformance executor, default host), GNIO_NETNS_REPLAY
+# GNIO_TEST_EXEC (conformance executor, default host), GNIO_TEST_LAUNCH (its
+# launch mode, default persistent), GNIO_NETNS_REPLAY
 # (captures to replay, space-separated, default "http.pcap dns_icmp.pcap
 # QinQpacket.pcap test.pcap"), GNIO_NETNS_KEEP=1 (keep the work directory with
 # the logs and JSON).

@@ -178,4 +178,42 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   }
 }
 
+void add_launch_options(CLI::App& app, launch_options& o) {
+  app.add_option("--launch", o.mode,
+                 "how the kernel runs: persistent (launched once, polls its queues until the end: the lowest latency "
+                 "and the highest rate, one SM or CPU thread per block kept busy), per-burst (the host waits until "
+                 "--burst packets are ready in a queue, or the oldest has waited --burst-timeout-us, then launches a "
+                 "kernel over them and waits for it: the DPDK gpudev / l2fwd-nv style, paying a launch per burst), "
+                 "graph (as per-burst, replaying a captured CUDA graph per burst: a cheaper launch; CUDA only)")
+      ->check(CLI::IsMember({"persistent", "per-burst", "graph"}))
+      ->capture_default_str();
+  app.add_option("--burst", o.burst,
+                 "per-burst and graph: packets per queue that start a launch; each launch takes at most this many "
+                 "per queue (at most --ring)")
+      ->check(whole(1, 1u << 31))
+      ->capture_default_str();
+  app.add_option("--burst-timeout-us", o.burst_timeout_us,
+                 "per-burst and graph: launch with fewer than --burst packets once the oldest has waited this long "
+                 "(microseconds, 0..10000000)")
+      ->check(number(0, 10'000'000))
+      ->capture_default_str();
+}
+
+void apply(const launch_options& o, launch_dims& dims) noexcept {
+  dims.mode = o.mode == "graph"       ? device::launch_mode::graph
+              : o.mode == "per-burst" ? device::launch_mode::per_burst
+                                      : device::launch_mode::persistent;
+  dims.burst = o.burst;
+  dims.burst_timeout_ns = static_cast<uint64_t>(std::llround(o.burst_timeout_us * 1000.0));
+}
+
+std::string_view launch_mode_name(device::launch_mode m) noexcept {
+  switch (m) {
+    case device::launch_mode::per_burst: return "per-burst";
+    case device::launch_mode::graph: return "graph";
+    case device::launch_mode::persistent: break;
+  }
+  return "persistent";
+}
+
 }  // namespace gnio::cli

@@ -19,6 +19,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <gnio/kernel.hpp>
+
 namespace gnio::cli {
 
 // A number in [lo, hi], written as a decimal or with an exponent ("1.5",
@@ -66,6 +68,21 @@ struct memory_room {
 // (buffers of stride bytes and their descriptors).
 [[nodiscard]] uint64_t rx_ring_bytes(uint64_t num_descs, uint64_t stride = 2048) noexcept;
 [[nodiscard]] uint64_t tx_ring_bytes(uint64_t num_descs, uint64_t stride = 2048) noexcept;
+
+// --launch, --burst and --burst-timeout-us: how a program runs its kernel
+// (gnio::launch_dims::mode, burst, burst_timeout_ns; docs/kernels.md
+// "Launch modes").
+struct launch_options {
+  std::string mode = "persistent";  // persistent, per-burst or graph
+  uint32_t burst = 32;
+  double burst_timeout_us = 50;
+};
+// Adds the three options to app, with help that explains the trade-off.
+void add_launch_options(CLI::App& app, launch_options& o);
+// Sets dims.mode, dims.burst and dims.burst_timeout_ns from o.
+void apply(const launch_options& o, launch_dims& dims) noexcept;
+// "persistent", "per-burst" or "graph", as --launch spells them.
+[[nodiscard]] std::string_view launch_mode_name(device::launch_mode m) noexcept;
 
 // The exit status for an error CLI11 threw while parsing: 0 for help and
 // version, a CLI::RuntimeError's own code, 2 for anything else.
