@@ -145,14 +145,15 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE bool should_exit(const exec_ctx& ctx) noexcept
 // Backoff for an idle poll loop: a short sleep on the GPU keeps PCIe polling
 // traffic down; on the host it yields so producer threads on a small machine
 // still get to run. busy never sleeps; on the host it still yields the CPU
-// every 16 empty polls, which costs nothing when the core is free and lets
-// the engine (or another busy thread) run when cores are shared.
+// on every empty poll, which costs a system call when the core is free and
+// lets the engine (or another busy thread) run at once when cores are shared.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls, poll_policy policy = poll_policy::adaptive) noexcept {
 #if defined(__CUDA_ARCH__)
   if (policy == poll_policy::busy) return;
 #else
   if (policy == poll_policy::busy) {
-    if ((empty_polls & 15u) == 0) std::this_thread::yield();
+    (void)empty_polls;
+    std::this_thread::yield();
     return;
   }
 #endif
