@@ -177,14 +177,12 @@ __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, u
     __syncthreads();
     if (tid < width && !ready(q, start + have + tid)) atomicMin(&s_first_missing, tid);
     __syncthreads();
-    bool moved_on = false;
     if (tid == 0) {
       const uint32_t run = s_first_missing;
       const uint32_t n = have + run;
       s_num = n;
-      if (run == width && n < max_pkts) {
-        moved_on = true;  // the whole window was ready: look further at once
-      } else {
+      // The whole window was ready and the batch is not full: look further at once.
+      if (!(run == width && n < max_pkts)) {
         const bool expired = (now_ns() - t0) >= timeout_ns;
         // busy: a partial batch that did not grow this round is a burst the
         // producer has finished publishing; return it now (see poll()).
@@ -197,7 +195,6 @@ __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, u
         } else if (n == 0 && (expired || empty_polls % eos_check_polls == 0) && eos_set(q)) {
           // The backend finished; one more round closes the race with its last publish.
           eos_seen = true;
-          moved_on = true;
         } else if (expired && n == 0) {
           s_status = static_cast<int32_t>(status::again);
         }
