@@ -17,7 +17,9 @@
 # GPU_CHECK_BENCH=0 leaves out the single-GPU benchmarks: the device-side
 # capacity, the engine's CPU cost per frame, and the rate sweeps of
 # flow_count, pp and l2fwd (CUDA next to the host executor, with the
-# host-to-device bandwidth measured in the same run). GPU_CHECK_ONLY='REGEX'
+# host-to-device bandwidth measured in the same run), and the latency runs
+# (bench/latency: flag, ring and echo, CUDA and host, busy and adaptive
+# polling, idle and under load). GPU_CHECK_ONLY='REGEX'
 # runs only the steps whose whole name matches (e.g. 'conformance_.*|bench_capacity.*'),
 # to split a run over several calls. GPU_CHECK_BUILD names another build
 # directory (default build-gpu). Where compute-sanitizer is installed, the
@@ -30,12 +32,12 @@ mode=${1:-all}
 build=${GPU_CHECK_BUILD:-build-gpu}
 # The binaries `run` uses, relative to the build directory.
 run_bins=(examples/flow_count/flow_count examples/l2fwd/l2fwd tools/gnio/gnio tests/conformance_test
-  tests/flow_count_test tests/pp_test tests/l2fwd_test tests/module_loading_test bench/capacity bench/engine_cost)
+  tests/flow_count_test tests/pp_test tests/l2fwd_test tests/module_loading_test bench/capacity bench/engine_cost bench/latency)
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
   ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test module_loading_test \
-    capacity engine_cost || return 1
+    capacity engine_cost latency || return 1
   stage_libs || return 1
   echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
 }
@@ -173,6 +175,12 @@ do_run() {
       step "bench_capacity_t${tb%:*}_b${tb#*:}" "$cap" --gpu 0 --app flow_count,pp --mem gpu --rings 1,64 \
         --threads "${tb%:*}" --batch "${tb#*:}" --ring 8192 --json "$out/bench_capacity_t${tb%:*}_b${tb#*:}.json"
     done
+    # Per-packet turnaround: every run checks that each sample was answered
+    # (and each echo reply's bytes); the JSON has the percentiles.
+    step bench_latency "$build/bench/latency" --test flag,ring,echo --exec both --poll busy,adaptive --load off,on \
+      --samples 10000 --interval-us 50 --json "$out/bench_latency.json"
+    step bench_latency_batch1 "$build/bench/latency" --test ring --exec both --poll busy,adaptive --load off \
+      --batch 1 --json "$out/bench_latency_batch1.json"
     step bench_engine_cost "$build/bench/engine_cost" --queues 4 --consumers 4 --json "$out/bench_engine_cost.json"
     step bench_flow_count python3 bench/flow_count_rate.py --bin "$GNIO_FLOW_COUNT_BIN" --json "$out/bench_flow_count.json" \
       --sizes 64,1500 --queues 8,16 --lanes 8 --pkt-mem auto,gpu --count 40000000 --capacity-bin "$cap" --run-timeout 60

@@ -393,6 +393,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     return bad_option(fmt::format("--queues {} is outside 1..{} (queues per traffic class)", opt.queues, k_max_queues),
                       result);
   if (opt.batch < 1 || opt.batch > 65536) return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
+  if (opt.poll != "adaptive" && opt.poll != "busy")
+    return bad_option(fmt::format("--poll {} must be adaptive or busy", opt.poll), result);
   if (opt.threads < 32 || opt.threads > 1024)
     return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
   if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
@@ -746,6 +748,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       launch_dims dims;
       dims.blocks = c->b.num_blocks;
       dims.threads = opt.threads;
+      dims.poll = opt.poll == "busy" ? device::poll_policy::busy : device::poll_policy::adaptive;
       e = launch(*c->runner, dims, c->b);
     }
     if (e) {
@@ -1000,6 +1003,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   json j = json::object();
   j["command"] = opt.command;
   j["port"] = opt.port;
+  j["poll"] = opt.poll;
   j["port_device"] = used_dev;
   j["executor"] = std::string(to_string(info.executor));
   j["device"] = info.name;
@@ -1186,6 +1190,12 @@ void add_command(CLI::App& app) {
                   "bytes per RX buffer slot: the longest frame a slot holds; longer frames are cut and counted as "
                   "truncated (a multiple of 64, up to 1048576; 9216 for 9000-byte jumbo frames)")
       ->check(gnio::cli::slot_bytes())
+      ->capture_default_str();
+  sub->add_option("--poll", opt->poll,
+                  "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to the "
+                  "batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
+                  "lowest latency, a core or an SM slot kept busy)")
+      ->check(CLI::IsMember({"adaptive", "busy"}))
       ->capture_default_str();
   sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")
       ->check(gnio::cli::power_of_two(2, 1u << 31))

@@ -709,7 +709,7 @@ __device__ GNIO_FORCEINLINE uint32_t warp_members() {
 // descriptor *idx; full for a wanting thread left without one (the ring
 // stayed full for timeout_ns, or more frames than the ring has descriptors).
 __device__ inline status tx_block_reserve(const device::txq& q, bool want, uint64_t timeout_ns, uint64_t* idx,
-                                          uint32_t* n_out) {
+                                          uint32_t* n_out, device::poll_policy policy) {
   __shared__ uint32_t s_warp_count[32];
   __shared__ uint64_t s_first;
   __shared__ uint32_t s_n;
@@ -727,7 +727,7 @@ __device__ inline status tx_block_reserve(const device::txq& q, bool want, uint6
     // A reservation larger than the ring could never succeed: the frames
     // past the ring's size are dropped (tx_failed) instead.
     const uint32_t take = n < q.num_descs ? n : q.num_descs;
-    s_n = take != 0 && device::tx_reserve(q, take, timeout_ns, &s_first) == status::success ? take : 0u;
+    s_n = take != 0 && device::tx_reserve(q, take, timeout_ns, &s_first, policy) == status::success ? take : 0u;
   }
   __syncthreads();
   *idx = s_first + rank;
@@ -834,7 +834,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         const bool want = plan.kind != reply_kind::none;
         uint64_t di = 0;
         uint32_t n = 0;
-        const status ts = detail::tx_block_reserve(tq, want, tx_timeout_ns, &di, &n);
+        const status ts = detail::tx_block_reserve(tq, want, tx_timeout_ns, &di, &n, ctx.poll);
         if (want) {
           if (ts != status::success) {
             s_count.tx_failed += 1;
@@ -859,7 +859,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     const bool any_inplace = __syncthreads_or(inplace);
     if (any_inplace) {
       // In-place replies still sit in RX slots the next recv releases.
-      if (threadIdx.x == 0 && tx_wait(tq, tx_timeout_ns) != status::success) s_count.tx_failed += 1;
+      if (threadIdx.x == 0 && tx_wait(tq, tx_timeout_ns, ctx.poll) != status::success) s_count.tx_failed += 1;
       __syncthreads();  // thread 0's count before whichever thread flushes tx_failed
     }
     detail::flush_block_counters(s_count, total);
@@ -876,7 +876,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       const reply_plan plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       if (plan.kind == reply_kind::none) continue;
       uint64_t di = 0;
-      if (tx_reserve(tq, 1, tx_timeout_ns, &di) != status::success) {
+      if (tx_reserve(tq, 1, tx_timeout_ns, &di, ctx.poll) != status::success) {
         local.tx_failed += 1;
         continue;
       }
@@ -896,7 +896,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       else local.tx_failed += 1;
     }
     // In-place replies still sit in RX slots the next recv releases.
-    if (inplace && tx_wait(tq, tx_timeout_ns) != status::success) local.tx_failed += 1;
+    if (inplace && tx_wait(tq, tx_timeout_ns, ctx.poll) != status::success) local.tx_failed += 1;
     flush_counters(local, total);
 #endif
   }

@@ -106,7 +106,7 @@ int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step,
 }
 
 struct options {
-  std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto";
+  std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
@@ -137,6 +137,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     j["burst"] = o.launch.burst;
     j["burst_timeout_us"] = o.launch.burst_timeout_us;
   }
+  j["poll"] = o.poll;
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
@@ -255,6 +256,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     gnio::launch_dims dims = launch_dims;
     dims.blocks = c->b.num_queues;
     dims.threads = threads;
+    dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
     if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
       for (auto& oc : ctxs)
         if (oc->runner && oc->runner->running()) (void)oc->runner->stop(std::chrono::seconds(5));
@@ -543,6 +545,12 @@ int main(int argc, char** argv) {
         ->check(gnio::cli::whole(1, 65536))
         ->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
+    app.add_option("--poll", o.poll,
+                   "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
+                   "the batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
+                   "lowest latency, a core or an SM slot kept busy)")
+        ->check(CLI::IsMember({"adaptive", "busy"}))
+        ->capture_default_str();
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();

@@ -69,7 +69,7 @@ struct body {
       }
       // The frames sit in RX slots that the next recv hands back to the
       // engine: wait until the backend has sent them.
-      if (thread_rank() == 0) (void)tx_wait(tq, tx_timeout_ns);
+      if (thread_rank() == 0) (void)tx_wait(tq, tx_timeout_ns, ctx.poll);
 #if defined(__CUDA_ARCH__)
       __syncthreads();
 #endif

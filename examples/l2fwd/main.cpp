@@ -77,7 +77,7 @@ int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step,
 }
 
 struct options {
-  std::string port_dev, gpu_sel = "auto", json_path;
+  std::string port_dev, gpu_sel = "auto", json_path, poll = "adaptive";
   // Large batches pay for the wait on each batch's transmission (see the README).
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512;
   uint32_t rx_slot = gnio::cli::default_rx_slot;
@@ -98,6 +98,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   const bool no_swap = o.no_swap;
   j["command"] = o.command;
   j["port"] = port_dev;
+  j["poll"] = o.poll;
   j["queues"] = queues;
   gnio::launch_dims dims;
   gnio::cli::apply(o.launch, dims);
@@ -181,6 +182,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   }
   dims.blocks = queues;
   dims.threads = threads;
+  dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   if (auto e = l2fwd::launch(*runner, dims, b); e) {
@@ -373,6 +375,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--batch", o.batch, "max frames per recv (per-burst and graph: at most --burst)")->check(gnio::cli::whole(1, 65536))->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
+    app.add_option("--poll", o.poll,
+                   "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
+                   "the batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
+                   "lowest latency, a core or an SM slot kept busy)")
+        ->check(CLI::IsMember({"adaptive", "busy"}))
+        ->capture_default_str();
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();

@@ -12,6 +12,10 @@
 
 #include <pcap/pcap.h>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
 #include "gnio/device/pkt.hpp"
 #include "internal.hpp"
 
@@ -109,6 +113,11 @@ bool copy_in(port_state& p, rxq_state& q, const uint8_t* frame, uint32_t len, ui
 }
 
 constexpr uint64_t kStageMin = 256 * 1024;
+
+// The idle engine: spins this long after its last frame before it sleeps,
+// and sleeps longer once idle for k_engine_long_idle_ns.
+constexpr uint64_t k_engine_spin_ns = 200'000;
+constexpr uint64_t k_engine_long_idle_ns = 20'000'000;
 
 // Staged queues (GPU memory): hands the area bytes written since the last
 // call to the copy queue, remembering which entries wait for that copy.
@@ -320,7 +329,13 @@ void engine_main(lane_state& l) {
     has_staged |= q->staged;
   }
   if (!rx) mark_eos(l);
+#if defined(__linux__)
+  // The idle sleeps below are microseconds; the default timer slack (50 us)
+  // would stretch each into the latency of the next frame.
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
   uint32_t idle = 0;
+  uint64_t idle_since = 0;
   while (!p.stop_req.load(std::memory_order_acquire)) {
     bool busy = false;
     if (rx && !l.ended) {
@@ -356,10 +371,17 @@ void engine_main(lane_state& l) {
       }
     }
     if (tx) busy |= drain_tx(p, l);
+    // Idle: spin (yielding the core to any other runnable thread) for
+    // k_engine_spin_ns after the last frame, so a frame that arrives while
+    // traffic goes on is published at once, not after a sleep; then sleep
+    // 20 us, and 200 us once idle for long. engine_poll=busy never sleeps.
     if (busy) {
       idle = 0;
-    } else if (++idle > 64 && !has_staged) {
-      std::this_thread::sleep_for(std::chrono::microseconds(idle > 1024 ? 200 : 20));
+    } else if (++idle > 64 && !has_staged && !p.engine_busy) {
+      if (idle == 65) idle_since = steady_ns();
+      const uint64_t quiet = steady_ns() - idle_since;
+      if (quiet < k_engine_spin_ns) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(quiet > k_engine_long_idle_ns ? 200 : 20));
     } else {
       std::this_thread::yield();
     }

@@ -195,6 +195,7 @@ struct port_state {
   std::string name;
   port_caps caps;
   bool overflow_wait = false;  // wait for ring space instead of dropping (finite sources)
+  bool engine_busy = false;    // engine_poll=busy: the engine never sleeps when idle
   std::string tx_pcap_path;    // tx_pcap=: a copy of every transmitted frame goes here
   void* tx_pcap = nullptr;     // pcap_t* (dead handle) and pcap_dumper_t* while started
   void* tx_dumper = nullptr;

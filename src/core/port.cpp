@@ -169,6 +169,12 @@ result<port> port::open(gpu& g, std::string_view dev) {
       return fail(status::invalid_value, "{}: overflow={} must be drop or wait", args->name, overflow);
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "overflow"; });
   }
+  if (const auto* v = args->find("engine_poll")) {
+    if (*v != "busy" && *v != "adaptive")
+      return fail(status::invalid_value, "{}: engine_poll={} must be busy or adaptive", args->name, *v);
+    st->engine_busy = *v == "busy";
+    std::erase_if(args->kv, [](const auto& kv) { return kv.first == "engine_poll"; });
+  }
   if (args->find("lanes")) {
     uint64_t n = 0;
     if (auto e = backend::get_u64(*args, "lanes", 1, 64, &n); e) return e;

@@ -261,6 +261,9 @@ class af_packet : public testing::Test {
   // Sends 4000 frames of 256 flows from the peer into a 4-socket fanout port
   // (device string + extra) and checks each arrives once, flows in order.
   void fanout_run(const std::string& extra);
+  // 504 frames (VLAN tags and full MTU among them) from the peer and 300
+  // back, byte for byte, with the port's counters against the kernel's.
+  void byte_exact_run(const std::string& extra);
 
   // The veth pair with IPv6 off (no router solicitations or ND: only the
   // test's frames flow) and no addresses; up unless asked otherwise.
@@ -290,6 +293,13 @@ TEST_F(af_packet, bad_options_are_refused_with_the_reason) {
   p = gnio::port::open(*g, "af_packet:if=lo,block_size=5000");
   EXPECT_EQ(p.code(), gnio::status::invalid_value);
   p = gnio::port::open(*g, "af_packet:if=lo,queues=65");
+  EXPECT_EQ(p.code(), gnio::status::invalid_value);
+  for (const char* v : {"1", "4", "v2"}) {
+    p = gnio::port::open(*g, std::string("af_packet:if=lo,tpacket=") + v);
+    EXPECT_EQ(p.code(), gnio::status::invalid_value) << v;
+    EXPECT_NE(p.err().message().find("tpacket"), std::string::npos) << p.err().what();
+  }
+  p = gnio::port::open(*g, "af_packet:if=lo,engine_poll=never");
   EXPECT_EQ(p.code(), gnio::status::invalid_value);
 }
 
@@ -359,7 +369,25 @@ TEST_F(af_packet, caps_follow_the_interface) {
 TEST_F(af_packet, rx_and_tx_are_byte_exact_and_counters_match_the_kernel) {
   REQUIRE_NET();
   make_veth();
-  auto pr = gnio::port::open(*g, "af_packet:if=" + a);
+  byte_exact_run("");
+}
+
+// The low-latency setting: a TPACKET_V2 ring (a status word per frame) and
+// an engine that never sleeps; the same frames, VLAN tags and counters.
+TEST_F(af_packet, tpacket_v2_with_a_busy_engine_is_byte_exact_too) {
+  REQUIRE_NET();
+  make_veth();
+  byte_exact_run(",tpacket=2,engine_poll=busy");
+}
+
+TEST_F(af_packet, fanout_over_tpacket_v2_rings_delivers_every_frame_exactly_once) {
+  REQUIRE_NET();
+  make_veth();
+  fanout_run(",tpacket=2");
+}
+
+void af_packet::byte_exact_run(const std::string& extra) {
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + extra);
   ASSERT_TRUE(pr.ok()) << pr.err().what();
   auto& p = *pr;
   gnio::rxq_config rc;

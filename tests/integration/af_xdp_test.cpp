@@ -525,6 +525,28 @@ TEST_F(af_xdp, bad_options_are_refused_with_the_reason) {
   auto p = gnio::port::open(*g, "af_xdp:if=lo,mode=skb,zerocopy=1");
   EXPECT_EQ(p.code(), gnio::status::bad_config);
   EXPECT_NE(p.err().message().find("zerocopy"), std::string::npos) << p.err().what();
+  EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,busy_poll=fast").code(), gnio::status::invalid_value);
+  EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,busy_poll=2000000").code(), gnio::status::invalid_value);
+  EXPECT_EQ(gnio::port::open(*g, "af_xdp:if=lo,busy_poll=50,busy_poll_budget=0").code(), gnio::status::invalid_value);
+  p = gnio::port::open(*g, "af_xdp:if=lo,busy_poll_budget=16");
+  EXPECT_EQ(p.code(), gnio::status::bad_config);
+  EXPECT_NE(p.err().message().find("busy_poll="), std::string::npos) << p.err().what();
+}
+
+// Busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET on
+// every socket, the engine polling the device from recvfrom) with an engine
+// that never sleeps: the same traffic, byte for byte.
+TEST_F(af_xdp, busy_polling_rx_and_tx_are_byte_exact) {
+  make_veth();
+  opened o;
+  ASSERT_NO_FATAL_FAILURE(open_port(",mode=skb,busy_poll=50,busy_poll_budget=32,engine_poll=busy", o));
+  peer_socket peer;
+  ASSERT_EQ(peer.open(ns, b), "");
+  ASSERT_FALSE(o.p.start());
+  ASSERT_NO_FATAL_FAILURE(receive_1000(o, peer));
+  ASSERT_NO_FATAL_FAILURE(transmit_500(o, peer));
+  EXPECT_EQ(o.p.stats().rx_frames, 1000u);
+  close_port(o);
 }
 
 TEST_F(af_xdp, missing_interface_is_not_found_and_named) {

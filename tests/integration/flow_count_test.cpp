@@ -247,6 +247,22 @@ TEST(FlowCount, FourQueuesGiveTheSameTotalsAsOne) {
   EXPECT_EQ(rows(*one.j), rows(*four.j));
 }
 
+// The low-latency settings change how queues are polled, not what is
+// counted: --poll busy (the kernel never sleeps and returns a partial batch
+// once it stops growing) with engine_poll=busy (the engine never sleeps).
+TEST(FlowCount, BusyPollingGivesTheSameTotalsAsAdaptive) {
+  REQUIRE_EXECUTOR();
+  const std::string port = "pcap:file=" + data("http.pcap");
+  auto adaptive = flow_count({"--port", port, "--exec", k_exec});
+  auto busy = flow_count({"--port", port + ",engine_poll=busy", "--exec", k_exec, "--poll", "busy"});
+  ASSERT_TRUE(adaptive.j && busy.j) << adaptive.describe() << busy.describe();
+  EXPECT_EQ((*busy.j)["poll"], "busy");
+  EXPECT_EQ((*adaptive.j)["poll"], "adaptive");
+  for (const char* k : {"packets", "bytes", "flows", "tcp_conversations", "udp_conversations", "received"})
+    EXPECT_EQ((*adaptive.j)[k], (*busy.j)[k]) << k;
+  EXPECT_EQ((*busy.j)["unaccounted"], 0) << busy.describe();
+}
+
 // Several contexts (issue: multi-GPU): queues spread over two contexts give the
 // same counts and flow rows as one. Here two host executors stand in for two
 // GPUs; on a GPU machine it runs on "0,0", or on the GPUs GNIO_TEST_GPUS names.
@@ -702,6 +718,11 @@ TEST(BadInput, BadOverflowValue) {
   expect_rejected(r, {"invalid_value"}, {"overflow"});
 }
 
+TEST(BadInput, BadEnginePollValue) {
+  auto r = flow_count({"--port", "pcap:file=" + data("http.pcap") + ",engine_poll=sometimes", "--exec", "host"});
+  expect_rejected(r, {"invalid_value"}, {"engine_poll=sometimes", "busy or adaptive"});
+}
+
 TEST(BadInput, ImpossibleRingSizes) {
   // Checked as typed, before the run: the message names --ring (not the
   // API's num_descs) and the exit status is 2.
@@ -814,6 +835,7 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--batch", "99999999999999999999"}, {"--batch", "above the maximum 65536"}},
       {{"--table", "100"}, {"--table", "not a power of two"}},
       {{"--top", "-3"}, {"--top", "not a whole number"}},
+      {{"--poll", "sometimes"}, {"--poll", "sometimes"}},
       {{"--no-such-option"}, {"--no-such-option"}},
       {{"--queues"}, {"--queues"}},
   };

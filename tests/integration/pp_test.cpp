@@ -1392,6 +1392,7 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--threads", "1000"}, {"--threads", "above the maximum 768"}},
       {{"--ring", "3"}, {"--ring", "3 is not a power of two"}},
       {{"--ring", "0"}, {"--ring", "below the minimum 2"}},
+      {{"--poll", "often"}, {"--poll", "often"}},
       {{"--no-such-option"}, {"--no-such-option"}},
   };
   for (const auto& [extra, mention] : cases) {
@@ -1414,6 +1415,26 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const auto in_process = run_app(o);
   EXPECT_EQ(in_process.rc, 2);
   EXPECT_NE(in_process.j.value("error", "").find("--ring 3"), std::string::npos) << in_process.j.dump(2);
+  auto op = capture_options(data("http.pcap"));
+  op.poll = "often";
+  const auto bad_poll = run_app(op);
+  EXPECT_EQ(bad_poll.rc, 2);
+  EXPECT_NE(bad_poll.j.value("error", "").find("--poll often"), std::string::npos) << bad_poll.j.dump(2);
+}
+
+// Busy polling changes when a batch is returned, never what is counted or answered.
+TEST(Pp, BusyPollingCountsAndAnswersAsAdaptive) {
+  auto adaptive = capture_options(data("dns_icmp.pcap"));
+  adaptive.reply_all = true;
+  auto busy = adaptive;
+  busy.poll = "busy";
+  busy.port += ",engine_poll=busy";
+  const auto a = run_app(adaptive), b = run_app(busy);
+  ASSERT_EQ(a.rc, 0) << a.j.dump(2);
+  ASSERT_EQ(b.rc, 0) << b.j.dump(2);
+  EXPECT_EQ(b.j.value("poll", ""), "busy");
+  for (const char* k : {"packets", "dns_queries", "dns_responses", "icmp_echo_req", "icmp_echo_reply_sent"})
+    EXPECT_EQ(a.j.value(k, json()), b.j.value(k, json())) << k;
 }
 
 // F19: rings that cannot be backed are refused before they are allocated

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
       gnio::console::out("all backends: overflow=drop|wait  full RX ring: drop and count (default for live sources) or "
                          "wait (default for files and counted generators)\n");
       gnio::console::out("all backends: tx_pcap=PATH     also write every transmitted frame to this pcap file\n");
+      gnio::console::out("all backends: engine_poll=adaptive|busy  an idle engine thread spins 200 us after its last frame, then "
+                         "sleeps 20-200 us (adaptive, the default), or never sleeps (busy: lowest latency, a core kept busy)\n");
     });
 
     gnio::pp::add_command(app);

@@ -33,8 +33,12 @@ enum class launch_mode : uint32_t { persistent = 0, per_burst = 1, graph = 2 };
 //   adaptive: spin, then back off with a short sleep (GPU: __nanosleep; host:
 //             yield, then sleep), so an idle queue costs little PCIe traffic
 //             and power; the price is up to one sleep of latency.
-//   busy:     never sleep: the lowest latency, a core (or an SM's warp
-//             scheduler slot) kept busy polling.
+//   busy:     never sleep, and return a partial batch as soon as one look
+//             finds it no longer growing (the producer publishes a burst at
+//             once) instead of waiting for the batch timeout: the lowest
+//             latency, for a core (or an SM's warp scheduler slot) kept busy
+//             polling and smaller batches at low rates. docs/kernels.md has
+//             measurements of both.
 enum class poll_policy : uint32_t { adaptive = 0, busy = 1 };
 
 struct exec_ctx {
@@ -140,9 +144,19 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE bool should_exit(const exec_ctx& ctx) noexcept
 
 // Backoff for an idle poll loop: a short sleep on the GPU keeps PCIe polling
 // traffic down; on the host it yields so producer threads on a small machine
-// still get to run.
+// still get to run. busy never sleeps; on the host it still yields the CPU
+// on every empty poll, which costs a system call when the core is free and
+// lets the engine (or another busy thread) run at once when cores are shared.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls, poll_policy policy = poll_policy::adaptive) noexcept {
+#if defined(__CUDA_ARCH__)
   if (policy == poll_policy::busy) return;
+#else
+  if (policy == poll_policy::busy) {
+    (void)empty_polls;
+    std::this_thread::yield();
+    return;
+  }
+#endif
 #if defined(__CUDA_ARCH__)
   if (empty_polls > 16) __nanosleep(empty_polls > 1024 ? 2000 : 200);
 #else

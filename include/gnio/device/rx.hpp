@@ -87,6 +87,11 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void publish_consumer(const rxq& q, uint64_t i
   sys_atomic_ref<uint64_t>(*q.cons).store(idx, cuda::std::memory_order_release);
 }
 
+// How often an empty poll also looks at the end-of-stream flag, besides when
+// the batch timeout expires: one more read across PCIe per look, so not on
+// every empty poll, and the end of a stream is still seen within a few polls.
+inline constexpr uint32_t eos_check_polls = 64;
+
 // Poll loop run by the thread (or, on the GPU with Warp=true, the warp) that leads the recv.
 template <bool Warp>
 GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t start,
@@ -95,6 +100,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
   // once a full batch is there (a clock read costs tens of ns on a host in a VM).
   const uint64_t t0 = timeout_ns ? now_ns() : 0;
   uint32_t empty_polls = 0;
+  uint32_t last_n = 0;
   for (;;) {
     uint32_t n;
 #if defined(__CUDA_ARCH__)
@@ -104,7 +110,11 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
     n = count_ready_thread(q, start, max_pkts);
 #endif
     const bool expired = n < max_pkts && (timeout_ns == 0 || (now_ns() - t0) >= timeout_ns);
-    if (n >= max_pkts || (n > 0 && expired)) {
+    // busy: a partial batch that did not grow since the last look is a burst
+    // the producer has finished publishing (it publishes a burst at once);
+    // it is returned now rather than at the timeout.
+    const bool settled = policy == poll_policy::busy && n > 0 && n == last_n;
+    if (n >= max_pkts || (n > 0 && (expired || settled))) {
       *num = n;
       // Pairs with the release store of rx_cqe::owner in backend::
       // rx_ring_writer::publish(): entry fields and packet bytes written
@@ -112,7 +122,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
       return status::success;
     }
-    if (n == 0 && eos_set(q)) {
+    last_n = n;
+    ++empty_polls;  // rounds without a batch: the backoff and the end-of-stream look go by them
+    if (n == 0 && (expired || empty_polls % eos_check_polls == 0) && eos_set(q)) {
       // The backend finished; one more look closes the race with its last publish.
 #if defined(__CUDA_ARCH__)
       if constexpr (Warp) n = count_ready_warp(q, start, max_pkts);
@@ -128,7 +140,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
       *num = 0;
       return status::again;
     }
-    idle_backoff(++empty_polls, policy);
+    idle_backoff(empty_polls, policy);
   }
 }
 
@@ -165,28 +177,28 @@ __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, u
     __syncthreads();
     if (tid < width && !ready(q, start + have + tid)) atomicMin(&s_first_missing, tid);
     __syncthreads();
-    bool moved_on = false;
     if (tid == 0) {
       const uint32_t run = s_first_missing;
       const uint32_t n = have + run;
       s_num = n;
-      if (run == width && n < max_pkts) {
-        moved_on = true;  // the whole window was ready: look further at once
-      } else {
+      // The whole window was ready and the batch is not full: look further at once.
+      if (!(run == width && n < max_pkts)) {
         const bool expired = (now_ns() - t0) >= timeout_ns;
-        if (n >= max_pkts || (n > 0 && (expired || eos_seen))) {
+        // busy: a partial batch that did not grow this round is a burst the
+        // producer has finished publishing; return it now (see poll()).
+        const bool settled = policy == poll_policy::busy && run == 0 && n > 0;
+        ++empty_polls;
+        if (n >= max_pkts || (n > 0 && (expired || eos_seen || settled))) {
           s_status = static_cast<int32_t>(status::success);
         } else if (n == 0 && eos_seen) {
           s_status = static_cast<int32_t>(status::shutdown);
-        } else if (n == 0 && eos_set(q)) {
+        } else if (n == 0 && (expired || empty_polls % eos_check_polls == 0) && eos_set(q)) {
           // The backend finished; one more round closes the race with its last publish.
           eos_seen = true;
-          moved_on = true;
         } else if (expired && n == 0) {
           s_status = static_cast<int32_t>(status::again);
         }
       }
-      if (!moved_on && s_status < 0) ++empty_polls;
     }
     __syncthreads();
     const int32_t st = s_status;

@@ -21,15 +21,17 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space(const txq& q) noexcept {
 }
 
 // Reserves n descriptors, waiting up to timeout_ns for the backend to complete
-// older ones. Called by one thread (the scope's leader). On success *first is
-// the ring index of the first reserved descriptor; returns full on timeout.
-GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t timeout_ns, uint64_t* first) noexcept {
+// older ones (polling by `policy`, as recv does). Called by one thread (the
+// scope's leader). On success *first is the ring index of the first reserved
+// descriptor; returns full on timeout.
+GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t timeout_ns, uint64_t* first,
+                                          poll_policy policy = poll_policy::adaptive) noexcept {
   if (n == 0 || n > q.num_descs) return status::invalid_value;
   const uint64_t t0 = now_ns();
   uint32_t polls = 0;
   while (tx_space(q) < n) {
     if (now_ns() - t0 >= timeout_ns) return status::full;
-    idle_backoff(++polls);
+    idle_backoff(++polls, policy);
   }
   *first = *q.prod;
   return status::success;
@@ -56,13 +58,15 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_doorbell(const txq& q) noexcept {
   sys_atomic_ref<uint64_t>(*q.doorbell).store(*q.prod, cuda::std::memory_order_release);
 }
 
-// Waits until every descriptor committed so far has completed.
-GNIO_HOST_DEVICE inline status tx_wait(const txq& q, uint64_t timeout_ns) noexcept {
+// Waits until every descriptor committed so far has completed (polling by
+// `policy`: a reply sent in place is waited for before the next recv).
+GNIO_HOST_DEVICE inline status tx_wait(const txq& q, uint64_t timeout_ns,
+                                       poll_policy policy = poll_policy::adaptive) noexcept {
   const uint64_t t0 = now_ns();
   uint32_t polls = 0;
   while (tx_done(q) < *q.prod) {
     if (now_ns() - t0 >= timeout_ns) return status::time_out;
-    idle_backoff(++polls);
+    idle_backoff(++polls, policy);
   }
   return status::success;
 }

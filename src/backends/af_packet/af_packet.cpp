@@ -7,7 +7,10 @@
 // socket. The engine thread walks the blocks the kernel has retired (full, or
 // ~1 ms after their first frame) without blocking: the engine already sleeps
 // when a burst comes back empty, and a blocking poll() here would also delay
-// the transmit side, which runs on the same thread.
+// the transmit side, which runs on the same thread. tpacket=2 takes a
+// TPACKET_V2 ring instead: one status word per frame, so a frame is handed
+// over as soon as the kernel wrote it, with no block to wait for (the
+// low-latency setting; V3 blocks cost less per frame at high rates).
 //
 // TX: a separate, unbound-protocol packet socket (it receives nothing), with
 // PACKET_QDISC_BYPASS, sending a burst per sendmmsg() call.
@@ -110,7 +113,7 @@ struct rx_sock {
   int fd = -1;
   uint8_t* map = nullptr;
   size_t map_bytes = 0;
-  uint32_t block = 0;              // next block to read
+  uint32_t block = 0;              // next block to read (V3), next frame (V2)
   uint32_t left = 0;               // frames left in the block being read
   const tpacket3_hdr* next = nullptr;
 };
@@ -130,6 +133,9 @@ struct port {
   uint32_t blocks = 0;
   uint32_t block_size = 0;
   bool promisc = true;
+  uint32_t version = 3;       // TPACKET_V3 (blocks) or TPACKET_V2 (a status word per frame)
+  uint32_t frame_size = 0;    // V2: bytes per frame slot
+  uint32_t frame_nr = 0;      // V2: frame slots per socket
 
   // interface, as found at open
   int ifindex = 0;
@@ -252,9 +258,10 @@ error query_interface(port* p, int fd, short* flags) {
 
 // Version, ring and mapping for one RX socket; it is bound at start.
 error setup_rx_socket(port* p, rx_sock& s) {
-  const int v = TPACKET_V3;
+  const int v = p->version == 2 ? TPACKET_V2 : TPACKET_V3;
   if (setsockopt(s.fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) != 0)
-    return socket_error(p, "PACKET_VERSION TPACKET_V3 (Linux >= 3.2)", errno);
+    return socket_error(p, p->version == 2 ? "PACKET_VERSION TPACKET_V2" : "PACKET_VERSION TPACKET_V3 (Linux >= 3.2)",
+                        errno);
   const int one = 1;
   if (setsockopt(s.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0) {
     p->ignore_outgoing = true;
@@ -266,12 +273,14 @@ error setup_rx_socket(port* p, rx_sock& s) {
   tpacket_req3 req{};
   req.tp_block_size = p->block_size;
   req.tp_block_nr = p->blocks;
-  req.tp_frame_size = k_frame_size;
-  req.tp_frame_nr = (p->block_size / k_frame_size) * p->blocks;
+  req.tp_frame_size = p->version == 2 ? p->frame_size : k_frame_size;
+  req.tp_frame_nr = (p->block_size / req.tp_frame_size) * p->blocks;
   req.tp_retire_blk_tov = k_retire_ms;
   req.tp_sizeof_priv = 0;
   req.tp_feature_req_word = 0;
-  if (setsockopt(s.fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
+  // V2 takes the leading tpacket_req part of the same request.
+  const socklen_t req_len = p->version == 2 ? sizeof(tpacket_req) : sizeof req;
+  if (setsockopt(s.fd, SOL_PACKET, PACKET_RX_RING, &req, req_len) != 0) {
     const int e = errno;
     if (e == ENOMEM)
       return fail(status::no_memory,
@@ -380,7 +389,7 @@ error join_fanout(port* p) {
 
 error af_packet_open(const devargs& a, void** priv) {
   *priv = nullptr;
-  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc"})) return e;
+  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc", "tpacket"})) return e;
   auto* p = new port;
   auto bail = [&](error e) {
     destroy(p);
@@ -392,11 +401,12 @@ error af_packet_open(const devargs& a, void** priv) {
   if (p->ifname.size() >= IFNAMSIZ || p->ifname.find('/') != std::string::npos)
     return bail(fail(status::invalid_value, "af_packet: if={} is not an interface name (at most {} characters, no '/')",
                      p->ifname, IFNAMSIZ - 1));
-  uint64_t queues = 1, blocks = k_default_blocks, block_size = k_default_block_size, promisc = 1;
+  uint64_t queues = 1, blocks = k_default_blocks, block_size = k_default_block_size, promisc = 1, version = 3;
   if (error e = get_u64(a, "queues", 1, k_max_queues, &queues)) return bail(e);
   if (error e = get_u64(a, "blocks", 2, 1u << 16, &blocks)) return bail(e);
   if (error e = get_u64(a, "block_size", 4096, 1u << 27, &block_size)) return bail(e);
   if (error e = get_u64(a, "promisc", 0, 1, &promisc)) return bail(e);
+  if (error e = get_u64(a, "tpacket", 2, 3, &version)) return bail(e);
   const long page = sysconf(_SC_PAGESIZE);
   // The kernel allocates blocks in power-of-two pages; any other size wastes the rest.
   if ((block_size & (block_size - 1)) != 0 || (page > 0 && block_size % static_cast<uint64_t>(page) != 0))
@@ -409,6 +419,7 @@ error af_packet_open(const devargs& a, void** priv) {
   p->blocks = static_cast<uint32_t>(blocks);
   p->block_size = static_cast<uint32_t>(block_size);
   p->promisc = promisc != 0;
+  p->version = static_cast<uint32_t>(version);
 
   p->ifindex = static_cast<int>(if_nametoindex(p->ifname.c_str()));
   if (p->ifindex == 0) {
@@ -440,6 +451,14 @@ error af_packet_open(const devargs& a, void** priv) {
     return bail(fail(status::invalid_value,
                      "af_packet: block_size={} cannot hold one frame of '{}' (MTU {}); use at least {}", p->block_size,
                      p->ifname, p->mtu, need));
+  }
+  if (p->version == 2) {
+    // Fixed slots, a power of two that holds the header and one MTU-sized
+    // frame; block_size (a power of two of at least `need`) is a multiple.
+    uint32_t fs = k_frame_size;
+    while (fs < need) fs <<= 1;
+    p->frame_size = fs;
+    p->frame_nr = (p->block_size / fs) * p->blocks;
   }
   if (error e = create_sockets(p, probe)) return bail(e);
   *priv = p;
@@ -568,12 +587,19 @@ void release_block(port* p, rx_sock& s) {
 
 enum class entry { delivered, skipped, damaged };
 
+// The VLAN tag of a V3 or a V2 frame header.
+uint16_t vlan_tci(const tpacket3_hdr* h) { return static_cast<uint16_t>(h->hv1.tp_vlan_tci); }
+uint16_t vlan_tpid(const tpacket3_hdr* h) { return h->hv1.tp_vlan_tpid; }
+uint16_t vlan_tci(const tpacket2_hdr* h) { return h->tp_vlan_tci; }
+uint16_t vlan_tpid(const tpacket2_hdr* h) { return h->tp_vlan_tpid; }
+
 // Hands one frame to the lane.
-entry deliver_one(port* p, lane_state& l, rx_lane& sink, const uint8_t* block_end, const tpacket3_hdr* h) {
+template <class Hdr>
+entry deliver_one(port* p, lane_state& l, rx_lane& sink, const uint8_t* block_end, const Hdr* h) {
   const auto* base = reinterpret_cast<const uint8_t*>(h);
-  if (base + sizeof(tpacket3_hdr) > block_end || base + h->tp_mac + h->tp_snaplen > block_end) return entry::damaged;
+  if (base + sizeof(Hdr) > block_end || base + h->tp_mac + h->tp_snaplen > block_end) return entry::damaged;
   if (!p->ignore_outgoing) {
-    const auto* sll = reinterpret_cast<const sockaddr_ll*>(base + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
+    const auto* sll = reinterpret_cast<const sockaddr_ll*>(base + TPACKET_ALIGN(sizeof(Hdr)));
     if (sll->sll_pkttype == PACKET_OUTGOING) return entry::skipped;  // our own (or the host's) transmission
   }
   const uint8_t* data = base + h->tp_mac;
@@ -588,8 +614,8 @@ entry deliver_one(port* p, lane_state& l, rx_lane& sink, const uint8_t* block_en
     if (vlan) {
       // The stack moved the outer tag into metadata before packet sockets
       // saw the frame; put it back where it was on the wire.
-      const uint16_t tpid = (st & TP_STATUS_VLAN_TPID_VALID) ? h->hv1.tp_vlan_tpid : ETH_P_8021Q;
-      const uint16_t tci = static_cast<uint16_t>(h->hv1.tp_vlan_tci);
+      const uint16_t tpid = (st & TP_STATUS_VLAN_TPID_VALID) ? vlan_tpid(h) : ETH_P_8021Q;
+      const uint16_t tci = vlan_tci(h);
       std::memcpy(f, data, 12);
       f[12] = static_cast<uint8_t>(tpid >> 8);
       f[13] = static_cast<uint8_t>(tpid);
@@ -611,7 +637,33 @@ entry deliver_one(port* p, lane_state& l, rx_lane& sink, const uint8_t* block_en
   return entry::delivered;
 }
 
+// TPACKET_V2: frame slots, each with its own status word.
+uint32_t drain_v2(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t budget) {
+  uint32_t got = 0;
+  while (got < budget) {
+    uint8_t* slot = s.map + static_cast<size_t>(s.block) * p->frame_size;
+    auto* h = reinterpret_cast<tpacket2_hdr*>(slot);
+    // Pairs with the kernel's release of the frame: its bytes are complete
+    // once we see TP_STATUS_USER.
+    const uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if (!(st & TP_STATUS_USER)) break;
+    const entry r = deliver_one(p, l, sink, slot + p->frame_size, h);
+    if (r == entry::damaged) {
+      bump(p->rx_bad);
+      if (!p->warned_corrupt.exchange(true, std::memory_order_relaxed))
+        detail::log(log_level::warn, "af_packet: {}: a ring frame points outside its slot; skipped", p->ifname);
+    }
+    got += r == entry::delivered;
+    // Pairs with the kernel's read of tp_status: our reads of the slot are
+    // done before it may refill it.
+    __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    s.block = (s.block + 1) % p->frame_nr;
+  }
+  return got;
+}
+
 uint32_t drain(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t budget) {
+  if (p->version == 2) return drain_v2(p, l, s, sink, budget);
   uint32_t got = 0;
   while (got < budget) {
     uint8_t* block = s.map + static_cast<size_t>(s.block) * p->block_size;
@@ -874,6 +926,10 @@ const ops af_packet_ops = {
         "blocks=N      TPACKET_V3 ring blocks per socket, 2..65536 (default 64)\n"
         "block_size=B  bytes per block: a power of two, a multiple of the page size, room for one MTU-sized frame\n"
         "              (default 262144); the kernel hands a block over when it is full or ~1 ms after its first frame\n"
+        "              (a jiffy at least: up to 4 ms with HZ=250)\n"
+        "tpacket=2|3   ring version (default 3). 3: TPACKET_V3 blocks, the least CPU per frame at high rates; 2:\n"
+        "              TPACKET_V2, a status word per frame, so each frame is handed over at once: the low-latency\n"
+        "              setting (blocks=N x block_size=B still size the ring)\n"
         "promisc=0|1   receive frames for any MAC address while the port is open (default 1; a socket membership,\n"
         "              dropped by the kernel when the port closes)\n"
         "Received: every frame the interface receives, not what it transmits; stripped VLAN tags are put back and\n"

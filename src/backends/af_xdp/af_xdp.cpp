@@ -73,6 +73,15 @@
 #include "gnio/backend/backend.hpp"
 #include "log_internal.hpp"
 
+// Older UAPI headers lack these (Linux 5.11); the kernel refuses them where
+// it lacks them too, and open says so.
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
 namespace gnio::backend {
 
 extern const ops af_xdp_ops;
@@ -146,6 +155,8 @@ struct port {
   int zerocopy = -1;  // -1: the kernel decides
   uint32_t frames = k_default_frames;
   uint32_t frame_size = k_default_frame_size;
+  uint32_t busy_poll_us = 0;      // busy_poll=: SO_BUSY_POLL on every socket, 0 = off
+  uint32_t busy_poll_budget = 0;  // busy_poll_budget=: SO_BUSY_POLL_BUDGET
   uint32_t rx_frames = 0;  // per queue
   uint32_t tx_frames = 0;  // per queue
   uint32_t xdp_flags = 0;  // the mode that was attached
@@ -729,6 +740,31 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
   const int rc = create(p->xdp_flags);
   if (rc != 0) return xsk_error(p, q.qid, what, -rc, pc.take());
   q.fd = xsk_socket__fd(q.xsk);
+  if (p->busy_poll_us) {
+    // Busy polling: an empty receive drives the device's NAPI poll from the
+    // engine thread (recvfrom in af_xdp_rx), instead of waiting for an
+    // interrupt and softirq; preferred, so that interrupts stay deferred
+    // while the engine polls (napi_defer_hard_irqs, gro_flush_timeout).
+    const int one = 1;
+    const int us = static_cast<int>(p->busy_poll_us), budget = static_cast<int>(p->busy_poll_budget);
+    const struct {
+      int opt;
+      const int* v;
+      const char* name;
+    } opts[] = {{SO_PREFER_BUSY_POLL, &one, "SO_PREFER_BUSY_POLL"},
+                {SO_BUSY_POLL, &us, "SO_BUSY_POLL"},
+                {SO_BUSY_POLL_BUDGET, &budget, "SO_BUSY_POLL_BUDGET"}};
+    for (const auto& o : opts) {
+      if (setsockopt(q.fd, SOL_SOCKET, o.opt, o.v, sizeof(int)) == 0) continue;
+      const int e = errno;
+      return fail(e == EPERM ? status::not_permitted : e == ENOPROTOOPT ? status::not_supported : status::io_failed,
+                  "af_xdp: {} queue {}: busy_poll={}: setsockopt {} failed: {}{}", p->ifname, q.qid, p->busy_poll_us,
+                  o.name, std::strerror(e),
+                  e == ENOPROTOOPT || e == EINVAL ? " (busy polling of AF_XDP sockets needs Linux 5.11 or newer)"
+                  : e == EPERM                    ? " (raising SO_BUSY_POLL needs CAP_NET_ADMIN)"
+                                                  : "");
+    }
+  }
 
   xdp_options opts{};
   socklen_t optlen = sizeof opts;
@@ -872,7 +908,10 @@ error parse_mode(const devargs& a, port* p) {
 
 error af_xdp_open(const devargs& a, void** priv) {
   *priv = nullptr;
-  if (auto e = check_keys(a, {"if", "queue", "queues", "mode", "zerocopy", "frames", "frame_size"}); e) return e;
+  if (auto e = check_keys(a, {"if", "queue", "queues", "mode", "zerocopy", "frames", "frame_size", "busy_poll",
+                              "busy_poll_budget"});
+      e)
+    return e;
   auto* p = new port;
   auto bail = [&](error e) {
     destroy(p);
@@ -907,6 +946,14 @@ error af_xdp_open(const devargs& a, void** priv) {
   p->frame_size = static_cast<uint32_t>(v);
   p->rx_frames = p->frames / 2;
   p->tx_frames = p->frames / 2;
+  v = 0;
+  if (auto e = get_u64(a, "busy_poll", 0, 1'000'000, &v); e) return bail(e);
+  p->busy_poll_us = static_cast<uint32_t>(v);
+  v = 64;
+  if (auto e = get_u64(a, "busy_poll_budget", 1, 65535, &v); e) return bail(e);
+  if (a.find("busy_poll_budget") && p->busy_poll_us == 0)
+    return bail(fail(status::bad_config, "af_xdp: busy_poll_budget= needs busy_poll=USECS (busy polling is off)"));
+  p->busy_poll_budget = static_cast<uint32_t>(v);
   if (p->mode == attach_mode::skb && p->zerocopy == 1)
     return bail(fail(status::bad_config,
                      "af_xdp: zerocopy=1 needs native XDP; mode=skb (generic XDP) always copies: use mode=drv on a "
@@ -1074,9 +1121,10 @@ status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced)
     uint32_t idx = 0;
     const uint32_t n = xsk_ring_cons__peek(&q.rx, budget - total, &idx);
     if (n == 0) {
-      // Drivers in native mode stop taking from an empty fill ring until woken.
-      if (xsk_ring_prod__needs_wakeup(&q.fill) && recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0 &&
-          errno == ENXIO) {
+      // Drivers in native mode stop taking from an empty fill ring until
+      // woken; with busy polling every empty look runs the device's poll.
+      if ((p->busy_poll_us || xsk_ring_prod__needs_wakeup(&q.fill)) &&
+          recvfrom(q.fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr) < 0 && errno == ENXIO) {
         fail_engine(
             p, fail(status::io_failed, "af_xdp: {} queue {}: the socket is no longer bound: the interface was removed",
                     p->ifname, q.qid));
@@ -1377,7 +1425,11 @@ const ops af_xdp_ops = {
         "zerocopy=0|1  1: require zero-copy (drv mode only); 0: force copy; default: whatever the driver offers\n"
         "frames=N      UMEM frames per queue, half RX (buffers kernels hold by reference) and half TX, a power\n"
         "              of two (default 4096)\n"
-        "frame_size=B  bytes per UMEM frame, 2048 or the page size (default 2048); frames up to B - 256 bytes\n",
+        "frame_size=B  bytes per UMEM frame, 2048 or the page size (default 2048); frames up to B - 256 bytes\n"
+        "busy_poll=US  busy polling (default 0: off): SO_PREFER_BUSY_POLL and SO_BUSY_POLL=US on every socket, and\n"
+        "              each empty receive runs the device's NAPI poll from the engine thread (Linux >= 5.11,\n"
+        "              CAP_NET_ADMIN); lowest latency with the core option engine_poll=busy\n"
+        "busy_poll_budget=N  frames per busy poll, SO_BUSY_POLL_BUDGET (default 64; needs busy_poll=)\n",
     .open = af_xdp_open,
     .get_caps = af_xdp_caps,
     .rx_pool_setup = af_xdp_rx_pool_setup,
