@@ -143,9 +143,17 @@ do_run() {
       done
       step "sanitize_${tool}_flow_count" "${san[@]}" "$tool" "$GNIO_FLOW_COUNT_BIN" --exec cuda --queues 4 \
         --port "pcap:file=$d/test.pcap" --stats-interval 0
+      # The kernel launched again and again from the runner's thread, and replayed as a graph.
+      step "sanitize_${tool}_flow_count_per_burst" "${san[@]}" "$tool" "$GNIO_FLOW_COUNT_BIN" --exec cuda --queues 4 \
+        --launch per-burst --burst 16 --port "pcap:file=$d/test.pcap" --stats-interval 0
+      step "sanitize_${tool}_l2fwd_graph" "${san[@]}" "$tool" "$GNIO_L2FWD_BIN" --gpu 0 --queues 2 --launch graph \
+        --burst 16 --port "pcap:file=$d/http.pcap,tx=$out/sanitize_${tool}_l2fwd_graph.pcap" --stats-interval 0
       step "sanitize_${tool}_l2fwd" "${san[@]}" "$tool" "$GNIO_L2FWD_BIN" --gpu 0 --queues 2 \
         --port "pcap:file=$d/http.pcap,tx=$out/sanitize_${tool}_l2fwd.pcap" --stats-interval 0
-      step "sanitize_${tool}_conformance" env GNIO_TEST_EXEC=cuda "${san[@]}" "$tool" "$build/tests/conformance_test"
+      # Less the case that makes a launch fail on purpose (memcheck reports its
+      # cudaErrorInvalidValue); it runs natively in conformance_cuda*.
+      step "sanitize_${tool}_conformance" env GNIO_TEST_EXEC=cuda "${san[@]}" "$tool" "$build/tests/conformance_test" \
+        --gtest_filter='-modes/launch_modes_p.a_failed_launch_is_reported_by_wait/*'
     done
   fi
   local ngpu
