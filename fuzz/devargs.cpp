@@ -8,6 +8,7 @@
 // naming the key or returns a value in its documented range (a rate finite,
 // positive and exactly one of pps/bps; a duration at least 1 ns).
 #include <gnio/backend/backend.hpp>
+#include <gnio/printable.hpp>
 
 #include <cmath>
 #include <string>
@@ -20,7 +21,11 @@ using namespace gnio::backend;
 
 namespace {
 
-bool names_key(const error& e, const std::string& key) { return e.message().find(key) != std::string::npos; }
+// Messages echo what was typed through gnio::printable (control characters
+// and bytes that are not UTF-8 escaped), so the key appears in that form.
+bool names_key(const error& e, const std::string& key) {
+  return e.message().find(printable(key)) != std::string::npos;
+}
 
 void check_readers(const devargs& a, const std::string& key) {
   uint64_t u = 7;
