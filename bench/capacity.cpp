@@ -44,6 +44,7 @@
 #include <gnio/gnio.hpp>
 
 #include "capacity.hpp"
+#include "machine.hpp"
 
 using gnio::device::rx_cqe;
 
@@ -195,14 +196,6 @@ struct result_row {
   double seconds;
 };
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -245,7 +238,7 @@ int main(int argc, char** argv) {
   uname(&un);
   const auto& info = g->info();
   const std::string device = info.executor == gnio::executor_kind::cuda ? info.name : "host executor";
-  fmt::print("capacity: {}\ncapacity: machine {} ({}, {} CPUs), device {}\n", cmdline, un.nodename, cpu_model(),
+  fmt::print("capacity: {}\ncapacity: machine {} ({}, {} CPUs), device {}\n", cmdline, un.nodename, bench::cpu_model(),
              std::thread::hardware_concurrency(), device);
   auto fs = gen_frames(traffic, nframes);
   if (!fs) {
@@ -433,7 +426,7 @@ int main(int argc, char** argv) {
                      {"command", cmdline},
                      {"machine",
                       {{"host", un.nodename},
-                       {"cpu", cpu_model()},
+                       {"cpu", bench::cpu_model()},
                        {"cpus", std::thread::hardware_concurrency()},
                        {"device", device},
                        {"bus_id", info.bus_id}}},

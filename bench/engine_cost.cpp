@@ -31,6 +31,7 @@
 
 #include <gnio/device/rx.hpp>
 #include <gnio/gnio.hpp>
+#include "machine.hpp"
 
 namespace {
 
@@ -45,14 +46,6 @@ uint64_t process_cpu_ns() {
   getrusage(RUSAGE_SELF, &u);
   auto ns = [](const timeval& v) { return static_cast<uint64_t>(v.tv_sec) * 1'000'000'000ull + v.tv_usec * 1000ull; };
   return ns(u.ru_utime) + ns(u.ru_stime);
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 }  // namespace
@@ -80,7 +73,7 @@ int main(int argc, char** argv) {
   utsname un{};
   uname(&un);
   const unsigned ncpu = std::thread::hardware_concurrency();
-  fmt::print("engine_cost: {}\nengine_cost: machine {} ({}, {} CPUs, {})\n", cmdline, un.nodename, cpu_model(), ncpu,
+  fmt::print("engine_cost: {}\nengine_cost: machine {} ({}, {} CPUs, {})\n", cmdline, un.nodename, bench::cpu_model(), ncpu,
              un.release);
 
   nlohmann::json runs = nlohmann::json::array();
@@ -180,7 +173,7 @@ int main(int argc, char** argv) {
   if (!json_path.empty()) {
     nlohmann::json j{{"benchmark", "engine_cost"},
                      {"command", cmdline},
-                     {"machine", {{"host", un.nodename}, {"cpu", cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
+                     {"machine", {{"host", un.nodename}, {"cpu", bench::cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
                      {"inputs",
                       {{"port", port_dev}, {"queues", queues}, {"ring", ring}, {"batch", batch}, {"consumers", consumers}}},
                      {"gnio_version", GNIO_VERSION_STRING},

@@ -63,6 +63,7 @@
 #include "latency.hpp"
 #include "latency_common.hpp"
 #include "pp_app.hpp"
+#include "machine.hpp"
 
 using nlohmann::json;
 
@@ -93,14 +94,6 @@ struct cpu_meter {
     return t1 > t0 ? (cpu_seconds() - c0) / (static_cast<double>(t1 - t0) / 1e9) : 0.0;
   }
 };
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -751,7 +744,7 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print("latency: {}\n", cmdline);
-  fmt::print("latency: machine {} ({}, {} CPUs), kernel {} {}, GPU {}\n", un.nodename, cpu_model(),
+  fmt::print("latency: machine {} ({}, {} CPUs), kernel {} {}, GPU {}\n", un.nodename, bench::cpu_model(),
              std::thread::hardware_concurrency(), un.sysname, un.release, gpu_name);
   fmt::print("latency: {} samples (+{} warm-up) per run, one every {} us; load {} frames/s in bursts of {}; ring "
              "batch {}, batch timeout {} us\n",
@@ -760,7 +753,7 @@ int main(int argc, char** argv) {
   json j;
   j["command"] = cmdline;
   j["machine"] = {{"host", un.nodename},
-                  {"cpu", cpu_model()},
+                  {"cpu", bench::cpu_model()},
                   {"cpus", std::thread::hardware_concurrency()},
                   {"kernel", std::string(un.sysname) + " " + un.release},
                   {"gpu", gpu_name}};
