@@ -35,6 +35,7 @@
 #include <gnio/signals.hpp>
 
 #include "cli.hpp"
+#include "launch_report.hpp"
 #include "flow_count.hpp"
 
 namespace flow_count {
@@ -392,7 +393,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   if (per_burst)
     say("flow_count: launched {}: {} launches, {:.1f} packets per launch, {:.2f} us per launch\n", o.launch.mode,
         ls.launches, ls.launches ? double(sum.packets) / ls.launches : 0.0,
-        ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0);
+        gnio::cli::launch_us_mean(ls));
   say("flow_count: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) say("flow_count: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
@@ -441,15 +442,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["truncated"] = truncated;
   j["rx_slot"] = o.rx_slot;
   j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
-  j["packets_per_launch"] = ls.launches ? double(sum.packets) / ls.launches : 0.0;
-  j["launches_per_s"] = seconds > 0 ? ls.launches / seconds : 0.0;
-  if (per_burst) {
-    // From each launch until its kernel finished, and waiting for bursts between them.
-    j["launch_us_mean"] = ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0;
-    j["launch_busy_s"] = ls.busy_ns / 1e9;
-    j["launch_idle_s"] = ls.idle_ns / 1e9;
-    j["launch_consumed"] = ls.packets;
-  }
+  gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   json qs = json::array();

@@ -26,6 +26,7 @@
 #include <gnio/signals.hpp>
 
 #include "cli.hpp"
+#include "launch_report.hpp"
 #include "l2fwd.hpp"
 
 namespace l2fwd {
@@ -264,7 +265,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
       unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
   if (per_burst)
     say("l2fwd: launched {}: {} launches, {:.1f} frames per launch, {:.2f} us per launch\n", o.launch.mode, ls.launches,
-        ls.launches ? double(sum.packets) / ls.launches : 0.0, ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0);
+        ls.launches ? double(sum.packets) / ls.launches : 0.0, gnio::cli::launch_us_mean(ls));
   say("l2fwd: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_dropped)
     say("l2fwd: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
@@ -289,15 +290,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   j["pending"] = pending;
   j["unaccounted"] = unaccounted;
   j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
-  j["packets_per_launch"] = ls.launches ? double(sum.packets) / ls.launches : 0.0;
-  j["launches_per_s"] = seconds > 0 ? ls.launches / seconds : 0.0;
-  if (per_burst) {
-    // From each launch until its kernel finished, and waiting for bursts between them.
-    j["launch_us_mean"] = ls.launches ? ls.busy_ns / 1e3 / ls.launches : 0.0;
-    j["launch_busy_s"] = ls.busy_ns / 1e9;
-    j["launch_idle_s"] = ls.idle_ns / 1e9;
-    j["launch_consumed"] = ls.packets;
-  }
+  gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
 
