@@ -25,25 +25,19 @@ The published anchor: l2fwd-nv measured 97 Gb/s with a persistent kernel and
 49 Gb/s with a kernel launched per burst of 32 packets (2x). gnio's target is
 persistent >= 3x per-burst at burst 32 on the GPU.
 """
-import argparse, json, os, platform, shlex, subprocess, sys, tempfile, time
+import argparse, json, os, shlex, subprocess, sys, tempfile, time
+
+from flow_count_rate import machine as rate_machine  # noqa: E402  (this script's own folder is on sys.path)
 
 TARGET_BURST = 32
 TARGET_RATIO = 3.0
 
 
 def machine():
-    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
-         "load_average": [round(x, 2) for x in os.getloadavg()]}
-    try:
-        with open("/proc/cpuinfo") as f:
-            m["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        m["gpus"] = subprocess.run(["nvidia-smi", "--query-gpu=name,pci.bus_id,driver_version", "--format=csv,noheader"],
-                                   capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        m["gpus"] = []
+    # flow_count_rate's description of the machine, with the load average:
+    # other work on it skews the rates.
+    m = rate_machine()
+    m["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return m
 
 
