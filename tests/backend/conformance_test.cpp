@@ -416,7 +416,14 @@ struct dut {
   void finish() {
     if (runner && runner->running()) EXPECT_FALSE(runner->stop(5s));
     EXPECT_FALSE(p.stop());
+    release();
+  }
+
+  // What finish() does after the kernel and the port have stopped (for a
+  // test that stops them itself to read the final stats).
+  void release() {
     if (runner) EXPECT_FALSE(runner->destroy());
+    runner.reset();
     EXPECT_FALSE(g.free(rec));
     EXPECT_FALSE(g.free(processed));
     EXPECT_FALSE(g.free(failed));
@@ -679,13 +686,7 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   EXPECT_EQ(st.rx_frames, processed + st.rx_missed + st.rx_unsteered + pending)
       << "received = processed + missed + unsteered + pending must hold exactly";
   EXPECT_EQ(q.consumed, processed) << "the kernel released exactly what it processed";
-  if (d.runner) EXPECT_FALSE(d.runner->destroy());
-  d.runner.reset();
-  EXPECT_FALSE(g.free(d.rec));
-  EXPECT_FALSE(g.free(d.processed));
-  EXPECT_FALSE(g.free(d.failed));
-  EXPECT_FALSE(d.p.destroy_rxq(d.rxq));
-  EXPECT_FALSE(d.p.close());
+  d.release();
 }
 
 INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp, kind::dpdk),
@@ -1077,13 +1078,7 @@ TEST_P(launch_modes_p, stop_while_bursts_flow_ends_the_launches) {
   EXPECT_EQ(ls.packets, processed);
   EXPECT_EQ(q.consumed, processed) << "the launches released exactly what they processed";
   EXPECT_EQ(st.rx_frames, processed + st.rx_missed + st.rx_unsteered + (q.delivered - processed));
-  EXPECT_FALSE(d.runner->destroy());
-  d.runner.reset();
-  EXPECT_FALSE(g.free(d.rec));
-  EXPECT_FALSE(g.free(d.processed));
-  EXPECT_FALSE(g.free(d.failed));
-  EXPECT_FALSE(d.p.destroy_rxq(d.rxq));
-  EXPECT_FALSE(d.p.close());
+  d.release();
 }
 
 TEST_P(launch_modes_p, exit_flag_ends_an_idle_runner_that_never_launched) {
