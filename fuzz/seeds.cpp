@@ -3,8 +3,9 @@
 //
 // From every pcap/pcapng capture under tests/data: the capture itself (pcap),
 // its Ethernet frames (parse), runs of frames (flow_table), TCP option bytes
-// (tcp_options), DNS messages over UDP and TCP (dns) and TCP payloads (http);
-// the device strings of fuzz/devargs.seeds, one per line (devargs). Files are
+// (tcp_options), DNS messages over UDP and TCP (dns), TCP payloads (http)
+// and runs of its IPv4/IPv6 fragments (frag, in that target's record format,
+// with a few runs of made fragments that complete datagrams); the device strings of fuzz/devargs.seeds, one per line (devargs). Files are
 // named by a hash of their bytes, so a rerun rewrites the same seeds.
 #include <gnio/device/pkt.hpp>
 #include <pcap/pcap.h>
@@ -61,7 +62,22 @@ int main(int argc, char** argv) {
   };
   sink pcap_s = make("pcap", 400), parse_s = make("parse", 3000), flow_s = make("flow_table", 400),
        tcpo_s = make("tcp_options", 1000), dns_s = make("dns", 1500), http_s = make("http", 1000),
-       dev_s = make("devargs", 1000);
+       dev_s = make("devargs", 1000), frag_s = make("frag", 400);
+
+  // frag: made fragments (an odd first byte, then family/id, offset, length,
+  // flags, fill, clock step) cutting one datagram per family into 3 pieces,
+  // in order and reversed.
+  for (uint8_t family = 0; family < 3; ++family) {
+    auto rec = [&](bytes& b, uint16_t off_units, uint8_t len_units, bool more) {
+      b.insert(b.end(), {1, static_cast<uint8_t>(family | 4), static_cast<uint8_t>(off_units >> 8),
+                         static_cast<uint8_t>(off_units), len_units, static_cast<uint8_t>(more), 0, 1});
+    };
+    bytes fwd, rev;
+    rec(fwd, 0, 12, true), rec(fwd, 12, 12, true), rec(fwd, 24, 5, false);
+    rec(rev, 24, 5, false), rec(rev, 12, 12, true), rec(rev, 0, 12, true);
+    frag_s.add(fwd);
+    frag_s.add(rev);
+  }
 
   std::vector<fs::path> captures;
   for (const auto& e : fs::recursive_directory_iterator(GNIO_TEST_DATA_DIR))
@@ -82,7 +98,7 @@ int main(int argc, char** argv) {
       pcap_close(p);
       continue;
     }
-    bytes run;
+    bytes run, frag_run;
     pcap_pkthdr* h;
     const u_char* d;
     while (pcap_next_ex(p, &h, &d) == 1) {
@@ -95,6 +111,16 @@ int main(int argc, char** argv) {
       }
       parsed_pkt pp;
       parse(d, len, pp);
+      if (pp.is_fragment && frag_run.size() + len + 3 <= 4096 && len <= 0xffff) {
+        frag_run.push_back(0);  // a frame record
+        frag_run.push_back(static_cast<uint8_t>(len >> 8));
+        frag_run.push_back(static_cast<uint8_t>(len));
+        frag_run.insert(frag_run.end(), d, d + len);
+        if (frag_run.size() > 2048) {
+          frag_s.add(frag_run);
+          frag_run.clear();
+        }
+      }
       if (pp.l4 == l4_kind::tcp && pp.tcp.hdr_len > 20 && pp.l4_off + pp.tcp.hdr_len <= len)
         tcpo_s.add(d + pp.l4_off + 20, pp.tcp.hdr_len - 20u);
       if (pp.payload_len == 0 || pp.payload_off + pp.payload_len > len) continue;
@@ -110,6 +136,7 @@ int main(int argc, char** argv) {
         http_s.add(pl, pn < 4096 ? pn : 4096);
     }
     if (!run.empty()) flow_s.add(run);
+    if (!frag_run.empty()) frag_s.add(frag_run);
     pcap_close(p);
   }
 
@@ -117,7 +144,7 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(seeds, line);)
     if (!line.empty() && line[0] != '#') dev_s.add(reinterpret_cast<const uint8_t*>(line.data()), line.size());
 
-  for (const sink* s : {&pcap_s, &parse_s, &flow_s, &tcpo_s, &dns_s, &http_s, &dev_s})
+  for (const sink* s : {&pcap_s, &parse_s, &flow_s, &tcpo_s, &dns_s, &http_s, &dev_s, &frag_s})
     std::printf("fuzz_seeds: %zu seeds in %s\n", s->seen.size(), s->dir.c_str());
   return 0;
 }
