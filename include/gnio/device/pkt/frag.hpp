@@ -42,8 +42,11 @@
 //     IPv4 bytes conflict it keeps those of the fragment with the lower offset
 //     (tests/data/frag/make_frag.py, cases 8 and 11).
 //   - A datagram longer than max_datagram, an IPv6 unfragmentable part longer
-//     than frag_header_room, and a fragment that finds no free slot are
-//     dropped as `over_limit` (the first two drop the datagram).
+//     than frag_header_room, and a fragment of a new datagram that finds no
+//     free slot among the frag_probe_limit slots from the one its key hashes
+//     to (expired ones are freed first, so a full table takes a slot whose
+//     datagram has timed out) are dropped as `over_limit` (the first two drop
+//     the datagram).
 //   - A datagram not completed within timeout_ns of its first fragment is
 //     dropped as `timed_out` when its slot is looked at (by frag_input() for
 //     a fragment that hashes near it, or by frag_expire()).
@@ -483,7 +486,9 @@ GNIO_HOST_DEVICE GNIO_FRAG_NOINLINE inline void frag_expire(frag_table& t, uint6
   }
 }
 
-// Datagrams still incomplete (for the end-of-run report).
+// Datagrams still incomplete (for the end-of-run report), counting those
+// past their timeout that no call has looked at yet: call frag_expire()
+// first to count them as timed out instead.
 GNIO_HOST_DEVICE inline uint32_t frag_pending(const frag_table& t) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < t.capacity; ++i) n += t.slots[i].state == frag_slot_pending ? 1u : 0u;
