@@ -158,7 +158,8 @@ struct table {
     (void)parse(frame.data(), static_cast<uint32_t>(frame.size()), p);
     const uint8_t* out = nullptr;
     uint32_t out_len = 0;
-    const frag_result r = frag_input(t, frame.data(), static_cast<uint32_t>(frame.size()), p, now_ns, st, &out, &out_len);
+    const frag_result r =
+        frag_input(t, frame.data(), static_cast<uint32_t>(frame.size()), p, now_ns, st, &out, &out_len);
     if (r == frag_result::complete) last.assign(out, out + out_len);
     else EXPECT_TRUE(out == nullptr && out_len == 0);
     return r;
@@ -282,7 +283,8 @@ TEST(frag, exact_duplicates_are_counted_and_dropped) {
   EXPECT_EQ(tb.feed(f[0]), frag_result::dropped);
   EXPECT_EQ(tb.feed(f.back()), frag_result::incomplete);
   EXPECT_EQ(tb.feed(f.back()), frag_result::dropped);
-  for (size_t i = 1; i + 1 < f.size(); ++i) EXPECT_EQ(tb.feed(f[i]), i + 2 == f.size() ? frag_result::complete : frag_result::incomplete);
+  for (size_t i = 1; i + 1 < f.size(); ++i)
+    EXPECT_EQ(tb.feed(f[i]), i + 2 == f.size() ? frag_result::complete : frag_result::incomplete);
   EXPECT_EQ(tb.last, d);
   EXPECT_EQ(tb.st.duplicates, 2u);
   EXPECT_EQ(tb.st.overlapping, 0u);
@@ -484,7 +486,8 @@ TEST(frag_capture, completes_where_tshark_reassembles) {
     // tshark's reassembled length: the bytes after the unfragmentable part (here, from the UDP header on).
     const uint32_t payload = static_cast<uint32_t>(tb.last.size()) - p.l4_off;
     char id[16];
-    std::snprintf(id, sizeof id, "0x%04x", p.payload_len >= 2 ? (tb.last[p.payload_off] << 8 | tb.last[p.payload_off + 1]) : 0);
+    const uint8_t* dns = tb.last.data() + p.payload_off;
+    std::snprintf(id, sizeof id, "0x%04x", p.payload_len >= 2 ? (dns[0] << 8 | dns[1]) : 0);
     const bool csum = l4_checksum_ok(tb.last.data(), static_cast<uint32_t>(tb.last.size()), p);
     got[static_cast<uint32_t>(i + 1)] = std::to_string(payload) + "\t" + id + "\t" + (csum ? "1" : "0");
   }

@@ -153,8 +153,8 @@ GNIO_HOST_DEVICE inline uint64_t frag_table_bytes(uint32_t capacity, uint32_t ma
 // Returns false, changing nothing, when capacity is not a power of two,
 // max_datagram is outside [68, frag_max_datagram_limit], or mem is null,
 // misaligned or too small.
-inline bool frag_table_init(void* mem, size_t bytes, uint32_t capacity, uint32_t max_datagram, uint64_t timeout_ns,
-                            frag_table& out) {
+[[nodiscard]] inline bool frag_table_init(void* mem, size_t bytes, uint32_t capacity, uint32_t max_datagram,
+                                          uint64_t timeout_ns, frag_table& out) {
   if (mem == nullptr || (reinterpret_cast<uintptr_t>(mem) & 7u) != 0) return false;
   if (capacity == 0 || (capacity & (capacity - 1)) != 0) return false;
   if (max_datagram < 68 || max_datagram > frag_max_datagram_limit) return false;
@@ -338,10 +338,11 @@ GNIO_HOST_DEVICE inline bool frag_finish(frag_slot& s, uint8_t* buf, const uint8
 // frag_expire() on t; otherwise *out is set to null and *out_len to 0.
 // Slots looked at on the way whose datagrams are older than t.timeout_ns are
 // freed and counted in st.timed_out.
-GNIO_HOST_DEVICE GNIO_FRAG_NOINLINE inline frag_result frag_input(frag_table& t, const uint8_t* frame, uint32_t len,
-                                                                  const parsed_pkt& p, uint64_t now_ns,
-                                                                  frag_stats& st, const uint8_t** out,
-                                                                  uint32_t* out_len) {
+[[nodiscard]] GNIO_HOST_DEVICE GNIO_FRAG_NOINLINE inline frag_result frag_input(frag_table& t, const uint8_t* frame,
+                                                                                uint32_t len, const parsed_pkt& p,
+                                                                                uint64_t now_ns, frag_stats& st,
+                                                                                const uint8_t** out,
+                                                                                uint32_t* out_len) {
   if (out) *out = nullptr;
   if (out_len) *out_len = 0;
   detail::frag_piece f;
