@@ -66,6 +66,26 @@ struct conn_sim {
   void skip(uint32_t d, uint32_t n) { seq[d] += n; }
 };
 
+bytes dns_msg(uint16_t id, bool response, const std::string& name = "\x07" "example\x03" "com") {
+  bytes m;
+  m.reserve(128);
+  for (uint8_t b : {0, 0, static_cast<int>(id >> 8), id & 0xff, response ? 0x81 : 0x01, response ? 0x80 : 0x00, 0, 1, 0,
+                    response ? 1 : 0, 0, 0, 0, 0})
+    m.push_back(static_cast<uint8_t>(b));  // a length prefix (set below), then the header
+  for (char ch : name) m.push_back(static_cast<uint8_t>(ch));
+  for (uint8_t b : {0, 0, 1, 0, 1}) m.push_back(b);
+  if (response)
+    for (uint8_t b : {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 0x5d, 0xb8, 0xd8, 0x22}) m.push_back(b);
+  m[0] = static_cast<uint8_t>((m.size() - 2) >> 8);
+  m[1] = static_cast<uint8_t>(m.size() - 2);
+  return m;
+}
+
+bytes cat(bytes a, const bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 uint32_t req(const gd::stream_events& e) { return e.http_requests; }
 uint32_t resp(const gd::stream_events& e) { return e.http_responses; }
 
@@ -179,6 +199,34 @@ TEST(stream, response_until_close) {
   EXPECT_EQ(resp(k.feed(1, {}, gd::tcp_fin | gd::tcp_ack)), 1u);
 }
 
+TEST(stream, response_cut_off_by_rst_is_not_counted) {
+  conn_sim k;
+  k.c2s("GET /q HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.0 200 OK\r\n\r\nsome")), 0u);
+  const auto e = k.feed(1, {}, gd::tcp_rst | gd::tcp_ack);
+  EXPECT_EQ(resp(e), 0u);
+  EXPECT_EQ(e.messages_dropped, 1u);
+}
+
+TEST(stream, gap_inside_a_known_length_resumes_at_the_message_end) {
+  conn_sim k;
+  k.c2s("GET /r HTTP/1.1\r\n\r\nGET /s HTTP/1.1\r\n\r\n");
+  k.s2c("HTTP/1.1 200 OK\r\nContent-Length: 300\r\n\r\n" + std::string(100, 'a'));
+  k.skip(1, 100);
+  const auto e = k.s2c(std::string(100, 'b') + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  EXPECT_TRUE(e.gap);
+  EXPECT_EQ(e.messages_dropped, 1u);
+  EXPECT_EQ(resp(e), 1u);  // the second response; the first lost bytes
+  // The same in DNS: the message is skipped to its declared end.
+  conn_sim d(53);
+  const bytes r1 = dns_msg(5, true), r2 = dns_msg(6, true);
+  d.feed(1, bytes(r1.begin(), r1.begin() + 10));
+  d.skip(1, 10);
+  const auto g = d.feed(1, cat(bytes(r1.begin() + 20, r1.end()), r2));
+  EXPECT_TRUE(g.gap);
+  EXPECT_EQ(g.dns_responses, 1u);
+}
+
 TEST(stream, retransmission_is_not_read) {
   conn_sim k;
   const uint32_t s0 = k.seq[0];
@@ -241,26 +289,6 @@ TEST(stream, new_syn_resets_the_connection) {
   k.feed(0, {}, gd::tcp_syn);
   k.feed(1, {}, gd::tcp_syn | gd::tcp_ack);
   EXPECT_EQ(req(k.c2s("GET / HTTP/1.1\r\n\r\n")), 1u);
-}
-
-bytes dns_msg(uint16_t id, bool response, const std::string& name = "\x07" "example\x03" "com") {
-  bytes m;
-  m.reserve(128);
-  for (uint8_t b : {0, 0, static_cast<int>(id >> 8), id & 0xff, response ? 0x81 : 0x01, response ? 0x80 : 0x00, 0, 1, 0,
-                    response ? 1 : 0, 0, 0, 0, 0})
-    m.push_back(static_cast<uint8_t>(b));  // a length prefix (set below), then the header
-  for (char ch : name) m.push_back(static_cast<uint8_t>(ch));
-  for (uint8_t b : {0, 0, 1, 0, 1}) m.push_back(b);
-  if (response)
-    for (uint8_t b : {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 0x5d, 0xb8, 0xd8, 0x22}) m.push_back(b);
-  m[0] = static_cast<uint8_t>((m.size() - 2) >> 8);
-  m[1] = static_cast<uint8_t>(m.size() - 2);
-  return m;
-}
-
-bytes cat(bytes a, const bytes& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 TEST(stream, dns_two_messages_in_one_segment) {
@@ -442,13 +470,15 @@ TEST_P(stream_capture, matches_tshark_frame_by_frame) {
 INSTANTIATE_TEST_SUITE_P(
     captures, stream_capture,
     ::testing::Values("http.pcap", "http-ooo.pcap", "wireshark_http.pcap", "dns_tcp.pcap", "test.pcap",
-                      "test_ethernet.pcap", "print-flags.pcap", "corpus/wireshark/http-ooo2.pcap",
+                      "test_ethernet.pcap", "print-flags.pcap", "test_loopback.pcap", "http-brotli.pcapng",
+                      "mptcp-aa-v1.pcap", "corpus/wireshark/http-ooo2.pcap",
                       "corpus/wireshark/tcp-badsegments.pcap", "corpus/wireshark/dns-ooo.pcap",
                       "stream/split2.pcap", "stream/split3.pcap", "stream/split_cl.pcap", "stream/pipelined.pcap",
                       "stream/post_body.pcap", "stream/resp_cl.pcap", "stream/chunked.pcap", "stream/head.pcap",
                       "stream/bodiless.pcap", "stream/retrans.pcap", "stream/gap.pcap", "stream/gap_header.pcap",
-                      "stream/until_close.pcap", "stream/dns_two.pcap", "stream/dns_split.pcap",
-                      "stream/dns_prefix.pcap"),
+                      "stream/until_close.pcap", "stream/until_rst.pcap", "stream/gap_body.pcap",
+                      "stream/resp_split.pcap", "stream/dns_two.pcap", "stream/dns_split.pcap",
+                      "stream/dns_prefix.pcap", "stream/dns_gap.pcap"),
     [](const ::testing::TestParamInfo<const char*>& i) {
       std::string n = i.param;
       for (char& ch : n)

@@ -152,6 +152,25 @@ def http_cases():
     k._add(0, "FA", b"")
     k._add(1, "A", b"")
     cases["until_close"] = k
+    k = conn(40014, 80)  # the same cut off by a RST
+    k.c(b"GET /q HTTP/1.0\r\n\r\n")
+    k.s(b"HTTP/1.0 200 OK\r\n\r\nsome")
+    k._add(1, "RA", b"")
+    cases["until_rst"] = k
+    k = conn(40015, 80)  # a lost segment inside a Content-Length body; the next response in the same segment
+    k.c(b"GET /r HTTP/1.1\r\n\r\nGET /s HTTP/1.1\r\n\r\n")
+    k.s(b"HTTP/1.1 200 OK\r\nContent-Length: 300\r\n\r\n" + b"a" * 100)
+    k.skip(1, 100)
+    k.s(b"b" * 100 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    k.close()
+    cases["gap_body"] = k
+    k = conn(40016, 80)  # a response's headers start after a body ends mid-segment and end in the next one
+    k.c(b"GET /t HTTP/1.1\r\n\r\nGET /u HTTP/1.1\r\n\r\n")
+    k.s(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234")
+    k.s(b"56789HTTP/1.1 200 OK\r\n")
+    k.s(b"Content-Length: 0\r\n\r\n")
+    k.close()
+    cases["resp_split"] = k
     return cases
 
 
@@ -191,6 +210,14 @@ def dns_cases():
     k.s(r[2:])
     k.close()
     cases["dns_prefix"] = k
+    k = conn(41004, 53)  # a lost segment inside a response, the next response in the same segment
+    k.c(dns_msg(5, False) + dns_msg(6, False))
+    r = dns_msg(5, True)
+    k.s(r[:10])
+    k.skip(1, 10)
+    k.s(r[20:] + dns_msg(6, True))
+    k.close()
+    cases["dns_gap"] = k
     return cases
 
 

@@ -13,11 +13,15 @@
 //    an overlap) is not read: tshark hands such segments to no subdissector.
 //    Its bytes are lost to the framing, as if they had not been captured.
 //  - A segment that starts after that point (a segment was lost or not
-//    captured: a gap) ends the message in progress uncounted, and the segment
-//    is read as if a message started at its first byte. That is the
-//    resynchronisation: HTTP resumes at the next segment that starts with a
-//    request or status line, DNS at the next segment (its first two bytes are
-//    taken as a length prefix).
+//    captured: a gap) ends the message in progress uncounted. Where that
+//    message's end is known and lies past the lost bytes (a Content-Length
+//    body, a DNS message), the framing goes on to that end and reads what
+//    follows as the next message, as tshark's reassembly does; elsewhere
+//    (headers, chunked bodies, a body until close) the segment is read as if
+//    a message started at its first byte. That is the resynchronisation:
+//    HTTP resumes at the next segment that starts with a request or status
+//    line, DNS at the next segment (its first two bytes taken as a length
+//    prefix).
 //  - Bytes that are not a message start where one is expected (HTTP data that
 //    starts with neither a method nor "HTTP/1.x ") are skipped to the end of
 //    the segment; the next segment is looked at from its start.
@@ -30,9 +34,10 @@
 // never HTTP). A response's body is framed by its request (a HEAD response has
 // none; requests are matched to responses in order, up to 32 in flight), its
 // status (1xx, 204, 304: none), Transfer-Encoding: chunked (chunk-size lines,
-// extensions, trailers), Content-Length, or else the end of the direction (FIN
-// or RST: the response is counted in that segment). A request without
-// Content-Length or chunked has no body.
+// extensions, trailers), Content-Length, or else the end of the direction (a
+// FIN: the response is counted in that segment; a RST drops it, as tshark
+// counts no such response). A request without Content-Length or chunked has
+// no body.
 //
 // Threads: the caller feeds the segments of one connection in arrival order,
 // from one thread at a time; different connections may be fed concurrently
@@ -90,7 +95,7 @@ struct tcp_dir_state {
   bool has_length;     // headers so far had a Content-Length
   bool bodiless;       // a response to HEAD
   uint8_t hex_digits;  // http_chunk_size: digits seen; 0xff once the size's digits ended
-  uint8_t reserved;
+  bool dropped;        // bytes of the current message were lost: it ends uncounted
   uint64_t content_length;
 };
 
@@ -211,12 +216,13 @@ GNIO_HOST_DEVICE inline void reset_message(tcp_dir_state& d, stream_phase next) 
   d.has_length = false;
   d.bodiless = false;
   d.hex_digits = 0;
+  d.dropped = false;
   d.content_length = 0;
 }
 
 // The message of `d` is complete: count it and wait for the next one.
 GNIO_HOST_DEVICE inline void complete_http(tcp_dir_state& d, stream_events& ev) {
-  count_http(d, ev);
+  if (!d.dropped) count_http(d, ev);
   reset_message(d, stream_phase::msg_start);
 }
 
@@ -224,8 +230,25 @@ GNIO_HOST_DEVICE inline void complete_http(tcp_dir_state& d, stream_events& ev) 
 GNIO_HOST_DEVICE inline void drop_message(tcp_dir_state& d, stream_events& ev, stream_phase next) {
   const bool in_msg = d.phase != stream_phase::msg_start && d.phase != stream_phase::skip_segment &&
                       !(d.phase == stream_phase::dns_prefix && d.line_len == 0);
-  if (in_msg) ev.messages_dropped += 1;
+  if (in_msg && !d.dropped) ev.messages_dropped += 1;
   reset_message(d, next);
+}
+
+// `n` bytes of the stream before this segment were never read (lost, not
+// captured, or in a segment that overlapped old data). Inside a body of known
+// length (Content-Length) or a DNS message, tshark goes on reassembling that
+// message up to its end and reads what follows as the next message, so the
+// framing does too, with the message marked to end uncounted; anywhere else
+// (headers, chunked bodies, a body until close) the message is dropped and
+// this segment is read from its first byte.
+GNIO_HOST_DEVICE inline void lose_bytes(tcp_dir_state& d, uint32_t n, stream_events& ev) {
+  if ((d.phase == stream_phase::http_body || d.phase == stream_phase::dns_message) && n < d.left) {
+    d.left -= n;
+    if (!d.dropped) ev.messages_dropped += 1;
+    d.dropped = true;
+    return;
+  }
+  drop_message(d, ev, stream_phase::msg_start);
 }
 
 // Request headers are done: remember HEAD for the response.
@@ -453,7 +476,8 @@ GNIO_HOST_DEVICE inline void feed_dns(tcp_dir_state& d, const uint8_t* frame, ui
     // The header must pass dns_header_sane against the declared length, as
     // count_dns checks a message in one segment.
     dns_header h;
-    if (dns_parse_header(d.line_buf, d.line_len, h) && dns_header_sane(h, static_cast<uint32_t>(d.content_length))) {
+    if (!d.dropped && dns_parse_header(d.line_buf, d.line_len, h) &&
+        dns_header_sane(h, static_cast<uint32_t>(d.content_length))) {
       if (h.qr) {
         ev.dns_responses += 1;
       } else {
@@ -524,7 +548,9 @@ GNIO_HOST_DEVICE GNIO_STREAM_NOINLINE void tcp_stream_feed(tcp_conn& c, uint32_t
   if (plen == 0 && !fin) {  // no data: only a RST matters
     if (rst) {
       d.ended = true;
-      if (d.phase == stream_phase::http_until_close) detail::complete_http(d, ev);
+      // A body that ends with the connection ends only with a FIN: tshark
+      // counts no response that a RST cuts off.
+      if (d.phase == stream_phase::http_until_close) detail::drop_message(d, ev, stream_phase::msg_start);
     }
     return;
   }
@@ -545,14 +571,14 @@ GNIO_HOST_DEVICE GNIO_STREAM_NOINLINE void tcp_stream_feed(tcp_conn& c, uint32_t
     if (static_cast<int32_t>(seg_end - d.next_seq) <= 0) return;  // nothing new
     // Overlapping old and new data: not read (as tshark reads none of it), so
     // the new bytes are lost to the framing.
-    detail::drop_message(d, ev, stream_phase::msg_start);
+    detail::lose_bytes(d, seg_seq + plen - d.next_seq, ev);
     d.next_seq = seg_end;
     if (fin || rst) d.ended = true;
     return;
   }
   if (delta > 0) {
     ev.gap = true;
-    detail::drop_message(d, ev, stream_phase::msg_start);
+    detail::lose_bytes(d, static_cast<uint32_t>(delta), ev);
   }
   if (c.dir[0].ended && c.dir[1].ended && delta > 0) {
     stream_conn_reset(c);  // new data after both ends closed: a new connection
@@ -586,7 +612,13 @@ GNIO_HOST_DEVICE GNIO_STREAM_NOINLINE void tcp_stream_feed(tcp_conn& c, uint32_t
   if (d.phase == stream_phase::skip_segment) d.phase = stream_phase::msg_start;
   if (fin || rst) {
     d.ended = true;
-    if (d.phase == stream_phase::http_until_close) detail::complete_http(d, ev);
+    if (d.phase == stream_phase::http_until_close) {
+      if (fin) {
+        detail::complete_http(d, ev);
+      } else {
+        detail::drop_message(d, ev, stream_phase::msg_start);
+      }
+    }
   }
 }
 
