@@ -46,6 +46,23 @@
 // next connection of the same 4-tuple, its state reset when a SYN arrives or,
 // once both directions have ended (FIN or RST), when a segment arrives that is
 // not a retransmission of the old one.
+//
+// A caller (one thread per connection at a time, frames of a connection in
+// arrival order):
+//
+//   parsed_pkt p;
+//   parse(frame, len, p);
+//   const flow_key k = make_flow_key(p);
+//   tcp_conn* c = stream_table_find_or_add(table, canonical_flow_key(k), nullptr);
+//   if (c == nullptr) {
+//     counters.stream_table_full += 1;  // and classify this segment on its own
+//   } else {
+//     stream_events ev;
+//     tcp_stream_feed(*c, stream_dir(k, c->key), p, frame, len, ev);
+//     counters.http_requests += ev.http_requests;  // messages; count ev.http_requests > 0 for frames
+//     for (uint32_t i = 0; i < ev.num_dns_query_starts; ++i)
+//       dns_qname(frame + ev.dns_query_off[i], ev.dns_query_len[i], name, sizeof name);
+//   }
 #pragma once
 
 #include <cuda/std/type_traits>
@@ -153,8 +170,9 @@ struct stream_table {
 
 // Finds the entry of connection `k` (a canonical_flow_key) or adds it. Returns
 // it, with *fresh (if given) true when it was added now, or nullptr when the
-// table is full (the caller then classifies the segment on its own and counts
-// the miss). Safe to call from many threads at once.
+// table is full (the caller then classifies the segment on its own, per
+// segment as before, and counts it as stream_table_full). Safe to call from
+// many threads at once.
 GNIO_HOST_DEVICE inline tcp_conn* stream_table_find_or_add(stream_table& t, const flow_key& k, bool* fresh) {
   return flow_slot_find_or_claim(t.slots, t.capacity, k, fresh);
 }
