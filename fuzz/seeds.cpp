@@ -3,17 +3,20 @@
 //
 // From every pcap/pcapng capture under tests/data: the capture itself (pcap),
 // its Ethernet frames (parse), runs of frames (flow_table), TCP option bytes
-// (tcp_options), DNS messages over UDP and TCP (dns), TCP payloads (http)
-// and runs of its IPv4/IPv6 fragments (frag, in that target's record format,
-// with a few runs of made fragments that complete datagrams); the device strings of fuzz/devargs.seeds, one per line (devargs). Files are
+// (tcp_options), DNS messages over UDP and TCP (dns), TCP payloads (http),
+// runs of its IPv4/IPv6 fragments (frag, in that target's record format,
+// with a few runs of made fragments that complete datagrams) and the segments
+// of each TCP connection in fuzz/stream.cpp's format (stream); the device
+// strings of fuzz/devargs.seeds, one per line (devargs). Files are
 // named by a hash of their bytes, so a rerun rewrites the same seeds.
-#include <gnio/device/pkt.hpp>
+#include <gnio/device/pkt/stream.hpp>
 #include <pcap/pcap.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +46,33 @@ struct sink {
   void add(const bytes& b) { add(b.data(), b.size()); }
 };
 
+// One TCP connection as fuzz_stream reads it: a mode byte (1: DNS), then per
+// segment a head (direction and flags, the sequence offset from what the
+// direction expects, the payload length, 0 bytes lost) and the payload.
+struct stream_run {
+  bytes b;
+  uint32_t next[2] = {0, 0};
+  bool seen[2] = {false, false};
+
+  void add(const parsed_pkt& pp, uint32_t dir, const uint8_t* pl, uint32_t n) {
+    if (b.size() + 6 + n > 8192) return;
+    const uint16_t f = pp.tcp.flags;
+    const uint32_t seq = pp.tcp.seq;
+    int32_t delta = seen[dir] ? static_cast<int32_t>(seq - next[dir]) : 0;
+    if (delta > 32767) delta = 32767;
+    if (delta < -32768) delta = -32768;
+    seen[dir] = true;
+    next[dir] = seq + n + ((f & (tcp_syn | tcp_fin)) ? 1u : 0u);
+    const uint8_t head = static_cast<uint8_t>(dir | ((f & tcp_syn) ? 2 : 0) | ((f & tcp_fin) ? 4 : 0) |
+                                              ((f & tcp_rst) ? 8 : 0) | ((f & tcp_ack) ? 0 : 0x10));
+    const uint16_t d16 = static_cast<uint16_t>(static_cast<int16_t>(delta));
+    for (uint8_t v : {head, static_cast<uint8_t>(d16 >> 8), static_cast<uint8_t>(d16), static_cast<uint8_t>(n >> 8),
+                      static_cast<uint8_t>(n), uint8_t{0}})
+      b.push_back(v);
+    b.insert(b.end(), pl, pl + n);
+  }
+};
+
 bool is_capture(const fs::path& p) {
   const std::string e = p.extension().string();
   return e == ".pcap" || e == ".pcapng" || e == ".cap";
@@ -62,7 +92,7 @@ int main(int argc, char** argv) {
   };
   sink pcap_s = make("pcap", 400), parse_s = make("parse", 3000), flow_s = make("flow_table", 400),
        tcpo_s = make("tcp_options", 1000), dns_s = make("dns", 1500), http_s = make("http", 1000),
-       dev_s = make("devargs", 1000), frag_s = make("frag", 400);
+       dev_s = make("devargs", 1000), frag_s = make("frag", 400), stream_s = make("stream", 400);
 
   // frag: made fragments (an odd first byte, then family/id, offset, length,
   // flags, fill, clock step) cutting one datagram per family into 3 pieces,
@@ -99,6 +129,7 @@ int main(int argc, char** argv) {
       continue;
     }
     bytes run, frag_run;
+    std::map<std::string, stream_run> conns;  // by canonical flow key bytes
     pcap_pkthdr* h;
     const u_char* d;
     while (pcap_next_ex(p, &h, &d) == 1) {
@@ -123,6 +154,12 @@ int main(int argc, char** argv) {
       }
       if (pp.l4 == l4_kind::tcp && pp.tcp.hdr_len > 20 && pp.l4_off + pp.tcp.hdr_len <= len)
         tcpo_s.add(d + pp.l4_off + 20, pp.tcp.hdr_len - 20u);
+      if (pp.l4 == l4_kind::tcp && pp.payload_off + pp.payload_len <= len && pp.payload_len <= 0xffff) {
+        const flow_key k = make_flow_key(pp), ck = canonical_flow_key(k);
+        stream_run& r = conns[std::string(reinterpret_cast<const char*>(&ck), sizeof ck)];
+        if (r.b.empty()) r.b.push_back(pp.src_port == 53 || pp.dst_port == 53 ? 1 : 0);
+        r.add(pp, stream_dir(k, ck), d + pp.payload_off, pp.payload_len);
+      }
       if (pp.payload_len == 0 || pp.payload_off + pp.payload_len > len) continue;
       const uint8_t* pl = d + pp.payload_off;
       const uint32_t pn = pp.payload_len;
@@ -137,6 +174,8 @@ int main(int argc, char** argv) {
     }
     if (!run.empty()) flow_s.add(run);
     if (!frag_run.empty()) frag_s.add(frag_run);
+    for (const auto& [key, r] : conns)
+      if (r.b.size() > 1) stream_s.add(r.b);
     pcap_close(p);
   }
 
@@ -144,7 +183,7 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(seeds, line);)
     if (!line.empty() && line[0] != '#') dev_s.add(reinterpret_cast<const uint8_t*>(line.data()), line.size());
 
-  for (const sink* s : {&pcap_s, &parse_s, &flow_s, &tcpo_s, &dns_s, &http_s, &dev_s, &frag_s})
+  for (const sink* s : {&pcap_s, &parse_s, &flow_s, &tcpo_s, &dns_s, &http_s, &dev_s, &frag_s, &stream_s})
     std::printf("fuzz_seeds: %zu seeds in %s\n", s->seen.size(), s->dir.c_str());
   return 0;
 }

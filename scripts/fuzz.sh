@@ -85,6 +85,7 @@ opts_for() {
     pcap) echo "-max_len=65536" ;;
     devargs) echo "-max_len=512 -dict=fuzz/devargs.dict" ;;
     http) echo "-max_len=4096 -dict=fuzz/http.dict" ;;
+    stream) echo "-max_len=4096 -dict=fuzz/stream.dict" ;;
     tcp_options) echo "-max_len=64" ;;
     *) echo "-max_len=4096" ;;
   esac

@@ -45,16 +45,27 @@ GNIO_HOST_DEVICE inline flow_key canonical_flow_key(const flow_key& k) {
   return r;
 }
 
-// Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
-// new, 0 when it existed, -1 when the table is full (the caller counts it).
-GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes) {
+// The slot protocol every table keyed by flow_key in executor memory uses:
+// open addressing with linear probing over `capacity` (a power of two)
+// entries of a type with `uint32_t state` (flow_slot_*) and `flow_key key`
+// members, zeroed by the caller before first use. A thread claims an empty
+// slot (empty -> busy), writes the key, publishes it (busy -> used, release);
+// a slot is never given back. Returns the entry holding `k` (found or claimed;
+// *fresh says which) or nullptr when every slot holds another key. Threads
+// may look up and claim concurrently; what an entry holds besides its key is
+// the caller's to synchronise.
+template <class Entry>
+GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t capacity, const flow_key& k,
+                                                       bool* fresh) {
+  if (fresh != nullptr) *fresh = false;
+  if (table == nullptr || capacity == 0) return nullptr;
   const uint32_t mask = capacity - 1;
   uint32_t idx = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
   for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
-    flow_entry& e = table[idx];
+    Entry& e = table[idx];
     dev_atomic_ref<uint32_t> st(e.state);
     uint32_t s = st.load(cuda::std::memory_order_acquire);
-    int fresh = 0;
+    bool claimed = false;
     if (s == flow_slot_empty) {
       uint32_t expected = flow_slot_empty;
       if (st.compare_exchange_strong(expected, flow_slot_busy, cuda::std::memory_order_acq_rel)) {
@@ -63,19 +74,29 @@ GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity,
         // complete before another thread compares against it.
         st.store(flow_slot_used, cuda::std::memory_order_release);
         s = flow_slot_used;
-        fresh = 1;
+        claimed = true;
       } else {
         s = expected;
       }
     }
     while (s == flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);  // the key is being written
     if (e.key == k) {
-      dev_atomic_ref<uint64_t>(e.packets).fetch_add(1, cuda::std::memory_order_relaxed);
-      dev_atomic_ref<uint64_t>(e.bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
-      return fresh;
+      if (fresh != nullptr) *fresh = claimed;
+      return &e;
     }
   }
-  return -1;
+  return nullptr;
+}
+
+// Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
+// new, 0 when it existed, -1 when the table is full (the caller counts it).
+GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes) {
+  bool fresh = false;
+  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh);
+  if (e == nullptr) return -1;
+  dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
+  dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
+  return fresh ? 1 : 0;
 }
 
 }  // namespace gnio::device
