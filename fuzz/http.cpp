@@ -28,11 +28,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char out[128];
   std::memset(out, 0x5a, sizeof out);
   bool cut = false;
-  const int32_t r = http_request_path(data, len, out, sizeof out, &cut);
+  uint32_t rn = 0;
+  const http_error re = http_request_path(data, len, out, sizeof out, &rn, &cut);
   const bool request = k != http_kind::not_http && k != http_kind::response;
-  GNIO_FUZZ_CHECK((r == -1) == !request);
-  if (r == -2) GNIO_FUZZ_CHECK(out[0] == '\0');
-  if (r < 0) return 0;
+  GNIO_FUZZ_CHECK((re == http_error::not_request) == !request);
+  if (re == http_error::empty_target) GNIO_FUZZ_CHECK(out[0] == '\0');
+  if (re != http_error::none) return 0;
+  const int32_t r = static_cast<int32_t>(rn);
   GNIO_FUZZ_CHECK(r >= 1 && static_cast<size_t>(r) < sizeof out);
   GNIO_FUZZ_CHECK(out[r] == '\0');
   const auto* sp = static_cast<const uint8_t*>(std::memchr(data, ' ', len));
@@ -49,12 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint32_t cap : {1u, 2u, 8u}) {
     char s[8];
     bool scut = false;
-    const int32_t sr = http_request_path(data, len, s, cap, &scut);
+    uint32_t sr = 0;
+    GNIO_FUZZ_CHECK(http_request_path(data, len, s, cap, &sr, &scut) == http_error::none);
     const uint32_t want = end - start < cap - 1 ? end - start : cap - 1;
-    GNIO_FUZZ_CHECK(sr == static_cast<int32_t>(want));
+    GNIO_FUZZ_CHECK(sr == want);
     GNIO_FUZZ_CHECK(s[sr] == '\0' && std::memcmp(s, data + start, want) == 0);
     GNIO_FUZZ_CHECK(scut == (want < end - start || end == len));
   }
-  GNIO_FUZZ_CHECK(http_request_path(data, len, nullptr, 0, nullptr) == -3);
+  GNIO_FUZZ_CHECK(http_request_path(data, len, nullptr, 0, nullptr, nullptr) == http_error::no_room);
   return 0;
 }

@@ -333,12 +333,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   // Merge the per-GPU tables: a flow's packets may have reached several GPUs
   // only if its queue changed, which RSS never does; summing keeps it exact anyway.
   std::vector<flow_count::flow_entry> flows;
-  // Index of each flow in `flows` by its key's bytes (the fields operator==
-  // compares: everything before `reserved`), so merging is linear in the
+  // Index of each flow in `flows` by its key's bytes (flow_key has no
+  // padding and reserved is always 0), so merging is linear in the
   // table size rather than quadratic.
   std::unordered_map<std::string, size_t> index;
   const auto key_bytes = [](const gnio::device::flow_key& k) {
-    return std::string(reinterpret_cast<const char*>(&k), offsetof(gnio::device::flow_key, reserved));
+    return std::string(reinterpret_cast<const char*>(&k), sizeof k);  // no padding; reserved stays 0
   };
   std::vector<flow_count::totals> totals(queues);
   flow_count::totals sum{};
@@ -411,8 +411,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
         "packets", "bytes");
     for (uint32_t i = 0; i < std::min<size_t>(top, used.size()); ++i) {
       const auto& f = *used[i];
-      say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}\n", i + 1, proto_text(f.key.proto, f.key.family),
-          addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes);
+      const std::string tunnel = f.key.tunnel == gnio::device::encap_kind::none
+                                     ? std::string()
+                                     : fmt::format("  {} {}", gnio::device::to_string(f.key.tunnel), f.key.tunnel_id);
+      say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}{}\n", i + 1, proto_text(f.key.proto, f.key.family),
+          addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes,
+          tunnel);
     }
   }
 
@@ -458,6 +462,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
                     {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
                     {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
                     {"bytes", f->bytes}});
+    if (f->key.tunnel != gnio::device::encap_kind::none) {
+      rows.back()["tunnel"] = gnio::device::to_string(f->key.tunnel);
+      rows.back()["tunnel_id"] = f->key.tunnel_id;
+    }
   }
   j["flow_rows"] = rows;
   if (lost != 0) {

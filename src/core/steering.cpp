@@ -10,8 +10,21 @@ namespace gnio {
 namespace detail {
 
 // Frame class for steering, from the parsed headers.
+// The innermost packet decides (a TCP segment in a VXLAN tunnel goes with
+// TCP). Every fragment of a datagram goes where its protocol goes, so that
+// the queue that gets them all can reassemble it (later fragments have no
+// transport header to look at).
 device::rx_class classify(const device::parsed_pkt& p) {
   if (p.l3 == device::l3_kind::arp) return device::rx_class_arp;
+  if (p.is_fragment) {
+    switch (p.l4_proto) {
+      case device::ipproto_udp: return device::rx_class_udp;
+      case device::ipproto_tcp: return device::rx_class_tcp;
+      case device::ipproto_icmp:
+      case device::ipproto_icmpv6: return device::rx_class_icmp;
+      default: return device::rx_class_other;
+    }
+  }
   switch (p.l4) {
     case device::l4_kind::udp: return device::rx_class_udp;
     case device::l4_kind::tcp:

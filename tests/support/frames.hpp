@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <gnio/device/pkt.hpp>
 #include <gnio/device/tx.hpp>
 
 namespace gnio::test {
@@ -32,6 +33,29 @@ inline std::vector<std::vector<uint8_t>> read_pcap(const std::string& path, int*
   while (pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
   pcap_close(p);
   return out;
+}
+
+// Parses a captured frame of link type `link` where its packet starts, as
+// the pcap backend hands it to the parser: Ethernet frames from byte 0, raw
+// IP (DLT_RAW, LINKTYPE_IPV4/IPV6) from byte 0 and BSD loopback (DLT_NULL,
+// DLT_LOOP) from byte 4, with parse_l3. *start receives that offset, which
+// the parse result's offsets are relative to. Other link types are parsed
+// as Ethernet.
+inline bool parse_captured(int link, const std::vector<uint8_t>& f, gnio::device::parsed_pkt& p, uint32_t* start) {
+  const uint32_t n = static_cast<uint32_t>(f.size());
+  *start = 0;
+  switch (link) {
+    case DLT_RAW:
+    case 101:  // LINKTYPE_RAW
+    case 228:  // LINKTYPE_IPV4
+    case 229:  // LINKTYPE_IPV6
+      return gnio::device::parse_l3(f.data(), n, p);
+    case DLT_NULL:
+    case DLT_LOOP:
+      *start = n < 4 ? n : 4;
+      return gnio::device::parse_l3(f.data() + *start, n - *start, p);
+    default: return gnio::device::parse(f.data(), n, p);
+  }
 }
 
 // Sends one frame from the host through a host-produced (or host-executor)

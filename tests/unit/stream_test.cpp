@@ -300,10 +300,13 @@ TEST(stream, dns_two_messages_in_one_segment) {
   char name[256];
   EXPECT_EQ(e.dns_query_off[0], 22u);
   EXPECT_EQ(e.dns_query_len[0], q1.size() - 2);
-  ASSERT_GT(gd::dns_qname(k.frame.data() + e.dns_query_off[0], e.dns_query_len[0], name, sizeof name), 0);
+  uint32_t n = 0;
+  ASSERT_EQ(gd::dns_qname(k.frame.data() + e.dns_query_off[0], e.dns_query_len[0], name, sizeof name, &n),
+            gd::dns_error::none);
   EXPECT_STREQ(name, "example.com");
   EXPECT_EQ(e.dns_query_off[1], 20u + q1.size() + 2);
-  ASSERT_GT(gd::dns_qname(k.frame.data() + e.dns_query_off[1], e.dns_query_len[1], name, sizeof name), 0);
+  ASSERT_EQ(gd::dns_qname(k.frame.data() + e.dns_query_off[1], e.dns_query_len[1], name, sizeof name, &n),
+            gd::dns_error::none);
   EXPECT_STREQ(name, "www.example.org");
   const auto r = k.feed(1, cat(dns_msg(1, true), dns_msg(2, true)));
   EXPECT_EQ(r.dns_responses, 2u);
@@ -424,7 +427,7 @@ std::map<uint32_t, frame_counts> tshark_counts(const std::string& path) {
   return m;
 }
 
-// Ours: every TCP frame through parse_link() and tcp_stream_feed, one table.
+// Ours: every TCP frame through the parser (parse_captured) and tcp_stream_feed, one table.
 std::map<uint32_t, frame_counts> our_counts(const std::string& path, uint32_t* fed) {
   std::vector<gd::tcp_conn> slots(64);
   gd::stream_table t{slots.data(), 64};
@@ -435,14 +438,15 @@ std::map<uint32_t, frame_counts> our_counts(const std::string& path, uint32_t* f
   for (uint32_t i = 0; i < frames.size(); ++i) {
     const auto& f = frames[i];
     gd::parsed_pkt p;
-    (void)gd::parse_link(static_cast<uint32_t>(link), f.data(), static_cast<uint32_t>(f.size()), p);
+    uint32_t start = 0;
+    (void)gnio::test::parse_captured(link, f, p, &start);
     if (p.l4 != gd::l4_kind::tcp) continue;
     const gd::flow_key k = gd::make_flow_key(p);
     gd::tcp_conn* c = gd::stream_table_find_or_add(t, gd::canonical_flow_key(k), nullptr);
     EXPECT_NE(c, nullptr);
     if (c == nullptr) continue;
     gd::stream_events ev;
-    gd::tcp_stream_feed(*c, gd::stream_dir(k, c->key), p, f.data(), static_cast<uint32_t>(f.size()), ev);
+    gd::tcp_stream_feed(*c, gd::stream_dir(k, c->key), p, f.data() + start, static_cast<uint32_t>(f.size()) - start, ev);
     if (!ev.not_fed) *fed += 1;
     m[i + 1] = frame_counts{ev.http_requests, ev.http_responses, ev.dns_queries, ev.dns_responses};
   }

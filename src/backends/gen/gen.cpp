@@ -89,14 +89,8 @@ uint32_t bounded(uint64_t& state, uint32_t n) {
   return static_cast<uint32_t>(((splitmix64(state) >> 32) * n) >> 32);
 }
 
-void put16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-  put16(p, v >> 16);
-  put16(p + 2, v);
-}
+using dev::put16;
+using dev::put32;
 
 // The payload pattern is the same for every flow so that one prefix-sum table
 // serves the checksum patching of all of them.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
+#include "gnio/device/pkt/load.hpp"
 #include "log_internal.hpp"
 #include "out_file.hpp"
 #include "pcap_reader.hpp"
@@ -73,11 +74,9 @@ std::string linktype_name(int dlt) {
   return s + fmt::format(", DLT {}", dlt);
 }
 
-uint16_t load_be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
-uint32_t load_be32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
-}
+// The device parser's unchecked loads; every caller has checked caplen.
+using device::detail::rd16;
+using device::detail::rd32;
 
 uint32_t load_host32(const uint8_t* p) {
   uint32_t v;
@@ -335,7 +334,7 @@ converted to_ethernet(int dlt, uint8_t* buf, const pcap_pkthdr* h, const uint8_t
       }
       uint32_t family;
       if (dlt == DLT_LOOP) {
-        family = load_be32(data);
+        family = rd32(data);
       } else {
         // DLT_NULL stores the family in the capturing host's byte order, which
         // libpcap does not fix up for files from the other endianness; families
@@ -373,10 +372,10 @@ converted to_ethernet(int dlt, uint8_t* buf, const pcap_pkthdr* h, const uint8_t
         c.problem = "record shorter than its Linux cooked header";
         return c;
       }
-      uint16_t protocol = v2 ? load_be16(data) : load_be16(data + 14);
-      uint16_t hatype = v2 ? load_be16(data + 8) : load_be16(data + 2);
-      uint8_t pkttype = v2 ? data[10] : static_cast<uint8_t>(load_be16(data));
-      uint16_t halen = v2 ? data[11] : load_be16(data + 4);
+      uint16_t protocol = v2 ? rd16(data) : rd16(data + 14);
+      uint16_t hatype = v2 ? rd16(data + 8) : rd16(data + 2);
+      uint8_t pkttype = v2 ? data[10] : static_cast<uint8_t>(rd16(data));
+      uint16_t halen = v2 ? data[11] : rd16(data + 4);
       const uint8_t* addr = v2 ? data + 12 : data + 6;
       if (hatype == 824) {  // ARPHRD_NETLINK: protocol is a netlink family, not an EtherType
         c.problem = "netlink record in a Linux cooked capture";

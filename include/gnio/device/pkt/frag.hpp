@@ -148,25 +148,36 @@ GNIO_HOST_DEVICE inline uint64_t frag_table_bytes(uint32_t capacity, uint32_t ma
   return slots + static_cast<uint64_t>(capacity) * frag_slot_stride(max_datagram);
 }
 
-// Host: lays a table out in `mem` (8-byte aligned, at least
-// frag_table_bytes(capacity, max_datagram) bytes) and zeroes its slots.
-// Returns false, changing nothing, when capacity is not a power of two,
-// max_datagram is outside [68, frag_max_datagram_limit], or mem is null,
-// misaligned or too small.
-[[nodiscard]] inline bool frag_table_init(void* mem, size_t bytes, uint32_t capacity, uint32_t max_datagram,
-                                          uint64_t timeout_ns, frag_table& out) {
+// Lays a table out over `mem` without touching it, for memory the caller
+// cannot write from here (GPU memory) and has zeroed itself, as gnio's
+// allocations are. Returns false, changing nothing, when capacity is not a
+// power of two, max_datagram is outside [68, frag_max_datagram_limit], or
+// mem is null, misaligned (8 bytes) or smaller than
+// frag_table_bytes(capacity, max_datagram).
+[[nodiscard]] GNIO_HOST_DEVICE inline bool frag_table_layout(void* mem, uint64_t bytes, uint32_t capacity,
+                                                             uint32_t max_datagram, uint64_t timeout_ns,
+                                                             frag_table& out) {
   if (mem == nullptr || (reinterpret_cast<uintptr_t>(mem) & 7u) != 0) return false;
   if (capacity == 0 || (capacity & (capacity - 1)) != 0) return false;
   if (max_datagram < 68 || max_datagram > frag_max_datagram_limit) return false;
-  const uint64_t need = frag_table_bytes(capacity, max_datagram);
-  if (bytes < need) return false;
+  if (bytes < frag_table_bytes(capacity, max_datagram)) return false;
   const uint64_t slot_bytes = (static_cast<uint64_t>(capacity) * sizeof(frag_slot) + 63) / 64 * 64;
-  std::memset(mem, 0, static_cast<size_t>(slot_bytes));
   out.slots = static_cast<frag_slot*>(mem);
   out.capacity = capacity;
   out.buffers = static_cast<uint8_t*>(mem) + slot_bytes;
   out.max_datagram = max_datagram;
   out.timeout_ns = timeout_ns;
+  return true;
+}
+
+// Host: lays a table out in `mem` (frag_table_layout) and zeroes its slots,
+// for memory this thread can write. The same checks as frag_table_layout.
+[[nodiscard]] inline bool frag_table_init(void* mem, size_t bytes, uint32_t capacity, uint32_t max_datagram,
+                                          uint64_t timeout_ns, frag_table& out) {
+  frag_table t{};
+  if (!frag_table_layout(mem, bytes, capacity, max_datagram, timeout_ns, t)) return false;
+  std::memset(mem, 0, static_cast<size_t>(reinterpret_cast<uint8_t*>(t.buffers) - static_cast<uint8_t*>(mem)));
+  out = t;
   return true;
 }
 

@@ -549,7 +549,14 @@ GNIO_HOST_DEVICE GNIO_STREAM_NOINLINE void tcp_stream_feed(tcp_conn& c, uint32_t
   const bool syn = (f & tcp_syn) != 0, fin = (f & tcp_fin) != 0, rst = (f & tcp_rst) != 0;
   tcp_dir_state& d = c.dir[dir];
   const uint32_t seg_seq = p.tcp.seq + (syn ? 1u : 0u);
-  const uint32_t plen = p.payload_len;
+  // The segment's length as sent: the parser clamps payload_len to the bytes
+  // captured (a snap length, an RX slot shorter than the frame), and the
+  // sequence numbers count all of them.
+  uint32_t plen = p.payload_len;
+  uint32_t ip_end = 0;
+  if (p.l3 == l3_kind::ipv4) ip_end = p.l3_off + uint32_t{p.ipv4.total_length};
+  else if (p.l3 == l3_kind::ipv6 && !p.ipv6.jumbo) ip_end = p.l3_off + 40u + p.ipv6.payload_length;
+  if (ip_end > p.payload_off && ip_end - p.payload_off > plen) plen = ip_end - p.payload_off;
   if (syn) {
     if ((f & tcp_ack) == 0) {
       stream_conn_reset(c);  // a new connection (or its SYN again, before any data)

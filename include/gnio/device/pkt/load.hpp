@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bounds-checked and unchecked big-endian loads from packet bytes, shared by
+// every decoder in gnio/device/pkt/. Multi-byte fields are assembled from
+// single byte loads because packet buffers carry no alignment guarantee (a
+// 14-byte Ethernet header misaligns everything after it).
+#pragma once
+
+#include <gnio/device/config.hpp>
+
+#include <cstdint>
+
+namespace gnio::device {
+
+using std::int32_t;
+using std::uint16_t;
+using std::uint32_t;
+using std::uint64_t;
+using std::uint8_t;
+
+struct pkt_view {
+  const uint8_t* data;
+  uint32_t len;
+
+  // Written as two comparisons so off + n cannot wrap.
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool has(uint32_t off, uint32_t n) const {
+    return off <= len && n <= len - off;
+  }
+};
+
+namespace detail {
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool fits(uint32_t len, uint32_t off, uint32_t n) {
+  return off <= len && n <= len - off;
+}
+// Unchecked; callers have already proven the bytes are in range.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t rd16(const uint8_t* p) {
+  return static_cast<uint16_t>((static_cast<uint32_t>(p[0]) << 8) | p[1]);
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t rd32(const uint8_t* p) {
+  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
+         (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+}  // namespace detail
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool load_u8(const pkt_view& v, uint32_t off, uint8_t& out) {
+  if (!v.has(off, 1)) return false;
+  out = v.data[off];
+  return true;
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool load_be16(const pkt_view& v, uint32_t off, uint16_t& out) {
+  if (!v.has(off, 2)) return false;
+  out = detail::rd16(v.data + off);
+  return true;
+}
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool load_be32(const pkt_view& v, uint32_t off, uint32_t& out) {
+  if (!v.has(off, 4)) return false;
+  out = detail::rd32(v.data + off);
+  return true;
+}
+
+}  // namespace gnio::device
