@@ -110,6 +110,7 @@ do_run() {
   step pp_cuda env GNIO_TEST_EXEC=cuda "$build/tests/pp_test"
   step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
   step module_loading_cuda "$build/tests/module_loading_test"
+  step frag_gpu "$build/tests/frag_gpu_test"
   # The launch modes (gnio::launch_dims::mode): the conformance suite and
   # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
   # launched per burst and as a replayed CUDA graph (GNIO_TEST_LAUNCH).
@@ -137,9 +138,9 @@ do_run() {
     # passes 240 s, and their time-limited cases (Fifo.*) then fail.
     local tool cap d="$GNIO_TEST_DATA_DIR"
     for tool in memcheck racecheck synccheck; do
-      for cap in dns_icmp http test; do
-        step "sanitize_${tool}_pp_$cap" "${san[@]}" "$tool" "$GNIO_TOOL_BIN" pp --gpu 0 --port "pcap:file=$d/$cap.pcap" \
-          --reply-all --ip 10.0.0.1 --stats-interval 0 --json "$out/sanitize_${tool}_pp_$cap.json"
+      for cap in dns_icmp http test gen/frag4 gen/vxlan gen/http_pipelined; do
+        step "sanitize_${tool}_pp_${cap//\//_}" "${san[@]}" "$tool" "$GNIO_TOOL_BIN" pp --gpu 0 --port "pcap:file=$d/$cap.pcap" \
+          --reply-all --ip 10.0.0.1 --stats-interval 0 --json "$out/sanitize_${tool}_pp_${cap//\//_}.json"
       done
       step "sanitize_${tool}_flow_count" "${san[@]}" "$tool" "$GNIO_FLOW_COUNT_BIN" --exec cuda --queues 4 \
         --port "pcap:file=$d/test.pcap" --stats-interval 0

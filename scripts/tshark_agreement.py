@@ -44,7 +44,7 @@ FIELDS = [
     ("udp_flows", "udp_streams"),
     ("gre", "gre"), ("vxlan", "vxlan"), ("geneve", "geneve"), ("gtpu", "gtpu"),
     ("ipip", "ipip"), ("mpls", "mpls"), ("pppoe", "pppoe"),
-    ("fragments_reassembled", "fragments_reassembled"),
+    ("frag_reassembled", "fragments_reassembled"),
 ]
 
 CAPTURE_ENDINGS = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.gz")

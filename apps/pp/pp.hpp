@@ -5,6 +5,8 @@
 #pragma once
 
 #include <gnio/device/flow_table.hpp>
+#include <gnio/device/pkt/frag.hpp>
+#include <gnio/device/pkt/stream.hpp>
 #include <gnio/device/rx.hpp>
 #include <gnio/device/sem.hpp>
 #include <gnio/device/tx.hpp>
@@ -22,7 +24,12 @@ namespace gnio::pp {
   X(icmp_echo_req) X(icmp_echo_reply) X(icmp_echo_reply_sent) X(icmp_other)              \
   X(icmpv6_echo_req) X(icmpv6_echo_reply)                                                \
   X(arp_requests) X(arp_replies) X(arp_replies_sent)                                     \
-  X(http_pages_sent) X(http_404_sent) X(tx_failed) X(flow_table_full)
+  X(http_pages_sent) X(http_404_sent) X(tx_failed) X(flow_table_full)                   \
+  X(gre) X(erspan) X(vxlan) X(geneve) X(gtpu) X(ipip) X(mpls) X(pppoe) X(l2tp) X(encap_limit)    \
+  X(frag_reassembled) X(frag_timed_out) X(frag_overlapping) X(frag_duplicates)            \
+  X(frag_over_limit) X(frag_bad) X(frag_pending)                                          \
+  X(http_request_messages) X(http_response_messages) X(tcp_retransmitted) X(tcp_gaps)      \
+  X(stream_messages_dropped) X(stream_table_full)
 
 struct counters {
 #define GNIO_PP_FIELD(name) uint64_t name;
@@ -88,6 +95,8 @@ struct body {
   uint32_t conv_capacity;
   dns_entry* dns;
   uint32_t dns_capacity;
+  device::frag_table* frag;  // num_blocks tables (one per block, used by one thread), or null: no reassembly
+  device::stream_table* streams;  // num_blocks tables (one per block), or null: HTTP/DNS-over-TCP per segment
   http_pages pages;
   device::sem sem;          // num_blocks items per round; item = block
   uint64_t report_interval_ns;

@@ -47,6 +47,15 @@ using clock_type = std::chrono::steady_clock;
 constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
 constexpr uint32_t k_conv_capacity = 1u << 16;  // conversations (power of two)
 constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of two)
+// IP reassembly, per block: datagrams in reassembly at once, their largest
+// size (a DNSSEC answer or an EDNS(0) UDP payload of 16 KB fits), and how long
+// the first fragment waits for the rest (Linux's ipfrag_time).
+constexpr uint32_t k_frag_slots = 32;
+constexpr uint32_t k_frag_max_datagram = 16384 + 60;
+constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
+// TCP connections each block follows for HTTP and DNS-over-TCP framing (a
+// power of two; more are counted per segment, in stream_table_full).
+constexpr uint32_t k_stream_capacity = 1u << 11;
 constexpr uint32_t k_top_dns = 20;
 constexpr uint32_t k_ctrl_ring = 1024;
 constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
@@ -220,14 +229,12 @@ struct ctrl_state {
 // RFC 6528 in spirit: a keyed hash of the 4-tuple, so that a retransmitted SYN
 // gets the same ISN and the GPU needs no connection table.
 uint32_t isn_for(const device::parsed_pkt& p, uint64_t secret) {
-  uint64_t h = 1469598103934665603ull ^ secret;
-  auto mix = [&](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-  };
-  mix(p.ipv4.src, 4);
-  mix(p.ipv4.dst, 4);
-  mix(p.src_port, 2);
-  mix(p.dst_port, 2);
+  uint8_t t[12];
+  device::put32(t, p.ipv4.src);
+  device::put32(t + 4, p.ipv4.dst);
+  device::put16(t + 8, p.src_port);
+  device::put16(t + 10, p.dst_port);
+  const uint64_t h = device::fnv1a64(t, sizeof t, device::fnv1a64_offset ^ secret);
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
@@ -464,7 +471,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     std::vector<uint32_t> global;  // local block -> the app's block number
     std::vector<uint32_t> rx_ids;  // the port's RX queues its kernel consumes
     std::vector<mem_block> mem;
-    mem_block ctr_mem, conv_mem, dns_mem;
+    mem_block ctr_mem, conv_mem, dns_mem, frag_mem, frag_tables_mem, stream_mem, stream_tables_mem;
     std::optional<semaphore> sem;
     device::sem sem_host{};
     std::optional<kernel_runner> runner;
@@ -689,6 +696,39 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     c.b.conv_capacity = k_conv_capacity;
     c.b.dns = static_cast<dns_entry*>(c.dns_mem.exec_ptr);
     c.b.dns_capacity = k_dns_capacity;
+    {
+      // One reassembly table per block, laid out over zeroed executor memory.
+      const uint64_t per = device::frag_table_bytes(k_frag_slots, k_frag_max_datagram);
+      if (auto e = alloc(per * c.b.num_blocks, "reassembly tables", &c.frag_mem); e) return report_error(e, "alloc", result);
+      if (auto e = alloc(sizeof(device::frag_table) * c.b.num_blocks, "reassembly table views", &c.frag_tables_mem); e)
+        return report_error(e, "alloc", result);
+      std::vector<device::frag_table> views(c.b.num_blocks);
+      for (uint32_t k = 0; k < c.b.num_blocks; ++k) {
+        void* base = static_cast<uint8_t*>(c.frag_mem.exec_ptr) + per * k;
+        if (!device::frag_table_layout(base, per, k_frag_slots, k_frag_max_datagram, k_frag_timeout_ns, views[k]))
+          return report_error(error(status::unexpected, "reassembly table layout"), "alloc", result);
+      }
+      if (auto e = c.g.copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
+        return report_error(e, "copy reassembly tables", result);
+      c.b.frag = static_cast<device::frag_table*>(c.frag_tables_mem.exec_ptr);
+    }
+    {
+      // One table of TCP connections per block, zeroed by the allocation.
+      const uint64_t per = sizeof(device::tcp_conn) * uint64_t{k_stream_capacity};
+      if (auto e = alloc(per * c.b.num_blocks, "TCP stream tables", &c.stream_mem); e)
+        return report_error(e, "alloc", result);
+      if (auto e = alloc(sizeof(device::stream_table) * c.b.num_blocks, "TCP stream table views", &c.stream_tables_mem);
+          e)
+        return report_error(e, "alloc", result);
+      std::vector<device::stream_table> views(c.b.num_blocks);
+      for (uint32_t k = 0; k < c.b.num_blocks; ++k)
+        views[k] = {reinterpret_cast<device::tcp_conn*>(static_cast<uint8_t*>(c.stream_mem.exec_ptr) + per * k),
+                    k_stream_capacity};
+      if (auto e = c.g.copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
+          e)
+        return report_error(e, "copy TCP stream tables", result);
+      c.b.streams = static_cast<device::stream_table*>(c.stream_tables_mem.exec_ptr);
+    }
 
     auto sem = semaphore::create(c.g, c.b.num_blocks, sizeof(report));
     if (!sem) return report_error(sem.err(), "semaphore", result);
@@ -912,10 +952,11 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
 
   // Conversations: a set of canonical keys, so one seen by several kernels
   // (or by a kernel and the CPU thread) counts once.
-  std::set<std::string> tcp_conv, udp_conv;
+  std::set<std::string> tcp_conv, udp_conv, in_tunnel;
   for (const auto& table : conv_tables)
     for (const auto& e : table) {
       if (e.state != device::flow_slot_used) continue;
+      if (e.key.tunnel != device::encap_kind::none) in_tunnel.insert(conv_key(e.key));
       if (e.key.proto == device::ipproto_tcp) tcp_conv.insert(conv_key(e.key));
       else if (e.key.proto == device::ipproto_udp) udp_conv.insert(conv_key(e.key));
     }
@@ -944,6 +985,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     processed += processed_q[q];
     if (st.rxq[q].delivered > processed_q[q]) pending += st.rxq[q].delivered - processed_q[q];
   }
+  const size_t tunnel_flows = in_tunnel.size();
   const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
                               static_cast<int64_t>(processed + st.rx_missed + st.rx_unsteered + pending);
   uint64_t tx_bad_addr = 0;
@@ -962,6 +1004,14 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
           "tcp/udp flows {}/{}\n",
           total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
           total.icmp_echo_reply, total.icmp_echo_reply_sent, tcp_conv.size(), udp_conv.size());
+  if (total.gre || total.vxlan || total.geneve || total.gtpu || total.ipip || total.mpls || total.pppoe || total.l2tp)
+    con.out("pp: tunnels: gre {} (erspan {}) vxlan {} geneve {} gtpu {} ipip {} mpls {} pppoe {} l2tp {}, flows in "
+            "tunnels {}{}\n",
+            total.gre, total.erspan, total.vxlan, total.geneve, total.gtpu, total.ipip, total.mpls, total.pppoe,
+            total.l2tp, tunnel_flows,
+            total.encap_limit ? fmt::format(", {} frame(s) nested deeper than {} left undecoded", total.encap_limit,
+                                            device::max_encap)
+                              : std::string());
   if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || ctrl->synack_sent || ctrl->finack_sent)
     con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
             total.http_pages_sent, total.http_404_sent, ctrl->synack_sent, ctrl->finack_sent);
@@ -1021,6 +1071,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   for (uint32_t i = 0; i < num_counters; ++i) j[k_counter_names[i]] = at(total, i);
   j["tcp_flows"] = tcp_conv.size();
   j["udp_flows"] = udp_conv.size();
+  j["tunnel_flows"] = tunnel_flows;
   j["tcp_synack_sent"] = ctrl->synack_sent;
   j["tcp_finack_sent"] = ctrl->finack_sent;
   j["received"] = st.rx_frames;

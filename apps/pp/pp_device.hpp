@@ -12,6 +12,8 @@
 
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/pkt.hpp>
+#include <gnio/device/pkt/frag.hpp>
+#include <gnio/device/pkt/stream.hpp>
 #include <gnio/device/rx.hpp>
 #include <gnio/device/sem.hpp>
 #include <gnio/device/tx.hpp>
@@ -45,23 +47,7 @@ namespace detail {
 using device::detail::fits;
 using device::detail::rd16;
 using device::detail::rd32;
-
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void wr16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void wr32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
-GNIO_HOST_DEVICE inline uint64_t fnv1a64(const char* s, uint32_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(s[i])) * 1099511628211ull;
-  return h;
-}
+using device::fnv1a64;
 
 // Whether the parser filled in the L4 header fields (ports, TCP seq/flags,
 // ICMP type). A truncated_l4 error means it did not, except for TCP whose
@@ -117,29 +103,29 @@ GNIO_HOST_DEVICE inline uint8_t icmp_quoted_l4_proto(const uint8_t* frame, uint3
   return 0;
 }
 
-// Per-frame counters every packet gets: packets/bytes (wire length), L2/L3
-// presence, malformed/fragments, and L4 protocol presence as tshark counts
-// it. A non-first fragment has no L4 (the parser leaves l4 none) and counts
-// in `other`.
+// Per-frame counters every packet gets: packets/bytes (wire length), and
+// once for every protocol present at any depth (parsed_pkt::protos), as
+// tshark counts frames: a VXLAN frame carrying TCP counts in udp, tcp and
+// vxlan. A fragment's transport header counts only once its datagram is
+// reassembled (count_reassembled), as tshark shows fragments as IP only.
 template <class C>
 GNIO_HOST_DEVICE inline void count_common(const uint8_t* frame, uint32_t len, uint32_t wire_len,
                                           const device::parsed_pkt& p, C& c) {
   using namespace device;
   c.packets += 1;
   c.bytes += wire_len;
-  if (p.vlan_count != 0) c.vlan += 1;
+  const uint32_t pr = p.protos;
+  if (pr & proto_vlan) c.vlan += 1;
   if (p.malformed) c.malformed += 1;
   if (p.is_fragment) c.fragments += 1;
-  if (p.l3 == l3_kind::ipv4) c.ipv4 += 1;
-  // tshark shows a header with the wrong version as data, not IPv6.
-  if (p.l3 == l3_kind::ipv6 && p.error != pkt_error::bad_ipv6_version) c.ipv6 += 1;
-  bool tcp = p.l4 == l4_kind::tcp;
-  bool udp = p.l4 == l4_kind::udp;
-  const bool icmp = p.l4 == l4_kind::icmp;
-  const bool icmpv6 = p.l4 == l4_kind::icmpv6;
-  // tshark's ARP dissector also decodes RARP (ethertype 0x8035).
-  const bool arp = p.l3 == l3_kind::arp || (p.l3 == l3_kind::other && p.ethertype == 0x8035);
-  if (icmp || icmpv6) {
+  if (pr & proto_ipv4) c.ipv4 += 1;
+  if (pr & proto_ipv6) c.ipv6 += 1;
+  bool tcp = (pr & proto_tcp) != 0;
+  bool udp = (pr & proto_udp) != 0;
+  const bool icmp = (pr & proto_icmp) != 0;
+  const bool icmpv6 = (pr & proto_icmpv6) != 0;
+  const bool arp = (pr & proto_arp) != 0;
+  if (p.l4 == l4_kind::icmp || p.l4 == l4_kind::icmpv6) {
     const uint8_t q = icmp_quoted_l4_proto(frame, len, p);
     if (q == ipproto_tcp) tcp = true;
     if (q == ipproto_udp) udp = true;
@@ -150,6 +136,16 @@ GNIO_HOST_DEVICE inline void count_common(const uint8_t* frame, uint32_t len, ui
   if (icmpv6) c.icmpv6 += 1;
   if (arp) c.arp += 1;
   if (!(tcp || udp || icmp || icmpv6 || arp)) c.other += 1;
+  if (pr & proto_gre) c.gre += 1;
+  if (pr & proto_erspan) c.erspan += 1;
+  if (pr & proto_vxlan) c.vxlan += 1;
+  if (pr & proto_geneve) c.geneve += 1;
+  if (pr & proto_gtpu) c.gtpu += 1;
+  if (pr & proto_ipip) c.ipip += 1;
+  if (pr & proto_mpls) c.mpls += 1;
+  if (pr & proto_pppoe) c.pppoe += 1;
+  if (pr & proto_l2tp) c.l2tp += 1;
+  if (p.encap_limit) c.encap_limit += 1;
 }
 
 // Adds one occurrence of a DNS name to the table (open addressing on the
@@ -209,25 +205,20 @@ template <class C>
 GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len, dns_entry* table, uint32_t capacity,
                                             C& c) {
   if (table == nullptr || capacity == 0) return;
-  // Zeroed so that a name cut by dns_err_out_too_small ends at the first 0
-  // length byte after its last complete label (labels are checked before
-  // they are written).
   char name[dns_name_bytes];
-  for (uint32_t i = 0; i < dns_name_bytes; ++i) name[i] = 0;
   device::dns_header h;
   if (!device::dns_parse_header(msg, msg_len, h) || h.qdcount == 0) return;
-  int32_t r = device::dns_read_name_labels(msg, msg_len, device::dns_header_len, name, dns_name_bytes);
-  if (r == device::dns_err_out_too_small) {
-    uint32_t pos = 0;
-    while (pos < dns_name_bytes - 1 && name[pos] != 0 &&
-           pos + 1u + static_cast<uint8_t>(name[pos]) <= dns_name_bytes - 1)
-      pos += 1u + static_cast<uint8_t>(name[pos]);
-    r = static_cast<int32_t>(pos);
-  } else if (r == 0) {
-    r = 1;  // the root: one 0 byte
+  uint32_t n = 0;
+  // out_too_small leaves the complete labels that fit: the name cut there.
+  const device::dns_error e =
+      device::dns_read_name_labels(msg, msg_len, device::dns_header_len, name, dns_name_bytes, &n);
+  if (e != device::dns_error::none && e != device::dns_error::out_too_small) return;
+  if (e == device::dns_error::out_too_small && n == 0) return;
+  if (n == 0) {
+    name[0] = 0;  // the root: one 0 byte
+    n = 1;
   }
-  if (r <= 0) return;
-  if (dns_table_add(table, capacity, name, static_cast<uint32_t>(r)) < 0) c.dns_names_dropped += 1;
+  if (dns_table_add(table, capacity, name, n) < 0) c.dns_names_dropped += 1;
 }
 
 // DNS over UDP (port 53, not 5353: tshark calls that mDNS) or over TCP port 53
@@ -274,12 +265,14 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
   return true;
 }
 
-// TCP flag and HTTP counters. Pure ACK: ACK set, no payload, no SYN/FIN/RST.
-// HTTP is classified on any port whose payload starts with a request method
-// or "HTTP/1.x " (tshark also needs a known port or its heuristics).
+// TCP flag counters and, per segment (per_segment_http), HTTP: a segment
+// whose payload starts with a request method or "HTTP/1.x " counts, on any
+// port (tshark also needs a known port or its heuristics). Pure ACK: ACK set,
+// no payload, no SYN/FIN/RST. With a stream table, count_stream counts HTTP
+// per message instead.
 template <class C>
 GNIO_HOST_DEVICE inline void count_tcp(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p, bool is_dns,
-                                       C& c) {
+                                       C& c, bool per_segment_http = true) {
   using namespace device;
   if (p.l4 != l4_kind::tcp || !detail::l4_fields_ok(p, len)) return;
   const uint16_t f = p.tcp.flags;
@@ -290,7 +283,9 @@ GNIO_HOST_DEVICE inline void count_tcp(const uint8_t* frame, uint32_t len, const
   if (rst) c.tcp_rst += 1;
   if (pure_ack) c.tcp_ack += 1;
   if (!syn && !fin && !rst && !pure_ack) c.tcp_other += 1;
-  if (is_dns || p.payload_len == 0 || frame == nullptr || !detail::fits(len, p.payload_off, p.payload_len)) return;
+  if (!per_segment_http || is_dns || p.payload_len == 0 || frame == nullptr ||
+      !detail::fits(len, p.payload_off, p.payload_len))
+    return;
   switch (http_classify(frame + p.payload_off, p.payload_len)) {
     case http_kind::not_http: break;
     case http_kind::response: c.http_responses += 1; break;
@@ -325,9 +320,29 @@ GNIO_HOST_DEVICE inline void count_arp(const device::parsed_pkt& p, C& c) {
   else if (p.arp.op == 2) c.arp_replies += 1;
 }
 
-// One conversation per TCP/UDP 5-tuple, both directions together. A first
-// fragment carries the ports and counts for its datagram; later fragments
-// do not count (they have no ports).
+// The UDP conversation of every UDP tunnel a frame came through (tshark
+// gives those a udp.stream too).
+template <class C>
+GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, uint32_t len, uint32_t wire_len,
+                                                        const device::parsed_pkt& p, device::flow_entry* conv,
+                                                        uint32_t capacity, C& c) {
+  using namespace device;
+  if (conv == nullptr || capacity == 0) return;
+  for (uint32_t i = 0; i < p.encap_count; ++i) {
+    flow_key o{};
+    if (!outer_udp_flow_key(frame, len, p, i, o)) continue;
+    o.tunnel_id = 0;  // as count_conversation keys them
+    if (flow_table_add(conv, capacity, canonical_flow_key(o), wire_len) < 0) c.flow_table_full += 1;
+  }
+}
+
+// One conversation per TCP/UDP 5-tuple of the innermost packet, both
+// directions together, as tshark's streams count them. A tunnel's identifier
+// may differ per direction (an L2TP session id is the receiver's; a VXLAN or
+// GENEVE overlay may use one VNI each way), so a conversation keys on the kind
+// of tunnel it came through, not on the identifier (flow_count's directional
+// flows key on both). A first fragment carries the ports and counts for its
+// datagram; later fragments do not count (they have no ports).
 template <class C>
 GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uint32_t len, uint32_t wire_len,
                                                 device::flow_entry* conv, uint32_t capacity, C& c) {
@@ -340,22 +355,164 @@ GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uin
   // has them and they name the conversation.
   k.src_port = p.src_port;
   k.dst_port = p.dst_port;
+  k.tunnel_id = 0;
   if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len) < 0) c.flow_table_full += 1;
 }
 
-// Every counter of one parsed frame.
+// Whether a frame is an IP fragment to reassemble: one the capture holds
+// whole. A fragment the capture cut short can never be part of a datagram;
+// it counts as what it shows (its transport header, for a first fragment),
+// as tshark does.
+GNIO_HOST_DEVICE inline bool reassemble_this(const device::parsed_pkt& p, uint32_t len) {
+  using namespace device;
+  if (!p.is_fragment) return false;
+  if (p.l3 == l3_kind::ipv4) return p.l3_off + uint32_t{p.ipv4.total_length} <= len;
+  if (p.l3 == l3_kind::ipv6) return !p.ipv6.jumbo && p.l3_off + 40u + p.ipv6.payload_length <= len;
+  return false;
+}
+
+// Whether count_stream has a segment to follow: a TCP header the parser
+// filled in, and a table to follow it in.
+GNIO_HOST_DEVICE inline bool streamed(const device::parsed_pkt& p, uint32_t len, const device::stream_table* st) {
+  return st != nullptr && st->slots != nullptr && p.l4 == device::l4_kind::tcp && detail::l4_fields_ok(p, len) &&
+         !reassemble_this(p, len);
+}
+
+// HTTP and DNS over TCP, per message, as tshark counts them: the segment is
+// fed to its connection's framing (pkt/stream.hpp), and a frame counts in
+// http_requests (and its method), http_responses, dns_queries or
+// dns_responses when a message of that kind completes in it (tshark's frame
+// counts; http_request_messages and http_response_messages count the
+// messages). Segments of one connection must come in arrival order from one
+// thread at a time (the kernel's ordered pass; the block owns the table). A
+// full table falls back to per-segment classification (stream_table_full).
+template <class C>
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
+                                                    device::stream_table* st, dns_entry* dns, uint32_t dns_capacity,
+                                                    C& c) {
+  using namespace device;
+  if (!streamed(p, len, st)) return;
+  flow_key k = make_flow_key(p);
+  k.src_port = p.src_port;
+  k.dst_port = p.dst_port;
+  const flow_key canon = canonical_flow_key(k);
+  tcp_conn* conn = stream_table_find_or_add(*st, canon, nullptr);
+  if (conn == nullptr) {
+    c.stream_table_full += 1;
+    const bool is_dns = count_dns(frame, len, p, dns, dns_capacity, c);
+    if (!is_dns && p.payload_len != 0 && detail::fits(len, p.payload_off, p.payload_len)) {
+      switch (http_classify(frame + p.payload_off, p.payload_len)) {
+        case http_kind::not_http: break;
+        case http_kind::response: c.http_responses += 1; break;
+        case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
+        case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
+        case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
+        default: c.http_requests += 1; c.http_other_requests += 1; break;
+      }
+    }
+    return;
+  }
+  stream_events ev;
+  tcp_stream_feed(*conn, stream_dir(k, canon), p, frame, len, ev);
+  if (ev.http_requests != 0) c.http_requests += 1;
+  if (ev.http_get != 0) c.http_get += 1;
+  if (ev.http_head != 0) c.http_head += 1;
+  if (ev.http_post != 0) c.http_post += 1;
+  if (ev.http_other_requests != 0) c.http_other_requests += 1;
+  if (ev.http_responses != 0) c.http_responses += 1;
+  c.http_request_messages += ev.http_requests;
+  c.http_response_messages += ev.http_responses;
+  if (ev.dns_queries != 0) c.dns_queries += 1;
+  if (ev.dns_responses != 0) c.dns_responses += 1;
+  for (uint32_t i = 0; i < ev.num_dns_query_starts && i < stream_max_events; ++i) {
+    if (!detail::fits(len, ev.dns_query_off[i], ev.dns_query_len[i])) continue;
+    dns_count_name(frame + ev.dns_query_off[i], ev.dns_query_len[i], dns, dns_capacity, c);
+  }
+  if (ev.retransmitted) c.tcp_retransmitted += 1;
+  if (ev.gap) c.tcp_gaps += 1;
+  c.stream_messages_dropped += ev.messages_dropped;
+}
+
+// Every counter of one parsed frame. With a stream table, HTTP and DNS over
+// TCP are counted per message by count_stream: here (defer_stream false), or
+// by the caller afterwards in arrival order (the CUDA kernel's ordered pass).
 template <class C>
 GNIO_HOST_DEVICE inline void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
                                           const device::parsed_pkt& p, device::flow_entry* conv, uint32_t conv_capacity,
-                                          dns_entry* dns, uint32_t dns_capacity, C& c) {
+                                          dns_entry* dns, uint32_t dns_capacity, C& c,
+                                          device::stream_table* st = nullptr, bool defer_stream = false) {
   using namespace device;
   count_common(frame, len, wire_len, p, c);
-  const bool is_dns = count_dns(frame, len, p, dns, dns_capacity, c);
-  if (p.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
-  count_tcp(frame, len, p, is_dns, c);
-  count_icmp(p, c);
+  count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
   count_arp(p, c);
+  // A fragment held for reassembly shows only its IP header (the parser left
+  // its transport protocol out of protos): nothing above IP counts until the
+  // datagram is whole (count_fragment).
+  if (reassemble_this(p, len)) return;
+  const bool stream = streamed(p, len, st);
+  const bool is_dns = !stream && count_dns(frame, len, p, dns, dns_capacity, c);
+  if (p.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
+  count_tcp(frame, len, p, is_dns, c, !stream);
+  if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c);
+  count_icmp(p, c);
   count_conversation(p, len, wire_len, conv, conv_capacity, c);
+}
+
+// Counts a fragment: fed to the block's reassembly table (one thread per
+// table, in arrival order). Until its datagram is complete a fragment counts
+// as the IP (and tunnel) headers it shows, as tshark shows it; the fragment
+// that completes it counts, once per protocol, what its frame and the whole
+// datagram hold together (the datagram's UDP/TCP/ICMP, DNS, HTTP and its
+// conversation), as tshark counts the frame that reassembles a datagram.
+template <class C>
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint32_t len, uint32_t wire_len,
+                                                      const device::parsed_pkt& p, device::frag_table* ft,
+                                                      device::flow_entry* conv, uint32_t conv_capacity,
+                                                      dns_entry* dns, uint32_t dns_capacity, C& c) {
+  using namespace device;
+  frag_stats st{};
+  const uint8_t* d = nullptr;
+  uint32_t dlen = 0;
+  const frag_result r = ft != nullptr ? frag_input(*ft, frame, len, p, now_ns(), st, &d, &dlen) : frag_result::not_fragment;
+  c.frag_reassembled += st.reassembled;
+  c.frag_timed_out += st.timed_out;
+  c.frag_overlapping += st.overlapping;
+  c.frag_duplicates += st.duplicates;
+  c.frag_over_limit += st.over_limit;
+  c.frag_bad += st.bad;
+  if (r != frag_result::complete || d == nullptr) {
+    count_packet(frame, len, wire_len, p, conv, conv_capacity, dns, dns_capacity, c);
+    return;
+  }
+  parsed_pkt q;
+  (void)parse_l3(d, dlen, q);
+  // The frame, counted once: its own headers' protocols and the datagram's,
+  // the tunnels it came through (their identifiers name the inner flow).
+  parsed_pkt m = q;
+  m.protos |= p.protos;
+  m.is_fragment = true;
+  m.malformed = p.malformed || q.malformed;
+  m.error = p.malformed ? p.error : q.error;
+  m.encap_limit = p.encap_limit || q.encap_limit;
+  if (q.encap_count == 0) {
+    m.encap_count = p.encap_count;
+    for (uint32_t i = 0; i < p.encap_count; ++i) m.encap[i] = p.encap[i];
+  }
+  count_common(d, dlen, wire_len, m, c);
+  const bool is_dns = count_dns(d, dlen, q, dns, dns_capacity, c);
+  if (q.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
+  count_tcp(d, dlen, q, is_dns, c);
+  count_icmp(q, c);
+  count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
+  count_tunnel_conversations(d, dlen, wire_len, q, conv, conv_capacity, c);
+  // The datagram's flow with the identifier of the tunnel around it.
+  parsed_pkt inner = q;
+  inner.is_fragment = false;
+  if (q.encap_count == 0) {
+    inner.encap_count = p.encap_count;
+    for (uint32_t i = 0; i < p.encap_count; ++i) inner.encap[i] = p.encap[i];
+  }
+  count_conversation(inner, dlen, wire_len, conv, conv_capacity, c);
 }
 
 // ---------------------------------------------------------------------------
@@ -372,7 +529,9 @@ GNIO_HOST_DEVICE inline void count_packet(const uint8_t* frame, uint32_t len, ui
 GNIO_HOST_DEVICE inline uint32_t make_icmp_echo_reply_inplace(uint8_t* frame, uint32_t len,
                                                               const device::parsed_pkt& p) {
   using namespace device;
-  if (frame == nullptr || !p.has_l2 || p.malformed || p.is_fragment) return 0;
+  // A tunneled request is not ours to answer: the reply would need the
+  // tunnel's headers rebuilt too.
+  if (frame == nullptr || !p.has_l2 || p.malformed || p.is_fragment || p.encap_count != 0) return 0;
   if (p.l3 != l3_kind::ipv4 || p.l4 != l4_kind::icmp || p.icmp.type != 8) return 0;
   const uint32_t l3 = p.l3_off, l4 = p.l4_off;
   if (!detail::fits(len, l3, p.ipv4.total_length) || !detail::fits(len, l4, 8)) return 0;
@@ -394,7 +553,7 @@ GNIO_HOST_DEVICE inline uint32_t make_icmp_echo_reply_inplace(uint8_t* frame, ui
   const uint16_t old_word = static_cast<uint16_t>((icmp[0] << 8) | icmp[1]);
   icmp[0] = 0;
   const uint16_t new_word = static_cast<uint16_t>(icmp[1]);
-  detail::wr16(icmp + 2, csum_update16(detail::rd16(icmp + 2), old_word, new_word));
+  device::put16(icmp + 2, csum_update16(detail::rd16(icmp + 2), old_word, new_word));
   return len;
 }
 
@@ -402,7 +561,8 @@ GNIO_HOST_DEVICE inline uint32_t make_icmp_echo_reply_inplace(uint8_t* frame, ui
 // not an Ethernet/IPv4 who-has for cfg.ip (from someone else).
 GNIO_HOST_DEVICE inline uint32_t arp_reply_len(const device::parsed_pkt& p, const app_config& cfg) {
   using namespace device;
-  if (!p.has_l2 || p.l3 != l3_kind::arp || p.malformed || !p.arp.eth_ipv4 || p.arp.op != 1) return 0;
+  if (!p.has_l2 || p.l3 != l3_kind::arp || p.malformed || p.encap_count != 0 || !p.arp.eth_ipv4 || p.arp.op != 1)
+    return 0;
   if (cfg.ip == 0 || p.arp.tpa != cfg.ip) return 0;
   bool ours = true;  // our own announcement looped back
   for (uint32_t i = 0; i < 6; ++i) ours = ours && p.arp.sha[i] == cfg.mac[i];
@@ -425,17 +585,17 @@ GNIO_HOST_DEVICE inline uint32_t make_arp_reply(const uint8_t* req, const device
   }
   for (uint32_t i = 12; i < l3; ++i) out[i] = req[i];  // VLAN tags and the ARP ethertype
   uint8_t* a = out + l3;
-  detail::wr16(a, 1);       // Ethernet
-  detail::wr16(a + 2, device::ethertype_ipv4);
+  device::put16(a, 1);       // Ethernet
+  device::put16(a + 2, device::ethertype_ipv4);
   a[4] = 6;
   a[5] = 4;
-  detail::wr16(a + 6, 2);   // reply
+  device::put16(a + 6, 2);   // reply
   for (uint32_t i = 0; i < 6; ++i) {
     a[8 + i] = cfg.mac[i];
     a[18 + i] = p.arp.sha[i];
   }
-  detail::wr32(a + 14, cfg.ip);
-  detail::wr32(a + 24, p.arp.spa);
+  device::put32(a + 14, cfg.ip);
+  device::put32(a + 24, p.arp.spa);
   for (uint32_t i = l3 + 28; i < n; ++i) out[i] = 0;
   return n;
 }
@@ -443,7 +603,9 @@ GNIO_HOST_DEVICE inline uint32_t make_arp_reply(const uint8_t* req, const device
 // Length of the segment make_tcp_segment would build, or 0 when it cannot.
 GNIO_HOST_DEVICE inline uint32_t tcp_segment_len(const device::parsed_pkt& req_p, uint32_t payload_len) {
   using namespace device;
-  if (!req_p.has_l2 || req_p.l3 != l3_kind::ipv4 || req_p.l4 != l4_kind::tcp || req_p.malformed) return 0;
+  if (!req_p.has_l2 || req_p.l3 != l3_kind::ipv4 || req_p.l4 != l4_kind::tcp || req_p.malformed ||
+      req_p.encap_count != 0)
+    return 0;
   if (payload_len > max_tcp_payload) return 0;
   const uint32_t n = req_p.l3_off + 40u + payload_len;
   return n < min_frame ? min_frame : n;
@@ -472,27 +634,27 @@ GNIO_HOST_DEVICE inline uint32_t make_tcp_segment(const uint8_t* req, const devi
   uint8_t* ip = out + l3;
   ip[0] = 0x45;
   ip[1] = 0;
-  detail::wr16(ip + 2, static_cast<uint16_t>(40u + payload_len));
-  detail::wr16(ip + 4, 0);
-  detail::wr16(ip + 6, 0x4000);  // DF
+  device::put16(ip + 2, static_cast<uint16_t>(40u + payload_len));
+  device::put16(ip + 4, 0);
+  device::put16(ip + 6, 0x4000);  // DF
   ip[8] = 64;
   ip[9] = ipproto_tcp;
-  detail::wr16(ip + 10, 0);
-  detail::wr32(ip + 12, req_p.ipv4.dst);
-  detail::wr32(ip + 16, req_p.ipv4.src);
-  detail::wr16(ip + 10, ipv4_header_checksum(ip, 20));
+  device::put16(ip + 10, 0);
+  device::put32(ip + 12, req_p.ipv4.dst);
+  device::put32(ip + 16, req_p.ipv4.src);
+  device::put16(ip + 10, ipv4_header_checksum(ip, 20));
   uint8_t* t = ip + 20;
-  detail::wr16(t, req_p.dst_port);
-  detail::wr16(t + 2, req_p.src_port);
-  detail::wr32(t + 4, seq);
-  detail::wr32(t + 8, ack);
+  device::put16(t, req_p.dst_port);
+  device::put16(t + 2, req_p.src_port);
+  device::put32(t + 4, seq);
+  device::put32(t + 8, ack);
   t[12] = 5u << 4;
   t[13] = flags;
-  detail::wr16(t + 14, 0xffff);
-  detail::wr16(t + 16, 0);
-  detail::wr16(t + 18, 0);
+  device::put16(t + 14, 0xffff);
+  device::put16(t + 16, 0);
+  device::put16(t + 18, 0);
   for (uint32_t i = 0; i < payload_len; ++i) t[20 + i] = payload[i];
-  detail::wr16(t + 16, l4_checksum_ipv4(req_p.ipv4.dst, req_p.ipv4.src, ipproto_tcp, t, 20u + payload_len));
+  device::put16(t + 16, l4_checksum_ipv4(req_p.ipv4.dst, req_p.ipv4.src, ipproto_tcp, t, 20u + payload_len));
   for (uint32_t i = l3 + 40u + payload_len; i < n; ++i) out[i] = 0;
   return n;
 }
@@ -535,8 +697,9 @@ GNIO_HOST_DEVICE inline reply_kind http_select_page(const uint8_t* frame, uint32
   constexpr uint32_t path_cap = sizeof(http_pages::second_path);
   char path[path_cap];
   bool cut = false;
-  int32_t n = http_request_path(pl, p.payload_len, path, path_cap, &cut);
-  if (cut) n = -1;
+  uint32_t got = 0;
+  const bool have = http_request_path(pl, p.payload_len, path, path_cap, &got, &cut) == http_error::none && !cut;
+  const int32_t n = have ? static_cast<int32_t>(got) : -1;
   auto equals = [&](const char* s) {
     int32_t i = 0;
     for (; i < n; ++i)
@@ -791,6 +954,12 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
   const txq& tq = br.tx;
   const bool can_tx = br.has_tx != 0;
   counters* const total = ctr + ctx.block;
+  // This block's reassembly table: only one thread of the block touches it
+  // (thread 0 on the GPU), in arrival order.
+  frag_table* const ft = frag != nullptr ? frag + ctx.block : nullptr;
+  // This block's TCP connections: a connection's segments are fed in
+  // arrival order by one thread (the ordered pass below on the GPU).
+  stream_table* const stt = streams != nullptr ? streams + ctx.block : nullptr;
   uint64_t last_report = now_ns();
 #if defined(__CUDA_ARCH__)
   __shared__ block_counters s_count;
@@ -816,19 +985,27 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     // Rounds of blockDim.x packets; every thread runs every round (num is
     // block-uniform) so the block-wide TX calls inside are never divergent.
     bool inplace = false;
+    // Which threads of a round hold a fragment, for the reassembly pass.
+    __shared__ uint8_t s_frag[1024];
+    __shared__ uint32_t s_conn[1024];  // each TCP segment's connection hash, for the ordered pass
     for (uint32_t base = 0; base < num; base += blockDim.x) {
       const uint32_t i = base + threadIdx.x;
       const bool have = i < num;
       parsed_pkt p;
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
+      bool is_frag = false, is_seg = false;
       if (have) {
         const uint64_t idx = first + i;
         f = pkt_addr(rq, idx);
         const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
         parse(f, len, p);
-        count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count);
-        if (can_tx) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
+        is_frag = ft != nullptr && reassemble_this(p, len);
+        if (!is_frag) {
+          count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
+          is_seg = streamed(p, len, stt);
+        }
+        if (can_tx && !is_frag) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       }
       if (can_tx) {
         const bool want = plan.kind != reply_kind::none;
@@ -854,6 +1031,56 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         }
         detail::tx_block_publish(tq, n);
       }
+      // Fragments, in arrival order, by one thread: the table is not shared.
+      // Block-uniform: every thread takes part in the barriers or none does.
+      if (__syncthreads_or(is_frag)) {
+        s_frag[threadIdx.x] = is_frag ? 1 : 0;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          for (uint32_t j = 0; j < blockDim.x && base + j < num; ++j) {
+            if (!s_frag[j]) continue;
+            const uint64_t idx = first + base + j;
+            const uint8_t* fj = pkt_addr(rq, idx);
+            const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
+            parsed_pkt q;
+            parse(fj, len, q);
+            count_fragment(fj, len, wire, q, ft, conv, conv_capacity, dns, dns_capacity, s_count);
+          }
+        }
+        __syncthreads();  // s_frag is rewritten below and by the next round
+      }
+      // TCP segments through their connections' framing: segments of one
+      // connection in arrival order, by one thread (the first of the round
+      // that holds one of them: its leader), different connections at once.
+      if (__syncthreads_or(is_seg)) {
+        uint32_t h = 0;
+        if (is_seg) {
+          flow_key k = make_flow_key(p);
+          k.src_port = p.src_port;
+          k.dst_port = p.dst_port;
+          h = static_cast<uint32_t>(flow_key_hash64(canonical_flow_key(k)));
+        }
+        s_frag[threadIdx.x] = is_seg ? 1 : 0;
+        s_conn[threadIdx.x] = h;
+        __syncthreads();
+        bool leader = is_seg;
+        for (uint32_t j = 0; leader && j < threadIdx.x; ++j) leader = !(s_frag[j] && s_conn[j] == h);
+        if (leader) {
+          count_stream(f, pkt_len(rq, first + i), p, stt, dns, dns_capacity, s_count);
+          // Others of the same hash (the same connection, or a collision:
+          // still each connection in order) after it in the round.
+          for (uint32_t j = threadIdx.x + 1; j < blockDim.x && base + j < num; ++j) {
+            if (!s_frag[j] || s_conn[j] != h) continue;
+            const uint64_t idx = first + base + j;
+            const uint8_t* fj = pkt_addr(rq, idx);
+            const uint32_t len = pkt_len(rq, idx);
+            parsed_pkt q;
+            parse(fj, len, q);
+            count_stream(fj, len, q, stt, dns, dns_capacity, s_count);
+          }
+        }
+        __syncthreads();  // s_frag and s_conn are rewritten by the next round
+      }
     }
     // Block-wide OR; also the barrier after which every count of the batch is in.
     const bool any_inplace = __syncthreads_or(inplace);
@@ -871,7 +1098,11 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
       parsed_pkt p;
       parse(f, len, p);
-      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local);
+      if (ft != nullptr && reassemble_this(p, len)) {
+        count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, local);
+        continue;
+      }
+      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local, stt, false);
       if (!can_tx) continue;
       const reply_plan plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       if (plan.kind == reply_kind::none) continue;
@@ -902,6 +1133,12 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
   }
 
   if (thread_rank() == 0) {
+    // Datagrams still waiting for fragments when the stream ended.
+    if (ft != nullptr) {
+      // Relaxed: a statistic, like the flushes; the final report below and
+      // the host (after the kernel) read it.
+      dev_atomic_ref<uint64_t>(total->frag_pending).fetch_add(frag_pending(*ft), cuda::std::memory_order_relaxed);
+    }
     // Every batch was processed (and in-place replies completed) before the
     // loop ended, so every received slot may go back to the backend.
     release_all(rq);
