@@ -32,12 +32,13 @@ mode=${1:-all}
 build=${GPU_CHECK_BUILD:-build-gpu}
 # The binaries `run` uses, relative to the build directory.
 run_bins=(examples/flow_count/flow_count examples/l2fwd/l2fwd tools/gnio/gnio tests/conformance_test
-  tests/flow_count_test tests/pp_test tests/l2fwd_test tests/module_loading_test bench/capacity bench/engine_cost bench/latency)
+  tests/flow_count_test tests/pp_test tests/l2fwd_test tests/module_loading_test tests/frag_gpu_test bench/capacity
+  bench/engine_cost bench/latency)
 
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
   ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test module_loading_test \
-    capacity engine_cost latency || return 1
+    frag_gpu_test capacity engine_cost latency || return 1
   stage_libs || return 1
   echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
 }

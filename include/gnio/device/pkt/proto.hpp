@@ -63,16 +63,6 @@ enum : uint16_t {
   tcp_ns = 0x100,
 };
 
-// pcap LINKTYPE_* values accepted by parse_link().
-enum : uint32_t {
-  linktype_null = 0,       // BSD loopback, host-order family
-  linktype_ethernet = 1,
-  linktype_raw = 101,      // raw IPv4/IPv6
-  linktype_loop = 108,     // OpenBSD loopback, network-order family
-  linktype_ipv4 = 228,
-  linktype_ipv6 = 229,
-};
-
 inline constexpr uint32_t max_vlan_tags = 4;
 inline constexpr uint32_t max_ipv6_ext_headers = 8;
 // Encapsulations parse() walks into; deeper ones are left as payload
