@@ -42,11 +42,6 @@ constexpr uint32_t max_records = 256;
 alignas(64) uint8_t memory[1 << 17];
 uint8_t frame[2048];
 
-void put16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
 // Builds a fragment from 7 bytes of description into `frame`; returns its length.
 uint32_t make_fragment(const uint8_t* r) {
   const uint32_t family = r[0] % 3;  // 0 IPv4, 1 IPv6, 2 IPv6 + hop-by-hop

@@ -221,11 +221,14 @@ GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len
   if (dns_table_add(table, capacity, name, n) < 0) c.dns_names_dropped += 1;
 }
 
-// DNS over UDP (port 53, not 5353: tshark calls that mDNS) or over TCP port 53
-// (2-byte length prefix, then the message). The header must pass
-// dns_header_sane against the length the sender declared (UDP length or the
-// TCP prefix), so a capture cut short still counts, as it does for tshark.
-// Returns true when the frame was counted as DNS.
+// DNS-format messages over UDP port 53, 5353 (mDNS) or 5355 (LLMNR), which
+// tshark decodes into the same dns.* fields, or over TCP port 53 (2-byte
+// length prefix, then the message; count_stream frames them per message when
+// there is a stream table). The header must pass dns_header_sane against the
+// length the sender declared (UDP length or the TCP prefix), so a capture cut
+// short still counts, as it does for tshark; an mDNS message may have no
+// question (an announcement) when it has records. Returns true when the frame
+// was counted as DNS.
 //
 // Out of line on the GPU: taking the parsed packet by reference there keeps
 // it in local memory (L1) rather than in registers, which brings the kernel
@@ -237,7 +240,10 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
   using namespace device;
   if (frame == nullptr || !detail::l4_fields_ok(p, len)) return false;
   if (p.l4 != l4_kind::udp && p.l4 != l4_kind::tcp) return false;
-  if (p.src_port != 53 && p.dst_port != 53) return false;
+  auto on = [&p](uint16_t port) { return p.src_port == port || p.dst_port == port; };
+  const bool dns53 = on(53);
+  const bool multicast = p.l4 == l4_kind::udp && !dns53 && (on(5353) || on(5355));
+  if (!dns53 && !multicast) return false;
   if (!detail::fits(len, p.payload_off, p.payload_len)) return false;
   const uint8_t* msg = frame + p.payload_off;
   uint32_t cap_len = p.payload_len;  // bytes we can read
@@ -255,7 +261,14 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
   if (decl_len < cap_len) cap_len = decl_len;
   dns_header h;
   if (!dns_parse_header(msg, cap_len, h)) return false;
-  if (!dns_header_sane(h, decl_len)) return false;
+  if (!dns_header_sane(h, decl_len)) {
+    // mDNS announcements carry records and no question.
+    dns_header q = h;
+    q.qdcount = 1;
+    const bool announce = multicast && h.qdcount == 0 && (h.ancount | h.nscount | h.arcount) != 0 &&
+                          decl_len >= dns_header_len + 5u && dns_header_sane(q, decl_len);
+    if (!announce) return false;
+  }
   if (h.qr) {
     c.dns_responses += 1;
   } else {
@@ -359,6 +372,33 @@ GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uin
   if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len) < 0) c.flow_table_full += 1;
 }
 
+// SSDP (UDP port 1900): HTTP messages in UDP datagrams, one per datagram,
+// which tshark counts in its http.request and http.response fields too: its
+// M-SEARCH requests and their responses (tshark does not mark a NOTIFY as a
+// request, so neither does this).
+template <class C>
+GNIO_HOST_DEVICE inline void count_ssdp(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p, C& c) {
+  using namespace device;
+  if (frame == nullptr || p.l4 != l4_kind::udp || (p.src_port != 1900 && p.dst_port != 1900)) return;
+  if (p.payload_len == 0 || !detail::fits(len, p.payload_off, p.payload_len)) return;
+  const uint8_t* m = frame + p.payload_off;
+  const http_kind k = http_classify(m, p.payload_len);
+  if (k == http_kind::response) {
+    c.http_responses += 1;
+    c.http_response_messages += 1;
+  } else if (k == http_kind::other_request && device::detail::starts_with(m, p.payload_len, "M-SEARCH ", 9)) {
+    c.http_requests += 1;
+    c.http_other_requests += 1;
+    c.http_request_messages += 1;
+  }
+}
+
+// The parser, out of line in the kernel: inlined, its walk through tunnels
+// would add its registers to every thread of the kernel's loop.
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool parse_frame(const uint8_t* f, uint32_t len, device::parsed_pkt& p) {
+  return device::parse(f, len, p);
+}
+
 // Whether a frame is an IP fragment to reassemble: one the capture holds
 // whole. A fragment the capture cut short can never be part of a datagram;
 // it counts as what it shows (its transport header, for a first fragment),
@@ -436,8 +476,10 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
 // Every counter of one parsed frame. With a stream table, HTTP and DNS over
 // TCP are counted per message by count_stream: here (defer_stream false), or
 // by the caller afterwards in arrival order (the CUDA kernel's ordered pass).
+//
+// Out of line on the GPU, like the parser, for the kernel loop's registers.
 template <class C>
-GNIO_HOST_DEVICE inline void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
                                           const device::parsed_pkt& p, device::flow_entry* conv, uint32_t conv_capacity,
                                           dns_entry* dns, uint32_t dns_capacity, C& c,
                                           device::stream_table* st = nullptr, bool defer_stream = false) {
@@ -451,7 +493,10 @@ GNIO_HOST_DEVICE inline void count_packet(const uint8_t* frame, uint32_t len, ui
   if (reassemble_this(p, len)) return;
   const bool stream = streamed(p, len, st);
   const bool is_dns = !stream && count_dns(frame, len, p, dns, dns_capacity, c);
-  if (p.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
+  if (p.l4 == l4_kind::udp && !is_dns) {
+    c.udp_other += 1;
+    count_ssdp(frame, len, p, c);
+  }
   count_tcp(frame, len, p, is_dns, c, !stream);
   if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c);
   count_icmp(p, c);
@@ -513,6 +558,38 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint
     for (uint32_t i = 0; i < p.encap_count; ++i) inner.encap[i] = p.encap[i];
   }
   count_conversation(inner, dlen, wire_len, conv, conv_capacity, c);
+}
+
+// The ordered passes of the CUDA kernel re-read a frame from its RX slot:
+// parsed here, out of line, so that the kernel holds no second copy of the
+// parser or of the packet it parsed before its TX section.
+template <class C>
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment_at(const device::rxq& q, uint64_t idx, device::frag_table* ft,
+                                                         device::flow_entry* conv, uint32_t conv_capacity,
+                                                         dns_entry* dns, uint32_t dns_capacity, C& c) {
+  const uint8_t* f = device::pkt_addr(q, idx);
+  const uint32_t len = device::pkt_len(q, idx), wire = device::pkt_wire_len(q, idx);
+  device::parsed_pkt p;
+  parse_frame(f, len, p);
+  count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, c);
+}
+
+template <class C>
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream_at(const device::rxq& q, uint64_t idx, device::stream_table* st,
+                                                       dns_entry* dns, uint32_t dns_capacity, C& c) {
+  const uint8_t* f = device::pkt_addr(q, idx);
+  const uint32_t len = device::pkt_len(q, idx);
+  device::parsed_pkt p;
+  parse_frame(f, len, p);
+  count_stream(f, len, p, st, dns, dns_capacity, c);
+}
+
+// The hash of a TCP segment's connection, which the ordered pass groups by.
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE uint32_t connection_hash(const device::parsed_pkt& p) {
+  device::flow_key k = device::make_flow_key(p);
+  k.src_port = p.src_port;
+  k.dst_port = p.dst_port;
+  return static_cast<uint32_t>(device::flow_key_hash64(device::canonical_flow_key(k)));
 }
 
 // ---------------------------------------------------------------------------
@@ -995,15 +1072,17 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
       bool is_frag = false, is_seg = false;
+      uint32_t conn_hash = 0;
       if (have) {
         const uint64_t idx = first + i;
         f = pkt_addr(rq, idx);
         const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
-        parse(f, len, p);
+        parse_frame(f, len, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {
           count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
           is_seg = streamed(p, len, stt);
+          if (is_seg) conn_hash = connection_hash(p);
         }
         if (can_tx && !is_frag) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       }
@@ -1037,15 +1116,8 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         s_frag[threadIdx.x] = is_frag ? 1 : 0;
         __syncthreads();
         if (threadIdx.x == 0) {
-          for (uint32_t j = 0; j < blockDim.x && base + j < num; ++j) {
-            if (!s_frag[j]) continue;
-            const uint64_t idx = first + base + j;
-            const uint8_t* fj = pkt_addr(rq, idx);
-            const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
-            parsed_pkt q;
-            parse(fj, len, q);
-            count_fragment(fj, len, wire, q, ft, conv, conv_capacity, dns, dns_capacity, s_count);
-          }
+          for (uint32_t j = 0; j < blockDim.x && base + j < num; ++j)
+            if (s_frag[j]) count_fragment_at(rq, first + base + j, ft, conv, conv_capacity, dns, dns_capacity, s_count);
         }
         __syncthreads();  // s_frag is rewritten below and by the next round
       }
@@ -1053,31 +1125,18 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       // connection in arrival order, by one thread (the first of the round
       // that holds one of them: its leader), different connections at once.
       if (__syncthreads_or(is_seg)) {
-        uint32_t h = 0;
-        if (is_seg) {
-          flow_key k = make_flow_key(p);
-          k.src_port = p.src_port;
-          k.dst_port = p.dst_port;
-          h = static_cast<uint32_t>(flow_key_hash64(canonical_flow_key(k)));
-        }
+        const uint32_t h = conn_hash;
         s_frag[threadIdx.x] = is_seg ? 1 : 0;
         s_conn[threadIdx.x] = h;
         __syncthreads();
         bool leader = is_seg;
         for (uint32_t j = 0; leader && j < threadIdx.x; ++j) leader = !(s_frag[j] && s_conn[j] == h);
         if (leader) {
-          count_stream(f, pkt_len(rq, first + i), p, stt, dns, dns_capacity, s_count);
-          // Others of the same hash (the same connection, or a collision:
-          // still each connection in order) after it in the round.
-          for (uint32_t j = threadIdx.x + 1; j < blockDim.x && base + j < num; ++j) {
-            if (!s_frag[j] || s_conn[j] != h) continue;
-            const uint64_t idx = first + base + j;
-            const uint8_t* fj = pkt_addr(rq, idx);
-            const uint32_t len = pkt_len(rq, idx);
-            parsed_pkt q;
-            parse(fj, len, q);
-            count_stream(fj, len, q, stt, dns, dns_capacity, s_count);
-          }
+          // Its own segment, then the others of the same hash (the same
+          // connection, or a collision: still each connection in order)
+          // after it in the round.
+          for (uint32_t j = threadIdx.x; j < blockDim.x && base + j < num; ++j)
+            if (s_frag[j] && s_conn[j] == h) count_stream_at(rq, first + base + j, stt, dns, dns_capacity, s_count);
         }
         __syncthreads();  // s_frag and s_conn are rewritten by the next round
       }

@@ -391,12 +391,14 @@ TEST(pp_dns, queries_responses_and_top_names) {
   add(udp_frame(40001, 53, dns_msg(2, false, {"www", "example", "com"})));
   add(udp_frame(40002, 53, dns_msg(3, false, {"gnio", "test"})));
   add(udp_frame(53, 40000, dns_msg(1, true, {"www", "example", "com"})));
-  add(udp_frame(5353, 5353, dns_msg(4, false, {"printer", "local"})));  // mDNS: not DNS for tshark
+  // mDNS: tshark decodes it into the same dns.* fields, so its query counts.
+  add(udp_frame(5353, 5353, dns_msg(4, false, {"printer", "local"})));
   add(udp_frame(40003, 53, text("definitely not a DNS message")));
-  EXPECT_EQ(c.dns_queries, 3u);
+  add(udp_frame(40004, 8053, dns_msg(5, false, {"other", "port"})));  // no heuristics on other ports
+  EXPECT_EQ(c.dns_queries, 4u);
   EXPECT_EQ(c.dns_responses, 1u);
   EXPECT_EQ(c.udp_other, 2u);
-  EXPECT_EQ(c.udp, 6u);
+  EXPECT_EQ(c.udp, 7u);
   EXPECT_EQ(c.dns_names_dropped, 0u);
   std::map<std::string, uint64_t> names;
   for (const auto& e : table)
@@ -404,7 +406,8 @@ TEST(pp_dns, queries_responses_and_top_names) {
       ASSERT_LT(e.len, gnio::pp::dns_name_bytes);
       names[gnio::pp::dns_name_text(std::string_view(e.name, e.len))] = e.count;
     }
-  EXPECT_EQ(names, (std::map<std::string, uint64_t>{{"www.example.com", 2}, {"gnio.test", 1}}));
+  EXPECT_EQ(names,
+            (std::map<std::string, uint64_t>{{"www.example.com", 2}, {"gnio.test", 1}, {"printer.local", 1}}));
 }
 
 TEST(pp_dns, full_table_drops_names_and_long_names_are_cut) {

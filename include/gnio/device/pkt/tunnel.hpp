@@ -101,10 +101,13 @@ GNIO_HOST_DEVICE inline void parse_vxlan(const pkt_view& v, uint32_t off, parsed
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
-  o.protos |= proto_vxlan;
   const uint8_t* p = v.data + off;
-  const bool vni_valid = (p[0] & 0x08) != 0;
-  enter(c, encap_kind::vxlan, off, vni_valid, vni_valid ? rd32(p + 4) >> 8 : 0, layer::ether, off + 8, v.len);
+  // RFC 7348: the I flag is set. Without it this is other traffic on port
+  // 4789 (a random UDP flow), not walked into, as Linux's VXLAN receive path
+  // drops it.
+  if ((p[0] & 0x08) == 0) return;
+  o.protos |= proto_vxlan;
+  enter(c, encap_kind::vxlan, off, true, rd32(p + 4) >> 8, layer::ether, off + 8, v.len);
 }
 
 GNIO_HOST_DEVICE inline void parse_geneve(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
@@ -114,13 +117,18 @@ GNIO_HOST_DEVICE inline void parse_geneve(const pkt_view& v, uint32_t off, parse
   }
   const uint8_t* p = v.data + off;
   if ((p[0] >> 6) != 0) return;  // an unknown version: its header cannot be read
+  // A protocol the parser walks into (Ethernet, IPv4, IPv6, MPLS); anything
+  // else on port 6081 is left as UDP payload.
+  const uint16_t proto = rd16(p + 2);
+  if (proto != ethertype_teb && proto != ethertype_ipv4 && proto != ethertype_ipv6 && proto != ethertype_mpls &&
+      proto != ethertype_mpls_mc)
+    return;
   o.protos |= proto_geneve;
   const uint32_t hl = 8u + (p[0] & 0x3fu) * 4u;
   if (!fits(v.len, off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
-  const uint16_t proto = rd16(p + 2);
   enter(c, encap_kind::geneve, off, true, rd32(p + 4) >> 8, by_ethertype(proto), off + hl, v.len, proto);
 }
 
@@ -168,23 +176,25 @@ GNIO_HOST_DEVICE inline void parse_gtpu(const pkt_view& v, uint32_t off, parsed_
 // An MPLS label stack; below the bottom label an IPv4 or IPv6 packet, as
 // told by its first nibble (pseudowires are not decoded).
 GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
+  // In UDP (port 6635) a stack must end with its bottom label inside the
+  // datagram and carry IP to be taken for MPLS; other traffic on that port
+  // stays UDP payload. After an MPLS EtherType it is MPLS whatever follows.
+  const bool in_udp = o.l4 == l4_kind::udp;
   reset_l3_other(o, off, v.len);
   uint32_t cur = off, top = 0;
   for (uint32_t n = 0;; ++n) {
-    if (n == max_mpls_labels) {
-      fail(o, pkt_error::too_many_mpls_labels);
+    if (n == max_mpls_labels || !fits(v.len, cur, 4)) {
+      if (!in_udp) fail(o, n == max_mpls_labels ? pkt_error::too_many_mpls_labels : pkt_error::truncated_tunnel);
       return;
     }
-    if (!fits(v.len, cur, 4)) {
-      fail(o, pkt_error::truncated_tunnel);
-      return;
-    }
-    o.protos |= proto_mpls;
     const uint32_t e = rd32(v.data + cur);
     if (n == 0) top = e >> 12;
     cur += 4;
     if (e & 0x100u) break;  // bottom of stack
   }
+  const uint8_t first = fits(v.len, cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
+  if (in_udp && first != 4 && first != 6) return;
+  o.protos |= proto_mpls;
   set_payload(o, cur, v.len);
   if (!fits(v.len, cur, 1)) return;
   const uint8_t ver = v.data[cur] >> 4;
