@@ -1235,10 +1235,12 @@ TEST(PktTunnel, VxlanWithInnerVlanStack) {
   ASSERT_TRUE(gd::outer_udp_flow_key(f.data(), static_cast<uint32_t>(f.size()), p, 0, o));
   EXPECT_EQ(o.dst_port, gd::udp_port_vxlan);
   EXPECT_EQ(o.tunnel, gd::encap_kind::none);
-  // Cut inside the VXLAN header: the outer headers stand, the tunnel is short.
+  // Cut inside the VXLAN header: the outer headers stand, the tunnel header
+  // is short (which outranks the outer datagram's truncated_payload).
   gd::parsed_pkt q;
   EXPECT_FALSE(gd::parse(f.data(), 14 + 20 + 8 + 4, q));
-  EXPECT_EQ(q.error, gd::pkt_error::truncated_payload);
+  EXPECT_EQ(q.error, gd::pkt_error::truncated_tunnel);
+  EXPECT_EQ(q.l4, gd::l4_kind::udp);
   EXPECT_EQ(q.encap_count, 0u);
 }
 

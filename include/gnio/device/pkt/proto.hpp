@@ -308,8 +308,11 @@ struct parsed_pkt {
 namespace detail {
 
 // Records the first problem of a parse; returns false for the caller to pass on.
+// truncated_payload gives way to a header problem found later (inside a
+// tunnel the capture cut short), so that it keeps meaning "every header was
+// intact".
 GNIO_HOST_DEVICE GNIO_FORCEINLINE bool fail(parsed_pkt& o, pkt_error e) {
-  if (!o.malformed) {
+  if (!o.malformed || o.error == pkt_error::truncated_payload) {
     o.malformed = true;
     o.error = e;
   }

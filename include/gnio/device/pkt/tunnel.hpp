@@ -168,7 +168,7 @@ GNIO_HOST_DEVICE inline void parse_gtpu(const pkt_view& v, uint32_t off, parsed_
       hl += el;
     }
   }
-  set_payload(o, off + hl, end);
+  // Not walked into (not a G-PDU, or empty): the UDP payload stays as it is.
   if (type != 255 || off + hl >= end) return;
   enter(c, encap_kind::gtpu, off, true, rd32(p + 4), layer::ip_version, off + hl, end);
 }
@@ -255,8 +255,7 @@ GNIO_HOST_DEVICE inline void parse_l2tp(const pkt_view& v, uint32_t off, parsed_
   }
   uint32_t inner = off + hl;
   const layer next = ppp_payload(v, inner);
-  set_payload(o, off + hl, v.len);
-  if (next == layer::end) return;
+  if (next == layer::end) return;  // LCP, IPCP, ...: the UDP payload stays as it is
   enter(c, encap_kind::l2tp, off, true, ids, next, inner, v.len);
 }
 
