@@ -278,6 +278,23 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
   return true;
 }
 
+// HTTP classified on one TCP segment on its own: a payload that starts with
+// a request method or "HTTP/1.x " counts.
+template <class C>
+GNIO_HOST_DEVICE inline void count_http_segment(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
+                                                C& c) {
+  using namespace device;
+  if (p.payload_len == 0 || frame == nullptr || !detail::fits(len, p.payload_off, p.payload_len)) return;
+  switch (http_classify(frame + p.payload_off, p.payload_len)) {
+    case http_kind::not_http: break;
+    case http_kind::response: c.http_responses += 1; break;
+    case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
+    case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
+    case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
+    default: c.http_requests += 1; c.http_other_requests += 1; break;
+  }
+}
+
 // TCP flag counters and, per segment (per_segment_http), HTTP: a segment
 // whose payload starts with a request method or "HTTP/1.x " counts, on any
 // port (tshark also needs a known port or its heuristics). Pure ACK: ACK set,
@@ -296,17 +313,7 @@ GNIO_HOST_DEVICE inline void count_tcp(const uint8_t* frame, uint32_t len, const
   if (rst) c.tcp_rst += 1;
   if (pure_ack) c.tcp_ack += 1;
   if (!syn && !fin && !rst && !pure_ack) c.tcp_other += 1;
-  if (!per_segment_http || is_dns || p.payload_len == 0 || frame == nullptr ||
-      !detail::fits(len, p.payload_off, p.payload_len))
-    return;
-  switch (http_classify(frame + p.payload_off, p.payload_len)) {
-    case http_kind::not_http: break;
-    case http_kind::response: c.http_responses += 1; break;
-    case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
-    case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
-    case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
-    default: c.http_requests += 1; c.http_other_requests += 1; break;
-  }
+  if (per_segment_http && !is_dns) count_http_segment(frame, len, p, c);
 }
 
 template <class C>
@@ -440,16 +447,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
   if (conn == nullptr) {
     c.stream_table_full += 1;
     const bool is_dns = count_dns(frame, len, p, dns, dns_capacity, c);
-    if (!is_dns && p.payload_len != 0 && detail::fits(len, p.payload_off, p.payload_len)) {
-      switch (http_classify(frame + p.payload_off, p.payload_len)) {
-        case http_kind::not_http: break;
-        case http_kind::response: c.http_responses += 1; break;
-        case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
-        case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
-        case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
-        default: c.http_requests += 1; c.http_other_requests += 1; break;
-      }
-    }
+    if (!is_dns) count_http_segment(frame, len, p, c);
     return;
   }
   stream_events ev;
