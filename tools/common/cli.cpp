@@ -81,6 +81,19 @@ CLI::Validator power_of_two(uint64_t lo, uint64_t hi) {
       fmt::format("POWER OF TWO in {}..{}", lo, hi));
 }
 
+CLI::Validator power_of_two_or_zero(uint64_t hi) {
+  const CLI::Validator range = whole(0, hi);
+  return CLI::Validator(
+      [range, hi](std::string& in) -> std::string {
+        if (std::string why = range(in); !why.empty()) return why;
+        const uint64_t v = std::strtoull(in.c_str(), nullptr, 10);
+        if ((v & (v - 1)) != 0)
+          return fmt::format("{} is neither 0 nor a power of two (1, 2, 4, ... {})", gnio::printable(in), hi);
+        return {};
+      },
+      fmt::format("0 or a POWER OF TWO up to {}", hi));
+}
+
 CLI::Validator slot_bytes() {
   const CLI::Validator range = whole(64, 1u << 20);
   return CLI::Validator(

@@ -37,6 +37,9 @@ CLI::Validator whole(uint64_t lo, uint64_t hi);
 // "3 is not a power of two (2, 4, 8, ...)").
 CLI::Validator power_of_two(uint64_t lo, uint64_t hi);
 
+// 0 (a table turned off) or a power of two up to hi.
+CLI::Validator power_of_two_or_zero(uint64_t hi);
+
 // --rx-slot: bytes of one RX buffer slot, the longest frame a slot holds
 // (longer frames are cut and counted as truncated): a multiple of 64 in
 // 64..1048576 (the core's range for rxq_config::stride).
