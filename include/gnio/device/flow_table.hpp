@@ -46,17 +46,21 @@ GNIO_HOST_DEVICE inline flow_key canonical_flow_key(const flow_key& k) {
 // members, zeroed by the caller before first use. A thread claims an empty
 // slot (empty -> busy), writes the key, publishes it (busy -> used, release);
 // a slot is never given back. Returns the entry holding `k` (found or claimed;
-// *fresh says which) or nullptr when every slot holds another key. Threads
-// may look up and claim concurrently; what an entry holds besides its key is
-// the caller's to synchronise.
+// *fresh says which) or nullptr when the first `max_probe` slots from k's
+// hash (every slot, by default) hold other keys. A table that a run may fill
+// should bound the search, or every new key then walks the whole table; a
+// bounded add stays within the bound, so a lookup with the same bound finds
+// every key added. Threads may look up and claim concurrently; what an entry
+// holds besides its key is the caller's to synchronise.
 template <class Entry>
 GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t capacity, const flow_key& k,
-                                                       bool* fresh) {
+                                                       bool* fresh, uint32_t max_probe = ~0u) {
   if (fresh != nullptr) *fresh = false;
   if (table == nullptr || capacity == 0) return nullptr;
   const uint32_t mask = capacity - 1;
+  const uint32_t probes = max_probe < capacity ? max_probe : capacity;
   uint32_t idx = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
-  for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
+  for (uint32_t probe = 0; probe < probes; ++probe, idx = (idx + 1) & mask) {
     Entry& e = table[idx];
     dev_atomic_ref<uint32_t> st(e.state);
     uint32_t s = st.load(cuda::std::memory_order_acquire);
@@ -84,10 +88,12 @@ GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t ca
 }
 
 // Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
-// new, 0 when it existed, -1 when the table is full (the caller counts it).
-GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes) {
+// new, 0 when it existed, -1 when the table is full, or full for k within
+// max_probe slots (the caller counts it).
+GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes,
+                                           uint32_t max_probe = ~0u) {
   bool fresh = false;
-  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh);
+  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
   if (e == nullptr) return -1;
   dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
   dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
