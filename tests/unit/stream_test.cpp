@@ -369,6 +369,98 @@ TEST(stream, table_finds_both_directions_and_fills_up) {
   EXPECT_EQ(gd::stream_table_find_or_add(t, gd::canonical_flow_key(k), &fresh), nullptr);
 }
 
+gd::flow_key conn_key(uint32_t n) {
+  gd::flow_key k{};
+  k.family = 4;
+  k.proto = 6;
+  k.src[0] = 10;
+  k.src[1] = static_cast<uint8_t>(n >> 16);
+  k.src[2] = static_cast<uint8_t>(n >> 8);
+  k.src[3] = static_cast<uint8_t>(n);
+  k.dst[0] = 192;
+  k.src_port = static_cast<uint16_t>(1024 + n % 50000);
+  k.dst_port = 80;
+  return gd::canonical_flow_key(k);
+}
+
+// A table that fills up costs a bounded search: an add gives up after
+// stream_max_probe slots, and every entry added is found again.
+TEST(stream, table_search_is_bounded_and_finds_what_it_added) {
+  std::vector<gd::tcp_conn> slots(1024);
+  gd::stream_table t{slots.data(), 1024};
+  std::vector<uint32_t> added;
+  uint32_t refused = 0;
+  for (uint32_t n = 0; n < 4096; ++n) {
+    bool fresh = false;
+    gd::tcp_conn* c = gd::stream_table_find_or_add(t, conn_key(n), &fresh);
+    if (c == nullptr) {
+      refused += 1;
+      continue;
+    }
+    EXPECT_TRUE(fresh);
+    EXPECT_EQ(c->key, conn_key(n));
+    added.push_back(n);
+  }
+  EXPECT_EQ(added.size() + refused, 4096u);
+  EXPECT_GE(added.size(), 900u);  // nearly full before searches give up
+  EXPECT_LE(added.size(), 1024u);
+  for (uint32_t n : added) {
+    bool fresh = true;
+    gd::tcp_conn* c = gd::stream_table_find_or_add(t, conn_key(n), &fresh);
+    ASSERT_NE(c, nullptr) << n;
+    EXPECT_FALSE(fresh);
+    EXPECT_EQ(c->key, conn_key(n));
+  }
+}
+
+// The sweep gives back connections quiet for closed_ns after a FIN or RST,
+// or for idle_ns at all; a given-back slot is taken by the next new
+// connection, and entries beyond it are still found.
+TEST(stream, sweep_gives_back_quiet_connections_and_their_slots_are_reused) {
+  std::vector<gd::tcp_conn> slots(8);
+  gd::stream_table t{slots.data(), 8};
+  t.closed_ns = 5;
+  t.idle_ns = 100;
+  std::vector<gd::tcp_conn*> c;
+  for (uint32_t n = 0; n < 8; ++n) {
+    c.push_back(gd::stream_table_find_or_add(t, conn_key(n), nullptr));
+    ASSERT_NE(c.back(), nullptr);
+    c.back()->last_ns = 10;
+  }
+  EXPECT_EQ(gd::stream_table_find_or_add(t, conn_key(8), nullptr), nullptr);  // full
+  c[2]->dir[1].ended = true;  // a FIN or RST seen
+  c[5]->last_ns = 50;
+  EXPECT_EQ(gd::stream_table_sweep(t, 14, 8), 0u);   // nothing quiet long enough
+  EXPECT_EQ(gd::stream_table_sweep(t, 15, 8), 1u);   // the ended one, 5 ns after its last segment
+  EXPECT_EQ(c[2]->state, gd::stream_slot_free);
+  EXPECT_EQ(gd::stream_table_sweep(t, 109, 8), 0u);  // idle: 99 ns, not yet 100
+  EXPECT_EQ(gd::stream_table_sweep(t, 110, 8), 6u);  // every other one but the one seen at 50
+  EXPECT_EQ(gd::stream_table_sweep(t, 150, 8), 1u);
+  EXPECT_EQ(gd::stream_table_sweep(t, 1000, 8), 0u);
+  // Refill, then give back one slot in the middle of the chains: the others
+  // are still found, and the next new connection takes the freed slot.
+  for (uint32_t n = 0; n < 8; ++n) {
+    gd::tcp_conn* e = gd::stream_table_find_or_add(t, conn_key(n), nullptr);
+    ASSERT_NE(e, nullptr);
+    e->last_ns = 2000;
+  }
+  gd::tcp_conn* victim = gd::stream_table_find_or_add(t, conn_key(3), nullptr);
+  victim->last_ns = 0;
+  EXPECT_EQ(gd::stream_table_sweep(t, 2050, 8), 1u);
+  EXPECT_EQ(victim->state, gd::stream_slot_free);
+  EXPECT_EQ(victim->dir[0].seq_known, false);  // zeroed
+  for (uint32_t n = 0; n < 8; ++n) {
+    if (n == 3) continue;
+    bool fresh = true;
+    EXPECT_NE(gd::stream_table_find_or_add(t, conn_key(n), &fresh), nullptr) << n;
+    EXPECT_FALSE(fresh);
+  }
+  bool fresh = false;
+  EXPECT_EQ(gd::stream_table_find_or_add(t, conn_key(9), &fresh), victim);
+  EXPECT_TRUE(fresh);
+  EXPECT_EQ(gd::stream_table_find_or_add(t, conn_key(3), nullptr), nullptr);  // full again
+}
+
 // ---------------------------------------------------------------------------
 // Captures against tshark
 // ---------------------------------------------------------------------------

@@ -42,10 +42,13 @@
 // Threads: the caller feeds the segments of one connection in arrival order,
 // from one thread at a time; different connections may be fed concurrently
 // (each has its own entry in the table). Entries are found or added with the
-// slot protocol of flow_table.hpp and never removed: an entry is reused for the
+// slot protocol of flow_table.hpp, within stream_max_probe slots of their
+// hash, so a full table costs a bounded search. An entry is reused for the
 // next connection of the same 4-tuple, its state reset when a SYN arrives or,
 // once both directions have ended (FIN or RST), when a segment arrives that is
-// not a retransmission of the old one.
+// not a retransmission of the old one. stream_table_sweep gives entries back:
+// those quiet for closed_ns after a FIN or RST, and those quiet for idle_ns,
+// so a long run keeps following new connections.
 //
 // A caller (one thread per connection at a time, frames of a connection in
 // arrival order):
@@ -128,6 +131,7 @@ struct tcp_conn {
   bool dns;                 // port 53 on either side
   bool proto_known;         // `dns` has been set from the ports
   uint8_t reserved;
+  uint64_t last_ns;         // now_ns() of the last segment fed (set by the caller; stream_table_sweep reads it)
 };
 
 // What one segment completed or started. Counts are of messages: a segment
@@ -161,20 +165,104 @@ struct stream_events {
 static_assert(cuda::std::is_trivially_copyable<tcp_conn>::value, "tcp_conn lives in executor memory");
 static_assert(cuda::std::is_trivially_copyable<stream_events>::value, "stream_events is copied to the host");
 
+// Slots searched from a connection's hash before the table counts as full
+// for it (an add stays within them, so a lookup finds every entry there).
+inline constexpr uint32_t stream_max_probe = 32;
+// A slot stream_table_sweep gave back: lookups search past it, an add may
+// take it (flow_slot_empty, _busy and _used are flow_table.hpp's).
+inline constexpr uint32_t stream_slot_free = 3;
+// stream_table_sweep's defaults: an entry is given back once it has been
+// quiet this long after a FIN or RST in either direction, or this long at all.
+inline constexpr uint64_t stream_closed_ns = 5'000'000'000ull;
+inline constexpr uint64_t stream_idle_ns = 30'000'000'000ull;
+
 // A table of connections in caller-provided executor memory: `capacity` (a
 // power of two) tcp_conn entries, zeroed before first use.
 struct stream_table {
   tcp_conn* slots;
   uint32_t capacity;
+  uint32_t sweep_next = 0;  // the slot stream_table_sweep looks at next
+  uint64_t closed_ns = stream_closed_ns;
+  uint64_t idle_ns = stream_idle_ns;
 };
 
 // Finds the entry of connection `k` (a canonical_flow_key) or adds it. Returns
 // it, with *fresh (if given) true when it was added now, or nullptr when the
-// table is full (the caller then classifies the segment on its own, per
-// segment as before, and counts it as stream_table_full). Safe to call from
-// many threads at once.
+// stream_max_probe slots from k's hash all hold other connections (the caller
+// then classifies the segment on its own, per segment as before, and counts
+// it as stream_table_full). Many threads may call it at once for different
+// connections; a connection is looked up by one thread at a time (the
+// framing's own rule), which lets an add take a given-back slot before the
+// end of the search.
 GNIO_HOST_DEVICE inline tcp_conn* stream_table_find_or_add(stream_table& t, const flow_key& k, bool* fresh) {
-  return flow_slot_find_or_claim(t.slots, t.capacity, k, fresh);
+  if (fresh != nullptr) *fresh = false;
+  if (t.slots == nullptr || t.capacity == 0) return nullptr;
+  const uint32_t mask = t.capacity - 1;
+  const uint32_t probes = t.capacity < stream_max_probe ? t.capacity : stream_max_probe;
+  const uint32_t home = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
+  for (uint32_t attempt = 0; attempt < probes; ++attempt) {
+    uint32_t take = ~0u, take_state = flow_slot_empty;
+    for (uint32_t i = 0; i < probes; ++i) {
+      tcp_conn& e = t.slots[(home + i) & mask];
+      dev_atomic_ref<uint32_t> st(e.state);
+      // Acquire pairs with the release store of used below: the key is
+      // complete before it is compared.
+      uint32_t s = st.load(cuda::std::memory_order_acquire);
+      while (s == flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);  // the key is being written
+      if (s == flow_slot_used) {
+        if (e.key == k) return &e;
+        continue;
+      }
+      if (take == ~0u) {
+        take = (home + i) & mask;
+        take_state = s;
+      }
+      if (s == flow_slot_empty) break;  // an add never went past an empty slot: k is not further on
+    }
+    if (take == ~0u) return nullptr;
+    tcp_conn& e = t.slots[take];
+    dev_atomic_ref<uint32_t> st(e.state);
+    uint32_t expected = take_state;
+    if (st.compare_exchange_strong(expected, flow_slot_busy, cuda::std::memory_order_acq_rel)) {
+      // The rest of the entry is zero: from the allocation, or from the sweep.
+      e.key = k;
+      // Pairs with the acquire loads above: the key is complete before
+      // another thread compares against it.
+      st.store(flow_slot_used, cuda::std::memory_order_release);
+      if (fresh != nullptr) *fresh = true;
+      return &e;
+    }
+    // Another thread took that slot for another connection: search again.
+  }
+  return nullptr;
+}
+
+// Gives back up to `n` entries, looking at the table's slots in turn from
+// where the last call stopped: an entry quiet (now - last_ns) for
+// t.closed_ns after a FIN or RST in either direction, or for t.idle_ns. A
+// given-back entry is zeroed; its connection, if it sends again, starts a new
+// entry, its next segment read as if the capture began there. Returns how
+// many it gave back. Must run while no other thread uses the table (the pp
+// kernel calls it from one thread between two block barriers: the one that
+// ends a batch's ordered pass and the one that starts the next).
+GNIO_HOST_DEVICE inline uint32_t stream_table_sweep(stream_table& t, uint64_t now, uint32_t n) {
+  if (t.slots == nullptr || t.capacity == 0) return 0;
+  uint32_t freed = 0;
+  for (uint32_t i = 0; i < n && i < t.capacity; ++i) {
+    tcp_conn& e = t.slots[t.sweep_next];
+    t.sweep_next = (t.sweep_next + 1) & (t.capacity - 1);
+    dev_atomic_ref<uint32_t> st(e.state);
+    // Relaxed: no other thread is in the table now; the block barrier after
+    // this call orders these writes before the next find_or_add.
+    if (st.load(cuda::std::memory_order_relaxed) != flow_slot_used) continue;
+    const uint64_t quiet = now > e.last_ns ? now - e.last_ns : 0;
+    const bool ended = e.dir[0].ended || e.dir[1].ended;
+    if (quiet < t.idle_ns && !(ended && quiet >= t.closed_ns)) continue;
+    e = tcp_conn{};
+    st.store(stream_slot_free, cuda::std::memory_order_relaxed);
+    freed += 1;
+  }
+  return freed;
 }
 
 // The direction index of a packet whose own (not canonical) key is `k` within
