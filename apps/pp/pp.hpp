@@ -29,7 +29,7 @@ namespace gnio::pp {
   X(frag_reassembled) X(frag_timed_out) X(frag_overlapping) X(frag_duplicates)            \
   X(frag_over_limit) X(frag_bad) X(frag_pending)                                          \
   X(http_request_messages) X(http_response_messages) X(tcp_retransmitted) X(tcp_gaps)      \
-  X(stream_messages_dropped) X(stream_table_full)
+  X(stream_messages_dropped) X(stream_table_full) X(stream_reclaimed)
 
 struct counters {
 #define GNIO_PP_FIELD(name) uint64_t name;

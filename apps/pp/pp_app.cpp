@@ -50,12 +50,13 @@ constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of 
 // IP reassembly, per block: datagrams in reassembly at once, their largest
 // size (a DNSSEC answer or an EDNS(0) UDP payload of 16 KB fits), and how long
 // the first fragment waits for the rest (Linux's ipfrag_time).
-constexpr uint32_t k_frag_slots = 32;
+constexpr uint32_t k_max_frag_slots = 1024;
 constexpr uint32_t k_frag_max_datagram = 16384 + 60;
 constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
-// TCP connections each block follows for HTTP and DNS-over-TCP framing (a
-// power of two; more are counted per segment, in stream_table_full).
-constexpr uint32_t k_stream_capacity = 1u << 11;
+// TCP connections each block follows for HTTP and DNS-over-TCP framing
+// (--tcp-streams, a power of two; more are counted per segment, in
+// stream_table_full).
+constexpr uint32_t k_max_stream_capacity = 1u << 20;
 constexpr uint32_t k_top_dns = 20;
 constexpr uint32_t k_ctrl_ring = 1024;
 constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
@@ -405,6 +406,13 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   if (opt.threads < 32 || opt.threads > 1024)
     return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
   if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
+  if (opt.tcp_streams > k_max_stream_capacity || (opt.tcp_streams & (opt.tcp_streams - 1)) != 0)
+    return bad_option(fmt::format("--tcp-streams {} is not 0 or a power of two up to {}", opt.tcp_streams,
+                                  k_max_stream_capacity),
+                      result);
+  if (opt.frag_table > k_max_frag_slots || (opt.frag_table & (opt.frag_table - 1)) != 0)
+    return bad_option(
+        fmt::format("--frag-table {} is not 0 or a power of two up to {}", opt.frag_table, k_max_frag_slots), result);
   if (!(opt.duration >= 0)) return bad_option("--duration must be >= 0", result);
   app_config cfg{};
   if (opt.ring < 2 || (opt.ring & (opt.ring - 1)) != 0)
@@ -696,25 +704,25 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     c.b.conv_capacity = k_conv_capacity;
     c.b.dns = static_cast<dns_entry*>(c.dns_mem.exec_ptr);
     c.b.dns_capacity = k_dns_capacity;
-    {
+    if (opt.frag_table != 0) {
       // One reassembly table per block, laid out over zeroed executor memory.
-      const uint64_t per = device::frag_table_bytes(k_frag_slots, k_frag_max_datagram);
+      const uint64_t per = device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
       if (auto e = alloc(per * c.b.num_blocks, "reassembly tables", &c.frag_mem); e) return report_error(e, "alloc", result);
       if (auto e = alloc(sizeof(device::frag_table) * c.b.num_blocks, "reassembly table views", &c.frag_tables_mem); e)
         return report_error(e, "alloc", result);
       std::vector<device::frag_table> views(c.b.num_blocks);
       for (uint32_t k = 0; k < c.b.num_blocks; ++k) {
         void* base = static_cast<uint8_t*>(c.frag_mem.exec_ptr) + per * k;
-        if (!device::frag_table_layout(base, per, k_frag_slots, k_frag_max_datagram, k_frag_timeout_ns, views[k]))
+        if (!device::frag_table_layout(base, per, opt.frag_table, k_frag_max_datagram, k_frag_timeout_ns, views[k]))
           return report_error(error(status::unexpected, "reassembly table layout"), "alloc", result);
       }
       if (auto e = c.g.copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
         return report_error(e, "copy reassembly tables", result);
       c.b.frag = static_cast<device::frag_table*>(c.frag_tables_mem.exec_ptr);
     }
-    {
+    if (opt.tcp_streams != 0) {
       // One table of TCP connections per block, zeroed by the allocation.
-      const uint64_t per = sizeof(device::tcp_conn) * uint64_t{k_stream_capacity};
+      const uint64_t per = sizeof(device::tcp_conn) * uint64_t{opt.tcp_streams};
       if (auto e = alloc(per * c.b.num_blocks, "TCP stream tables", &c.stream_mem); e)
         return report_error(e, "alloc", result);
       if (auto e = alloc(sizeof(device::stream_table) * c.b.num_blocks, "TCP stream table views", &c.stream_tables_mem);
@@ -723,7 +731,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       std::vector<device::stream_table> views(c.b.num_blocks);
       for (uint32_t k = 0; k < c.b.num_blocks; ++k)
         views[k] = {reinterpret_cast<device::tcp_conn*>(static_cast<uint8_t*>(c.stream_mem.exec_ptr) + per * k),
-                    k_stream_capacity};
+                    opt.tcp_streams};
       if (auto e = c.g.copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
           e)
         return report_error(e, "copy TCP stream tables", result);
@@ -1090,6 +1098,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   j["reports"] = reports;
   j["truncated"] = truncated;
   j["rx_slot"] = opt.rx_slot;
+  j["tcp_streams"] = opt.tcp_streams;
+  j["frag_table"] = opt.frag_table;
   j["final_reports"] = std::count(got_final.begin(), got_final.end(), true);
   j["mpps"] = seconds > 0 ? total.packets / seconds / 1e6 : 0.0;
 
@@ -1247,6 +1257,17 @@ void add_command(CLI::App& app) {
                   "batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
                   "lowest latency, a core or an SM slot kept busy)")
       ->check(CLI::IsMember({"adaptive", "busy"}))
+      ->capture_default_str();
+  sub->add_option("--tcp-streams", opt->tcp_streams,
+                  "TCP connections each queue follows to count HTTP and DNS-over-TCP per message, as tshark does "
+                  "(a power of two; connections past it, and every connection with 0, are classified per segment "
+                  "and counted in stream_table_full)")
+      ->check(gnio::cli::power_of_two_or_zero(1u << 20))
+      ->capture_default_str();
+  sub->add_option("--frag-table", opt->frag_table,
+                  "IP datagrams each queue reassembles at once, each up to 16 KB, 30 s timeout (a power of two; 0: "
+                  "fragments are counted as they are, not reassembled)")
+      ->check(gnio::cli::power_of_two_or_zero(1024))
       ->capture_default_str();
   sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")
       ->check(gnio::cli::power_of_two(2, 1u << 31))

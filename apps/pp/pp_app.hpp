@@ -36,6 +36,9 @@ struct options {
   uint32_t ring = 4096;        // descriptors per RX queue (power of two)
   uint32_t rx_slot = 2048;     // bytes per RX buffer slot (a multiple of 64, 64..1 MiB): longer frames are cut
   std::string poll = "adaptive";  // how kernels poll an empty queue: adaptive or busy (device::poll_policy)
+  uint32_t tcp_streams = 2048; // TCP connections each block follows for per-message HTTP/DNS counting
+                               // (a power of two; 0 = classify every segment on its own)
+  uint32_t frag_table = 32;    // IP datagrams each block reassembles at once (0 = count fragments as they are)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
 };

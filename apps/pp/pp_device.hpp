@@ -33,6 +33,11 @@ inline constexpr uint64_t tx_timeout_ns = 500'000'000ull;
 // How long the final report waits for the host to free the block's item.
 inline constexpr uint64_t final_report_wait_ns = 100'000'000ull;
 inline constexpr uint64_t recv_timeout_ns = 100'000;
+// Slots the conversation and DNS name tables search from a key's hash: a
+// table that fills up (more conversations than it holds) then costs each new
+// key a bounded search, counted in flow_table_full / dns_names_dropped,
+// rather than a walk of the whole table per packet.
+inline constexpr uint32_t k_table_max_probe = 64;
 
 // Out of line in device code (to bound the kernel's registers), an ordinary
 // inline function elsewhere.
@@ -149,14 +154,16 @@ GNIO_HOST_DEVICE inline void count_common(const uint8_t* frame, uint32_t len, ui
 }
 
 // Adds one occurrence of a DNS name to the table (open addressing on the
-// name's FNV-1a hash, the flow_table.hpp slot protocol). Returns 1 when the
-// name was new, 0 when it existed, -1 when the table is full.
+// name's FNV-1a hash, the flow_table.hpp slot protocol, at most
+// k_table_max_probe slots from the hash). Returns 1 when the name was new, 0
+// when it existed, -1 when the table is full (for this name).
 GNIO_HOST_DEVICE inline int dns_table_add(dns_entry* table, uint32_t capacity, const char* name, uint32_t n) {
   if (table == nullptr || capacity == 0 || n >= dns_name_bytes) return -1;
   const uint64_t h = detail::fnv1a64(name, n);
   const uint32_t mask = capacity - 1;
   uint32_t idx = static_cast<uint32_t>(h) & mask;
-  for (uint32_t probe = 0; probe < capacity; ++probe, idx = (idx + 1) & mask) {
+  const uint32_t probes = capacity < k_table_max_probe ? capacity : k_table_max_probe;
+  for (uint32_t probe = 0; probe < probes; ++probe, idx = (idx + 1) & mask) {
     dns_entry& e = table[idx];
     device::dev_atomic_ref<uint32_t> st(e.state);
     // Pairs with the release store of flow_slot_used below (by whichever
@@ -352,7 +359,7 @@ GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, ui
     flow_key o{};
     if (!outer_udp_flow_key(frame, len, p, i, o)) continue;
     o.tunnel_id = 0;  // as count_conversation keys them
-    if (flow_table_add(conv, capacity, canonical_flow_key(o), wire_len) < 0) c.flow_table_full += 1;
+    if (flow_table_add(conv, capacity, canonical_flow_key(o), wire_len, k_table_max_probe) < 0) c.flow_table_full += 1;
   }
 }
 
@@ -376,7 +383,7 @@ GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uin
   k.src_port = p.src_port;
   k.dst_port = p.dst_port;
   k.tunnel_id = 0;
-  if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len) < 0) c.flow_table_full += 1;
+  if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len, k_table_max_probe) < 0) c.flow_table_full += 1;
 }
 
 // SSDP (UDP port 1900): HTTP messages in UDP datagrams, one per datagram,
@@ -436,7 +443,7 @@ GNIO_HOST_DEVICE inline bool streamed(const device::parsed_pkt& p, uint32_t len,
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
                                                     device::stream_table* st, dns_entry* dns, uint32_t dns_capacity,
-                                                    C& c) {
+                                                    C& c, uint64_t now) {
   using namespace device;
   if (!streamed(p, len, st)) return;
   flow_key k = make_flow_key(p);
@@ -450,6 +457,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
     if (!is_dns) count_http_segment(frame, len, p, c);
     return;
   }
+  conn->last_ns = now;
   stream_events ev;
   tcp_stream_feed(*conn, stream_dir(k, canon), p, frame, len, ev);
   if (ev.http_requests != 0) c.http_requests += 1;
@@ -480,7 +488,8 @@ template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
                                           const device::parsed_pkt& p, device::flow_entry* conv, uint32_t conv_capacity,
                                           dns_entry* dns, uint32_t dns_capacity, C& c,
-                                          device::stream_table* st = nullptr, bool defer_stream = false) {
+                                          device::stream_table* st = nullptr, bool defer_stream = false,
+                                          uint64_t now = 0) {
   using namespace device;
   count_common(frame, len, wire_len, p, c);
   count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
@@ -496,7 +505,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
     count_ssdp(frame, len, p, c);
   }
   count_tcp(frame, len, p, is_dns, c, !stream);
-  if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c);
+  if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c, now);
   count_icmp(p, c);
   count_conversation(p, len, wire_len, conv, conv_capacity, c);
 }
@@ -548,19 +557,18 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint
   count_icmp(q, c);
   count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
   count_tunnel_conversations(d, dlen, wire_len, q, conv, conv_capacity, c);
-  // The datagram's flow with the identifier of the tunnel around it.
-  parsed_pkt inner = q;
-  inner.is_fragment = false;
-  if (q.encap_count == 0) {
-    inner.encap_count = p.encap_count;
-    for (uint32_t i = 0; i < p.encap_count; ++i) inner.encap[i] = p.encap[i];
-  }
-  count_conversation(inner, dlen, wire_len, conv, conv_capacity, c);
+  // The datagram's flow with the identifier of the tunnel around it: m is q
+  // with the fragment's encapsulations, now read as the whole datagram.
+  m.is_fragment = false;
+  m.malformed = q.malformed;
+  m.error = q.error;
+  m.encap_limit = q.encap_limit;
+  count_conversation(m, dlen, wire_len, conv, conv_capacity, c);
 }
 
-// The ordered passes of the CUDA kernel re-read a frame from its RX slot:
-// parsed here, out of line, so that the kernel holds no second copy of the
-// parser or of the packet it parsed before its TX section.
+// The kernel's fragment pass (one thread takes a round's fragments) re-reads
+// a frame from its RX slot: parsed here, out of line, so that the kernel
+// holds no second copy of the parser.
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment_at(const device::rxq& q, uint64_t idx, device::frag_table* ft,
                                                          device::flow_entry* conv, uint32_t conv_capacity,
@@ -572,15 +580,6 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment_at(const device::rxq& q, u
   count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, c);
 }
 
-template <class C>
-GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream_at(const device::rxq& q, uint64_t idx, device::stream_table* st,
-                                                       dns_entry* dns, uint32_t dns_capacity, C& c) {
-  const uint8_t* f = device::pkt_addr(q, idx);
-  const uint32_t len = device::pkt_len(q, idx);
-  device::parsed_pkt p;
-  parse_frame(f, len, p);
-  count_stream(f, len, p, st, dns, dns_capacity, c);
-}
 
 // The hash of a TCP segment's connection, which the ordered pass groups by.
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE uint32_t connection_hash(const device::parsed_pkt& p) {
@@ -1033,7 +1032,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
   // (thread 0 on the GPU), in arrival order.
   frag_table* const ft = frag != nullptr ? frag + ctx.block : nullptr;
   // This block's TCP connections: a connection's segments are fed in
-  // arrival order by one thread (the ordered pass below on the GPU).
+  // arrival order, one at a time (the ordered pass below on the GPU).
   stream_table* const stt = streams != nullptr ? streams + ctx.block : nullptr;
   uint64_t last_report = now_ns();
 #if defined(__CUDA_ARCH__)
@@ -1055,8 +1054,18 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     const status s = recv<scope::block>(ctx, rq, batch, recv_timeout_ns, &first, &num);
     if (s == status::shutdown) break;
     if (num == 0) continue;  // same result in every thread: no divergence
+    // The batch's time, for the stream table's entries and its sweep.
+    const uint64_t batch_ns = stt != nullptr ? now_ns() : 0;
+    // Up to k_sweep_per_batch quiet connections given back per batch (no
+    // other thread is in the table now: recv's barriers are after the last
+    // ordered pass, and the next one starts after a barrier below).
+    constexpr uint32_t k_sweep_per_batch = 4;
 
 #if defined(__CUDA_ARCH__)
+    if (stt != nullptr && threadIdx.x == 0) {
+      const uint32_t freed = stream_table_sweep(*stt, batch_ns, k_sweep_per_batch);
+      if (freed != 0) s_count.stream_reclaimed += freed;
+    }
     // Rounds of blockDim.x packets; every thread runs every round (num is
     // block-uniform) so the block-wide TX calls inside are never divergent.
     bool inplace = false;
@@ -1119,24 +1128,31 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         }
         __syncthreads();  // s_frag is rewritten below and by the next round
       }
-      // TCP segments through their connections' framing: segments of one
-      // connection in arrival order, by one thread (the first of the round
-      // that holds one of them: its leader), different connections at once.
+      // TCP segments through their connections' framing, each connection's
+      // in arrival order. A segment's rank is the number of segments with
+      // its connection hash before it in the round; step k feeds the
+      // segments of rank k, each from its own thread with the packet it
+      // parsed above, different connections at once. A round of distinct
+      // connections takes one step, a round of one connection a step per
+      // segment. (A hash collision puts two connections in one sequence:
+      // still each in order.)
       if (__syncthreads_or(is_seg)) {
-        const uint32_t h = conn_hash;
-        s_frag[threadIdx.x] = is_seg ? 1 : 0;
-        s_conn[threadIdx.x] = h;
+        constexpr uint32_t k_no_conn = ~0u;  // a thread without a segment
+        s_conn[threadIdx.x] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
         __syncthreads();
-        bool leader = is_seg;
-        for (uint32_t j = 0; leader && j < threadIdx.x; ++j) leader = !(s_frag[j] && s_conn[j] == h);
-        if (leader) {
-          // Its own segment, then the others of the same hash (the same
-          // connection, or a collision: still each connection in order)
-          // after it in the round.
-          for (uint32_t j = threadIdx.x; j < blockDim.x && base + j < num; ++j)
-            if (s_frag[j] && s_conn[j] == h) count_stream_at(rq, first + base + j, stt, dns, dns_capacity, s_count);
+        uint32_t rank = 0;
+        if (is_seg) {
+          const uint32_t h = s_conn[threadIdx.x];
+          for (uint32_t j = 0; j < threadIdx.x; ++j) rank += s_conn[j] == h ? 1u : 0u;
         }
-        __syncthreads();  // s_frag and s_conn are rewritten by the next round
+        for (uint32_t k = 0;; ++k) {
+          if (is_seg && rank == k)
+            count_stream(f, pkt_len(rq, first + i), p, stt, dns, dns_capacity, s_count, batch_ns);
+          // The barrier orders step k's writes to the table before step
+          // k + 1 reads them, and every read of s_conn before the next
+          // round rewrites it.
+          if (!__syncthreads_or(is_seg && rank > k)) break;
+        }
       }
     }
     // Block-wide OR; also the barrier after which every count of the batch is in.
@@ -1148,6 +1164,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     }
     detail::flush_block_counters(s_count, total);
 #else
+    if (stt != nullptr) local.stream_reclaimed += stream_table_sweep(*stt, batch_ns, k_sweep_per_batch);
     bool inplace = false;
     for (uint32_t i = 0; i < num; ++i) {
       const uint64_t idx = first + i;
@@ -1159,7 +1176,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, local);
         continue;
       }
-      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local, stt, false);
+      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local, stt, false, batch_ns);
       if (!can_tx) continue;
       const reply_plan plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       if (plan.kind == reply_kind::none) continue;

@@ -1427,6 +1427,10 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--ring", "3"}, {"--ring", "3 is not a power of two"}},
       {{"--ring", "0"}, {"--ring", "below the minimum 2"}},
       {{"--poll", "often"}, {"--poll", "often"}},
+      {{"--tcp-streams", "3"}, {"--tcp-streams", "neither 0 nor a power of two"}},
+      {{"--tcp-streams", "2097152"}, {"--tcp-streams", "above the maximum"}},
+      {{"--frag-table", "48"}, {"--frag-table", "neither 0 nor a power of two"}},
+      {{"--frag-table", "2048"}, {"--frag-table", "above the maximum 1024"}},
       {{"--no-such-option"}, {"--no-such-option"}},
   };
   for (const auto& [extra, mention] : cases) {
@@ -1454,6 +1458,58 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const auto bad_poll = run_app(op);
   EXPECT_EQ(bad_poll.rc, 2);
   EXPECT_NE(bad_poll.j.value("error", "").find("--poll often"), std::string::npos) << bad_poll.j.dump(2);
+}
+
+// --frag-table 0 and --tcp-streams 0 turn reassembly and per-message framing
+// off, and the JSON says so. Without reassembly a fragment counts as IP only
+// (its datagram's UDP and DNS are not counted); without framing HTTP is
+// classified per segment and no stream counter moves. Everything else counts
+// as with the tables.
+TEST(Tables, ReassemblyAndStreamFramingCanBeTurnedOff) {
+  REQUIRE_EXECUTOR();
+  {
+    const manifest_row row = bundled_row("gen/frag4.pcap");
+    ASSERT_FALSE(row.empty());
+    auto on = run_app(capture_options(data("gen/frag4.pcap")));
+    auto o = capture_options(data("gen/frag4.pcap"));
+    o.frag_table = 0;
+    auto off = run_app(o);
+    ASSERT_EQ(on.rc, 0) << on.j.dump(2);
+    ASSERT_EQ(off.rc, 0) << off.j.dump(2);
+    EXPECT_EQ(on.j.at("frag_table").get<uint32_t>(), 32u);
+    EXPECT_EQ(off.j.at("frag_table").get<uint32_t>(), 0u);
+    const long reassembled = num(row, "fragments_reassembled");
+    ASSERT_GT(reassembled, 0);
+    EXPECT_EQ(on.j.at("frag_reassembled").get<long>(), reassembled);
+    EXPECT_EQ(off.j.at("frag_reassembled").get<long>(), 0);
+    EXPECT_EQ(off.j.at("frag_pending").get<long>(), 0);
+    EXPECT_EQ(off.j.at("fragments"), on.j.at("fragments"));
+    EXPECT_EQ(off.j.at("ipv4").get<long>(), num(row, "ipv4"));
+    // frag4.pcap's reassembled datagrams are UDP (DNS responses) and one ICMP
+    // echo request: tshark counts each in the frame that completes it, and
+    // without reassembly none of them is counted above IP.
+    EXPECT_EQ(off.j.at("udp").get<long>() + off.j.at("icmp").get<long>() + reassembled,
+              num(row, "udp") + num(row, "icmp"));
+    EXPECT_EQ(off.j.at("dns_responses").get<long>() + reassembled, num(row, "dns_responses") + num(row, "icmp_echo_req"));
+    EXPECT_EQ(off.j.at("icmp_echo_req").get<long>(), 0);
+  }
+  for (const char* file : {"gen/http_pipelined.pcap", "gen/http_split.pcap", "gen/dns_tcp_two_in_one.pcap"}) {
+    SCOPED_TRACE(file);
+    auto on = run_app(capture_options(data(file)));
+    auto o = capture_options(data(file));
+    o.tcp_streams = 0;
+    auto off = run_app(o);
+    ASSERT_EQ(on.rc, 0) << on.j.dump(2);
+    ASSERT_EQ(off.rc, 0) << off.j.dump(2);
+    EXPECT_EQ(on.j.at("tcp_streams").get<uint32_t>(), 2048u);
+    EXPECT_EQ(off.j.at("tcp_streams").get<uint32_t>(), 0u);
+    for (const char* k : {"http_request_messages", "http_response_messages", "tcp_retransmitted", "tcp_gaps",
+                          "stream_messages_dropped", "stream_table_full", "stream_reclaimed"})
+      EXPECT_EQ(off.j.at(k).get<long>(), 0) << k;
+    EXPECT_GT(on.j.at("http_request_messages").get<long>() + on.j.at("dns_queries").get<long>(), 0);
+    for (const char* k : {"packets", "ipv4", "ipv6", "tcp", "udp", "tcp_syn", "tcp_fin", "tcp_ack", "tcp_other"})
+      EXPECT_EQ(off.j.at(k), on.j.at(k)) << k;
+  }
 }
 
 // Busy polling changes when a batch is returned, never what is counted or answered.
