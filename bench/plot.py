@@ -402,6 +402,8 @@ def inputs_of(paths):
 
 def check_out_dir(out):
     """Creates --out when missing; an error message when it cannot hold the charts."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return f"--out {out}: not a folder"
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:
