@@ -33,7 +33,7 @@ output folder cannot be written, or nothing could be plotted (the other
 inputs are still plotted); 2 for a usage error. Needs matplotlib (Debian:
 python3-matplotlib); draws with the Agg backend, no display needed.
 """
-import argparse, json, math, os, shlex, sys, tempfile, textwrap
+import argparse, io, json, math, os, shlex, sys, tempfile, textwrap
 
 WIDTH_PX, HEIGHT_PX, DPI = 1000, 600, 100
 PERCENTILES = [("p50_us", 0.5), ("p90_us", 0.9), ("p99_us", 0.99), ("p99_9_us", 0.999)]
@@ -55,7 +55,8 @@ def machine_line(m):
     if isinstance(gpus, list) and gpus:
         parts.append("; ".join(str(g) for g in gpus))
     elif m.get("gpu") or m.get("device"):
-        parts.append(str(m.get("gpu") or m.get("device")))
+        g = str(m.get("gpu") or m.get("device"))
+        parts.append("no GPU" if g == "none" else g)
     elif isinstance(gpus, list):
         parts.append("no GPU")
     if m.get("kernel"):
@@ -359,29 +360,41 @@ def render(path, title, panels, footer, plt):
     lines = [l for part in footer for l in textwrap.wrap(part, 190, break_on_hyphens=False)]
     fig.text(0.005, 0.005, "\n".join(lines), fontsize=6, family="monospace", va="bottom", ha="left", color="#333333")
     fig.tight_layout(rect=(0, (len(lines) * 8.5 + 6) / HEIGHT_PX, 1, 1))
-    # Written beside the target and renamed over it: an interrupted run leaves
-    # the previous chart, never half a file.
-    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".png", dir=os.path.dirname(path) or ".")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    plt.close(fig)
+    try:
+        # 64 colours hold every line, bar and anti-aliased letter of these
+        # charts, in a third of the bytes (Pillow comes with matplotlib).
+        from PIL import Image
+        buf.seek(0)
+        small = io.BytesIO()
+        Image.open(buf).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT,
+                                                dither=Image.Dither.NONE).save(small, format="png", optimize=True)
+        buf = small
+    except ImportError:
+        pass
+    write_atomic(path, buf.getvalue())
+
+
+def write_atomic(path, data):
+    """Written beside the target and renamed over it: an interrupted run leaves
+    the previous file, never half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=".plot-", dir=os.path.dirname(path) or ".")
     try:
         with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=DPI, metadata={"Software": None})
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
-        plt.close(fig)
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
 def write_json(path, obj):
-    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=".json", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, (json.dumps(obj, indent=1, ensure_ascii=False) + "\n").encode())
 
 
 def inputs_of(paths):
