@@ -280,6 +280,16 @@ def peers_panels(doc):
     return "bench/peers.py: DPDK testpmd and gnio", [panel], left
 
 
+def settle_scales(panels):
+    """A log y axis only where the values span more than 20x (ticks at 1, 2 and 5
+    of each decade); a narrower range is drawn, and recorded, as linear."""
+    for p in panels:
+        ys = [pt["y"] for s in p["series"] for pt in s["points"] if number(pt["y"])]
+        if p.get("y_scale") == "log" and not (ys and min(ys) > 0 and max(ys) / min(ys) > 20):
+            p["y_scale"] = "linear"
+    return panels
+
+
 KINDS = {"rate": rate_panels, "capacity": capacity_panels, "latency": latency_panels,
          "launch_modes": launch_modes_panels, "peers": peers_panels}
 
@@ -321,15 +331,13 @@ def draw_panel(ax, panel):
         elif panel.get("x_scale") == "log":
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(plain)
-        ys = [p["y"] for s in series for p in s["points"] if number(p["y"])]
         if panel.get("y_scale") == "logit":
             ax.set_yscale("logit")
             ax.set_ylim(0.3, 0.9995)
             ax.set_yticks([q for _, q in PERCENTILES], ["p50", "p90", "p99", "p99.9"])
             ax.yaxis.set_minor_locator(ticker.NullLocator())
             ax.yaxis.set_minor_formatter(ticker.NullFormatter())
-        elif panel.get("y_scale") == "log" and ys and min(ys) > 0 and max(ys) / min(ys) > 20:
-            # Log only where the values span decades; ticks at 1, 2 and 5 of each.
+        elif panel.get("y_scale") == "log":
             ax.set_yscale("log")
             ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(plain)
@@ -487,6 +495,7 @@ def main():
             continue
         try:
             title, panels, left = KINDS[kind](doc)
+            settle_scales(panels)
         except (ShapeError, KeyError, TypeError, ValueError, AttributeError) as e:
             print(f"plot: {path}: skipped: looks like {kind} output but {e}")
             continue
