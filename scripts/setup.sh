@@ -37,7 +37,7 @@ say() { echo "setup: $*"; }
 # --- Debian packages ---------------------------------------------------------
 packages=(build-essential cmake ninja-build pkg-config libpcap-dev libcli11-dev
           nlohmann-json3-dev libfmt-dev libspdlog-dev libgtest-dev libbenchmark-dev
-          tshark python3 python3-jsonschema iproute2 iputils-ping dnsutils curl tcpreplay
+          tshark python3 python3-jsonschema python3-matplotlib iproute2 iputils-ping dnsutils curl tcpreplay
           libxdp-dev libbpf-dev libdpdk-dev)
 # libcu++ (cuda/atomic) comes with the CUDA toolkit; without it, Debian's copy.
 if [[ ! -e /usr/local/cuda/include/cccl/cuda/atomic ]]; then
