@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "metrics.hpp"
+
 namespace CLI {
 class App;
 }
@@ -38,6 +40,7 @@ struct options {
   std::string poll = "adaptive";  // how kernels poll an empty queue: adaptive or busy (device::poll_policy)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
+  metrics::options metrics;    // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)
 };
 
 // Runs the application until the stream ends, *stop becomes true (may be
