@@ -33,7 +33,10 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--metrics", o.listen,
                  "serve Prometheus metrics on http://ADDR:PORT/metrics while the program runs (PORT or :PORT alone "
                  "listens on 127.0.0.1; docs/monitoring.md lists the metrics)")
-      ->type_name("ADDR:PORT");
+      ->type_name("ADDR:PORT")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("needs ADDR:PORT, :PORT or PORT (e.g. 9464)") : std::string(); },
+          ""));
   app.add_option("--metrics-linger", o.linger_s,
                  "keep serving the final metrics S seconds after the run ends (so that Prometheus scrapes a short "
                  "run's final values; Ctrl-C ends it early)")
