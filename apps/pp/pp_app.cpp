@@ -33,6 +33,7 @@
 #include <gnio/gnio.hpp>
 
 #include "cli.hpp"
+#include "metrics.hpp"
 #include "pp.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
@@ -84,6 +85,26 @@ const char* role_name(role r) {
     case role::arp_other: return "arp_other";
   }
   return "?";
+}
+
+// --metrics: gnio pp's own families (docs/monitoring.md): every counter of
+// pp.hpp as gnio_pp_<name>_total per traffic class and GPU context, from the
+// blocks' counters (the semaphore reports while running, the counter memory
+// at the end) and the CPU thread's (class tcp_ctrl, gpu "cpu").
+void add_pp_metrics(metrics::text& t, const std::vector<counters>& per_block, const std::vector<role>& block_role_of,
+                    const std::vector<uint32_t>& block_ctx, const counters* ctrl_c) {
+  std::map<std::pair<std::string, std::string>, counters> groups;
+  for (size_t blk = 0; blk < per_block.size(); ++blk)
+    add_into(groups[{role_name(block_role_of[blk]), std::to_string(block_ctx[blk])}], per_block[blk]);
+  if (ctrl_c) add_into(groups[{"tcp_ctrl", "cpu"}], *ctrl_c);
+  for (uint32_t i = 0; i < num_counters; ++i) {
+    const std::string_view name = k_counter_names[i];
+    const bool gauge = name == "frag_pending";  // datagrams in reassembly now
+    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name), gauge ? "gauge" : "counter",
+             gauge ? "IP datagrams in reassembly (the JSON's frag_pending)."
+                   : fmt::format("The JSON's {}, per traffic class and GPU context (docs/pp.md).", name));
+    for (const auto& [k, c] : groups) t.sample({{"class", k.first}, {"gpu", k.second}}, at(c, i));
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -392,7 +413,8 @@ namespace {
 // run() without the JSON file: options, the run, and *result (never null)
 // filled with everything known, the error too. *json_out is prepared here,
 // once the options are accepted, so that a bad --json fails before the run.
-int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::optional<atomic_file>* json_out) {
+int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::optional<atomic_file>* json_out,
+              metrics::server* mx) {
   const console con{opt.quiet};
 
   // --- options -------------------------------------------------------------
@@ -823,6 +845,40 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   std::vector<report> latest(num_blocks);
   std::vector<bool> got_final(num_blocks, false);
   uint64_t reports = 0;
+  // --metrics: what /metrics serves, from the blocks' counters and the CPU
+  // thread's (ctrl_c), the port's counters and each queue's processed frames.
+  auto publish_metrics = [&](const std::vector<counters>& blocks, const counters* ctrl_c, const port_stats& st,
+                             const std::vector<uint64_t>& processed_q, bool engine_failed, bool final) {
+    metrics::text t;
+    std::vector<metrics::rxq_label> labels;
+    for (const auto& q : rxqs)
+      labels.push_back({q.cls, q.block >= 0 ? std::to_string(block_ctx[static_cast<uint32_t>(q.block)]) : "cpu"});
+    metrics::add_port(t, opt.port, st, labels, processed_q, engine_failed);
+    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+    for (uint32_t k = 0; k < num_ctx; ++k)
+      metrics::add_gpu_info(t, std::to_string(k), ctxs[k]->info.name, ctxs[k]->info.bus_id,
+                            to_string(ctxs[k]->info.executor));
+    std::vector<role> roles(num_blocks);
+    for (uint32_t blk = 0; blk < num_blocks; ++blk) roles[blk] = role_of(blk);
+    add_pp_metrics(t, blocks, roles, block_ctx, ctrl_c);
+    t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.").sample({}, reports);
+    mx->publish(t, final);
+  };
+  auto publish_live = [&] {
+    std::vector<counters> blocks(num_blocks);
+    for (uint32_t blk = 0; blk < num_blocks; ++blk) blocks[blk] = latest[blk].c;
+    counters ctrl_c{};
+    if (ctrl_rxq >= 0) {
+      std::lock_guard lk(ctrl->mu);
+      ctrl_c = ctrl->snap;
+    }
+    const port_stats st = p->stats();
+    std::vector<uint64_t> processed_q(st.rxq.size(), 0);
+    for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
+      processed_q[q] = rxqs[q].block >= 0 ? blocks[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl_c.packets;
+    publish_metrics(blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st, processed_q, static_cast<bool>(p->engine_error()),
+                    false);
+  };
   auto drain_sem = [&] {
     for (auto& c : ctxs) {
       const uint32_t local_n = c->b.num_blocks;
@@ -875,6 +931,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       std::copy(cls, cls + 4, prev_cls);
       last_line = now;
     }
+    if (mx && mx->due()) publish_live();
     if ((stop && stop->load()) || (opt.duration > 0 && elapsed >= opt.duration)) {
       stopped_early = true;
       stop_kernels(&run_err);
@@ -1158,6 +1215,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   }
   j.update(failure);
   *result = std::move(j);
+  if (mx) publish_metrics(per_block, ctrl_rxq >= 0 ? &ctrl->c : nullptr, st, processed_q, static_cast<bool>(engine_err), true);
 
   // --- the lifecycle in reverse ----------------------------------------------------
   for (auto& c : ctxs) {
@@ -1177,14 +1235,17 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
 
 }  // namespace
 
-int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
+namespace {
+
+// run() without the --metrics server: the run and its JSON file.
+int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* result, metrics::server* mx) {
   json local;
   json& j = result ? *result : local;
   j = json::object();
   std::optional<atomic_file> json_out;
   int rc = 1;
   try {
-    rc = run_steps(opt, stop, &j, &json_out);
+    rc = run_steps(opt, stop, &j, &json_out, mx);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -1209,6 +1270,24 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
     gnio::console::err("pp: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
     rc = rc == 0 ? 1 : rc;
   }
+  return rc;
+}
+
+}  // namespace
+
+int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
+  // --metrics: bound before anything runs, so that a bad address or a port in
+  // use is a usage error; --metrics-linger serves the final values (the
+  // JSON's) a while after the run, for a scrape to catch a short run.
+  std::string why;
+  auto mx = metrics::server::start(opt.metrics, "pp", &why);
+  if (!why.empty()) {
+    json local;
+    return bad_option(why, result ? result : &local);
+  }
+  if (mx) console{opt.quiet}.out("pp: metrics on http://{}/metrics\n", mx->address());
+  const int rc = run_and_write(opt, stop, result, mx.get());
+  if (mx) mx->linger([stop] { return stop && stop->load(); });
   return rc;
 }
 
@@ -1272,6 +1351,7 @@ void add_command(CLI::App& app) {
   sub->add_option("--ring", opt->ring, "descriptors per RX queue (power of two)")
       ->check(gnio::cli::power_of_two(2, 1u << 31))
       ->capture_default_str();
+  metrics::add_options(*sub, opt->metrics);
   sub->callback([opt, sub] {
     options o = *opt;
     // run() reads an empty name as "not given"; on the command line it is a mistake.

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "metrics.hpp"
+
 namespace CLI {
 class App;
 }
@@ -41,6 +43,7 @@ struct options {
   uint32_t frag_table = 32;    // IP datagrams each block reassembles at once (0 = count fragments as they are)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
+  metrics::options metrics;    // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)
 };
 
 // Runs the application until the stream ends, *stop becomes true (may be

@@ -36,6 +36,7 @@
 
 #include "cli.hpp"
 #include "launch_report.hpp"
+#include "metrics.hpp"
 #include "flow_count.hpp"
 
 namespace flow_count {
@@ -112,13 +113,14 @@ struct options {
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   gnio::cli::launch_options launch;
+  gnio::metrics::options metrics;
   std::string command;
 };
 
 // The run itself, from opening the GPUs to the lifecycle in reverse. Fills j
 // with everything known (the error too, when a step fails) and returns the
 // exit status.
-int run(const options& o, gnio::stop_signals& sig, json& j) {
+int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx) {
   const std::string& port_dev = o.port_dev;
   const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads, table_cap = o.table_cap,
                  top = o.top;
@@ -266,6 +268,40 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     }
   }
 
+  // --metrics (docs/monitoring.md): the port's families with each queue's
+  // processed frames (its kernel's published consumer index while running,
+  // the kernel's own count at the end), and flow_count's totals at the end.
+  auto publish_metrics = [&](const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
+                             const flow_count::totals* sum, size_t num_flows) {
+    gnio::metrics::text t;
+    std::vector<gnio::metrics::rxq_label> labels(queues, {"all", "0"});
+    for (size_t k = 0; k < ctxs.size(); ++k)
+      for (uint32_t q : ctxs[k]->queue_ids) labels[q].gpu = std::to_string(k);
+    gnio::metrics::add_port(t, port_dev, st, labels, processed, engine_failed);
+    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+    for (size_t k = 0; k < ctxs.size(); ++k) {
+      const gnio::gpu_info info = ctxs[k]->g.info();
+      gnio::metrics::add_gpu_info(t, std::to_string(k), info.name, info.bus_id, gnio::to_string(info.executor));
+    }
+    if (sum) {  // the kernels keep these until they return
+      t.family("gnio_flow_count_packets_total", "counter", "Packets counted in flows (the JSON's packets).")
+          .sample({}, sum->packets);
+      t.family("gnio_flow_count_bytes_total", "counter", "Bytes counted in flows (the JSON's bytes).").sample({}, sum->bytes);
+      t.family("gnio_flow_count_malformed_total", "counter", "Malformed packets (the JSON's malformed).")
+          .sample({}, sum->malformed);
+      t.family("gnio_flow_count_table_full_total", "counter", "Packets that found the flow table full.")
+          .sample({}, sum->table_full);
+      t.family("gnio_flow_count_flows", "gauge", "Flows in the table at the end (the JSON's flows).")
+          .sample({}, static_cast<uint64_t>(num_flows));
+    }
+    mx->publish(t, sum != nullptr);
+  };
+  auto publish_live = [&] {
+    const auto st = p->stats();
+    std::vector<uint64_t> processed;
+    for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
+    publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0);
+  };
   auto last = t0;
   uint64_t last_delivered = 0;
   bool stopped_early = false;
@@ -279,6 +315,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
       else if (w.code() != gnio::status::time_out) run_err = w;
     }
     if (done == ctxs.size() || run_err) break;
+    if (mx && mx->due()) publish_live();
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
@@ -468,6 +505,11 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     }
   }
   j["flow_rows"] = rows;
+  if (mx) {
+    std::vector<uint64_t> processed;
+    for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
+    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size());
+  }
   if (lost != 0) {
     set_error(j, fmt::format("{} packet(s) unaccounted: received != processed + missed + unsteered + pending", lost),
               "unexpected", "accounting");
@@ -514,6 +556,7 @@ int main(int argc, char** argv) {
   gnio::stop_signals sig;
   json j = json::object();
   std::optional<gnio::atomic_file> json_out;
+  std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
     CLI::App app{"flow_count: count packets and bytes per 5-tuple flow in a persistent GPU kernel"};
@@ -567,6 +610,7 @@ int main(int argc, char** argv) {
         ->check(gnio::cli::number(0))
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    gnio::metrics::add_options(app, o.metrics);
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
@@ -590,7 +634,15 @@ int main(int argc, char** argv) {
       }
       json_out = std::move(*f);
     }
-    rc = run(o, sig, j);
+    // --metrics: bound before the run, so that a bad address or a port in use is a usage error.
+    std::string why;
+    mx = gnio::metrics::server::start(o.metrics, "flow_count", &why);
+    if (!why.empty()) {
+      warn("flow_count: {}\n", why);
+      return gnio::console::finish("flow_count", 2);
+    }
+    if (mx) warn("flow_count: metrics on http://{}/metrics\n", mx->address());
+    rc = run(o, sig, j, mx.get());
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -610,5 +662,7 @@ int main(int argc, char** argv) {
       rc = rc == 0 ? 1 : rc;
     }
   }
+  // --metrics-linger: the final values stay up for a scrape; a signal ends it.
+  if (mx) mx->linger([&sig] { return sig.signal() != 0; });
   return gnio::console::finish("flow_count", rc);
 }

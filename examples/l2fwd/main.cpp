@@ -26,6 +26,7 @@
 #include <gnio/signals.hpp>
 
 #include "cli.hpp"
+#include "metrics.hpp"
 #include "launch_report.hpp"
 #include "l2fwd.hpp"
 
@@ -85,13 +86,14 @@ struct options {
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
   gnio::cli::launch_options launch;
+  gnio::metrics::options metrics;
   std::string command;
 };
 
 // The run itself, from opening the GPU to the lifecycle in reverse. Fills j
 // with everything known (the error too, when a step fails) and returns the
 // exit status.
-int run(const options& o, gnio::stop_signals& sig, json& j) {
+int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx) {
   const auto& port_dev = o.port_dev;
   const auto& gpu_sel = o.gpu_sel;
   const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads;
@@ -192,6 +194,24 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     return fail_with(j, e, "launch");
   }
 
+  // --metrics (docs/monitoring.md): the port's families with each queue's
+  // processed frames (its kernel's published consumer index while running,
+  // the kernel's own count at the end), and l2fwd's totals at the end.
+  auto publish_metrics = [&](const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
+                             const l2fwd::totals* sum) {
+    gnio::metrics::text t;
+    gnio::metrics::add_port(t, port_dev, st, std::vector<gnio::metrics::rxq_label>(queues, {"all", "0"}), processed,
+                            engine_failed);
+    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+    gnio::metrics::add_gpu_info(t, "0", info.name, info.bus_id, gnio::to_string(info.executor));
+    if (sum) {  // the kernel keeps these until it returns
+      t.family("gnio_l2fwd_forwarded_total", "counter", "Frames handed to the TX ring (the JSON's forwarded).")
+          .sample({}, sum->forwarded);
+      t.family("gnio_l2fwd_tx_failed_total", "counter", "Frames dropped on a full TX ring (the JSON's tx_failed).")
+          .sample({}, sum->tx_failed);
+    }
+    mx->publish(t, sum != nullptr);
+  };
   auto last = t0;
   uint64_t last_tx = 0;
   bool stopped_early = false;
@@ -202,6 +222,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
     if (w.code() != gnio::status::time_out) {
       run_err = w;
       break;
+    }
+    if (mx && mx->due()) {
+      const auto st = p->stats();
+      std::vector<uint64_t> processed;
+      for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
+      publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr);
     }
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
@@ -293,6 +319,11 @@ int run(const options& o, gnio::stop_signals& sig, json& j) {
   gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
+  if (mx) {
+    std::vector<uint64_t> processed;
+    for (const auto& t : per) processed.push_back(t.packets);
+    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum);
+  }
 
   // Frames lost on the way out fail the run: a forwarder that drops is not
   // one that worked.
@@ -350,6 +381,7 @@ int main(int argc, char** argv) {
   gnio::stop_signals sig;
   json j = json::object();
   std::optional<gnio::atomic_file> json_out;
+  std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
     CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
@@ -389,6 +421,7 @@ int main(int argc, char** argv) {
         ->check(gnio::cli::number(0))
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    gnio::metrics::add_options(app, o.metrics);
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("l2fwd", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
@@ -408,7 +441,15 @@ int main(int argc, char** argv) {
       }
       json_out = std::move(*f);
     }
-    rc = run(o, sig, j);
+    // --metrics: bound before the run, so that a bad address or a port in use is a usage error.
+    std::string why;
+    mx = gnio::metrics::server::start(o.metrics, "l2fwd", &why);
+    if (!why.empty()) {
+      warn("l2fwd: {}\n", why);
+      return gnio::console::finish("l2fwd", 2);
+    }
+    if (mx) warn("l2fwd: metrics on http://{}/metrics\n", mx->address());
+    rc = run(o, sig, j, mx.get());
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -428,5 +469,7 @@ int main(int argc, char** argv) {
       rc = rc == 0 ? 1 : rc;
     }
   }
+  // --metrics-linger: the final values stay up for a scrape; a signal ends it.
+  if (mx) mx->linger([&sig] { return sig.signal() != 0; });
   return gnio::console::finish("l2fwd", rc);
 }

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# --metrics of gnio pp, flow_count and l2fwd, checked by Prometheus's own
+# tools (docs/monitoring.md):
+#
+#   metrics_test.py promtool     scrape each program while it runs; promtool
+#                                check metrics finds nothing to say; counters
+#                                never go down from one scrape to the next
+#   metrics_test.py prometheus   a real prometheus server scrapes all three
+#                                every second; its query API returns the
+#                                values of each program's final JSON
+#   metrics_test.py bad-input    port in use, bad addresses and ports: exit 2
+#                                before the run, with a message naming them
+#
+# The programs come from GNIO_TOOL_BIN, GNIO_FLOW_COUNT_BIN and
+# GNIO_L2FWD_BIN, the captures from GNIO_TEST_DATA_DIR, prometheus and
+# promtool from GNIO_PROMETHEUS_BIN and GNIO_PROMTOOL_BIN (ctest sets them all).
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+LIMIT_S = 45  # a guard against hangs, never a measure of speed
+
+
+def env(name, kind="file"):
+    v = os.environ.get(name, "")
+    ok = os.path.isdir(v) if kind == "dir" else (os.path.isfile(v) and os.access(v, os.X_OK))
+    if not ok:
+        sys.exit(f"{name} is '{v}', which is not {'a directory' if kind == 'dir' else 'an executable file'} "
+                 "(ctest sets it: run the tests with ctest, or set it as tests/CMakeLists.txt does)")
+    return v
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def wait_for(what, fn, procs=()):
+    end = time.monotonic() + LIMIT_S
+    while time.monotonic() < end:
+        try:
+            v = fn()
+            if v is not None:
+                return v
+        except OSError:
+            pass
+        for p in procs:
+            if p.poll() is not None and p.returncode not in (0, None):
+                raise AssertionError(f"{what}: {p.args[0]} exited with {p.returncode}:\n{p.stderr_text()}")
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not within {LIMIT_S} s")
+
+
+class program:
+    """A program started in the background; stopped (SIGINT, then SIGKILL) on exit."""
+    live = []
+
+    def __init__(self, args, tmp, name):
+        self.err_path = os.path.join(tmp, name + ".err")
+        self.out_path = os.path.join(tmp, name + ".out")
+        self.p = subprocess.Popen(args, stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"))
+        self.args = args
+        program.live.append(self)
+
+    def poll(self):
+        return self.p.poll()
+
+    @property
+    def returncode(self):
+        return self.p.returncode
+
+    def stderr_text(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.p.returncode
+
+    @classmethod
+    def stop_all(cls):
+        for p in cls.live:
+            p.stop()
+        cls.live = []
+
+
+def parse_text(text):
+    """{(name, frozenset(labels)): value} of the samples in an exposition text."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        assert m, f"not a sample line: {line!r}"
+        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def promtool_check(promtool, text, what):
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), \
+        f"{what}: promtool check metrics (status {r.returncode}):\n{r.stdout}{r.stderr}"
+
+
+def programs(tmp, data):
+    """The three runs, each with --metrics on a free port and a long linger (the test ends it)."""
+    pcap = os.path.join(data, "http.pcap")
+    runs = {
+        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", "pcap:file=" + pcap,
+               "--gpu", "host", "--stats-interval", "0.2"],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", "pcap:file=" + pcap, "--exec", "host", "--queues", "2",
+                       "--top", "0"],
+        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", f"pcap:file={pcap},tx={os.path.join(tmp, 'l2fwd_out.pcap')}",
+                  "--gpu", "host"],
+    }
+    out = {}
+    for name, args in runs.items():
+        port = free_port()
+        j = os.path.join(tmp, name + ".json")
+        out[name] = (args + ["--json", j, "--metrics", f"127.0.0.1:{port}", "--metrics-linger", "60"], port, j)
+    return out
+
+
+def scrape_finished(port):
+    text = get(f"http://127.0.0.1:{port}/metrics")
+    return text if "\ngnio_run_finished 1\n" in text else None
+
+
+def test_promtool(tmp):
+    promtool = env("GNIO_PROMTOOL_BIN")
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    # A run long enough to be scraped while it runs: the generator for 3 s.
+    port = free_port()
+    gen = program([env("GNIO_TOOL_BIN"), "pp", "--port", "gen:mix=all,flows=64", "--gpu", "host", "--duration", "3",
+                   "--stats-interval", "0.2", "--metrics", str(port), "--metrics-linger", "60"], tmp, "pp_gen")
+    texts = []
+    wait_for("pp's first scrape", lambda: texts.append(get(f"http://127.0.0.1:{port}/metrics")) or True, [gen])
+    # Scrapes during the run, until the final values: each one clean, no counter lower than before.
+    final = None
+    while final is None:
+        t = get(f"http://127.0.0.1:{port}/metrics")
+        texts.append(t)
+        if "\ngnio_run_finished 1\n" in t:
+            final = t
+        elif gen.poll() is not None:
+            raise AssertionError(f"pp ended before its final metrics:\n{gen.stderr_text()}")
+        time.sleep(0.3)
+    assert gen.stop() == 0, gen.stderr_text()
+    live = [t for t in texts if "\ngnio_run_finished 0\n" in t]
+    assert live, "no scrape saw the run in progress"
+    counter_families = set(re.findall(r"^# TYPE (\S+) counter$", final, re.M))
+    prev = {}
+    for i, t in enumerate(texts):
+        promtool_check(promtool, t, f"pp scrape {i}")
+        now = parse_text(t)
+        for k, v in now.items():
+            if k[0] in counter_families and k in prev:
+                assert v >= prev[k], f"{k[0]}{dict(k[1])} went down from {prev[k]} to {v} (scrape {i})"
+        prev.update(now)
+    assert parse_text(final)[("gnio_pp_packets_total", frozenset({("class", "udp"), ("gpu", "0")}))] > 0
+    # The three programs on captures, with --metrics-linger: their final text.
+    for name, (args, port, _) in programs(tmp, data).items():
+        p = program(args, tmp, name)
+        text = wait_for(f"{name}'s final metrics", lambda: scrape_finished(port), [p])
+        promtool_check(promtool, text, name)
+        assert p.stop() == 0, p.stderr_text()
+        print(f"{name}: promtool check metrics: clean ({len(parse_text(text))} samples)")
+
+
+def test_prometheus(tmp):
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    runs = programs(tmp, data)
+    web = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n")
+        for name, (_, port, _) in runs.items():
+            f.write(f"  - job_name: {name}\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+    prom = program([env("GNIO_PROMETHEUS_BIN"), "--config.file", cfg, "--storage.tsdb.path", os.path.join(tmp, "tsdb"),
+                    "--web.listen-address", f"127.0.0.1:{web}"], tmp, "prometheus")
+    wait_for("prometheus ready", lambda: get(f"http://127.0.0.1:{web}/-/ready") or None, [prom])
+    procs = {name: program(args, tmp, name) for name, (args, _, _) in runs.items()}
+
+    def query(q):
+        r = json.loads(get(f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": q})))
+        assert r["status"] == "success", r
+        return r["data"]["result"]
+
+    def one(q):
+        res = query(q)
+        assert len(res) == 1, f"{q}: {len(res)} series: {res}"
+        return int(float(res[0]["value"][1]))
+
+    # Prometheus has the final values once it has scraped gnio_run_finished 1.
+    got = {}
+    for name in runs:
+        wait_for(f"prometheus scraping {name}'s final values",
+                 lambda: query(f'gnio_run_finished{{job="{name}"}} == 1') or None, [prom, procs[name]])
+        got[name] = {}
+    # Read everything the checks need, then end the lingering programs.
+    pq = {r["metric"]["queue"]: r for r in query('gnio_rx_packets_total{job="pp"}')}
+    kq = {r["metric"]["queue"]: r for r in query('gnio_kernel_processed_total{job="pp"}')}
+    vals = {
+        "pp": {k: one(q) for k, q in {
+            "received": 'gnio_rx_frames_total{job="pp"}',
+            "packets": 'sum(gnio_pp_packets_total{job="pp"})',
+            "bytes": 'sum(gnio_pp_bytes_total{job="pp"})',
+            "dns_queries": 'sum(gnio_pp_dns_queries_total{job="pp"})',
+            "dns_responses": 'sum(gnio_pp_dns_responses_total{job="pp"})',
+            "udp": 'sum(gnio_pp_udp_total{job="pp"})',
+            "tcp": 'sum(gnio_pp_tcp_total{job="pp"})',
+            "missed": 'sum(gnio_rx_missed_total{job="pp"})',
+            "tx_frames": 'gnio_tx_packets_total{job="pp"}',
+            "udp_class_packets": 'sum(gnio_pp_packets_total{job="pp",class="udp"})',
+        }.items()},
+        "flow_count": {k: one(q) for k, q in {
+            "packets": 'gnio_flow_count_packets_total{job="flow_count"}',
+            "bytes": 'gnio_flow_count_bytes_total{job="flow_count"}',
+            "flows": 'gnio_flow_count_flows{job="flow_count"}',
+            "received": 'gnio_rx_frames_total{job="flow_count"}',
+            "processed": 'sum(gnio_kernel_processed_total{job="flow_count"})',
+        }.items()},
+        "l2fwd": {k: one(q) for k, q in {
+            "forwarded": 'gnio_l2fwd_forwarded_total{job="l2fwd"}',
+            "tx_frames": 'gnio_tx_packets_total{job="l2fwd"}',
+            "received": 'gnio_rx_frames_total{job="l2fwd"}',
+        }.items()},
+    }
+    fq = {r["metric"]["queue"]: int(float(r["value"][1])) for r in query('gnio_kernel_processed_total{job="flow_count"}')}
+    for name, p in procs.items():
+        assert p.stop() == 0, f"{name}: {p.stderr_text()}"
+    prom.stop()
+
+    def load(name):
+        with open(runs[name][2]) as f:
+            return json.load(f)
+
+    j = load("pp")
+    failures = []
+
+    def eq(what, a, b):
+        if a != b:
+            failures.append(f"{what}: prometheus {a}, JSON {b}")
+
+    for k in ("received", "packets", "bytes", "dns_queries", "dns_responses", "udp", "tcp", "missed", "tx_frames"):
+        eq(f"pp {k}", vals["pp"][k], j[k])
+    eq("pp udp class packets", vals["pp"]["udp_class_packets"], j["per_class"]["udp"]["counters"]["packets"])
+    eq("pp queues", sorted(pq), sorted(str(q["queue"]) for q in j["per_queue"]))
+    for q in j["per_queue"]:
+        s = pq.get(str(q["queue"]))
+        if s:
+            eq(f"pp queue {q['queue']} class", s["metric"]["class"], q["class"])
+            eq(f"pp queue {q['queue']} delivered", int(float(s["value"][1])), q["delivered"])
+            eq(f"pp queue {q['queue']} processed", int(float(kq[str(q["queue"])]["value"][1])), q["processed"])
+    if j["dns_queries"] == 0 or j["packets"] == 0:
+        failures.append(f"pp's capture counted no DNS queries: {j['packets']} packets, {j['dns_queries']} queries")
+    f = load("flow_count")
+    for k in ("packets", "bytes", "flows", "received"):
+        eq(f"flow_count {k}", vals["flow_count"][k], f[k])
+    eq("flow_count processed", vals["flow_count"]["processed"], sum(q["processed"] for q in f["per_queue"]))
+    eq("flow_count per queue", fq, {str(q["queue"]): q["processed"] for q in f["per_queue"]})
+    lj = load("l2fwd")
+    for k in ("forwarded", "tx_frames", "received"):
+        eq(f"l2fwd {k}", vals["l2fwd"][k], lj[k])
+    assert not failures, "\n".join(failures)
+    print(f"prometheus: pp {j['packets']} packets ({j['dns_queries']} DNS queries) over {len(pq)} queues, "
+          f"flow_count {f['packets']} packets in {f['flows']} flows, l2fwd {lj['forwarded']} forwarded: "
+          "all equal to the JSON")
+
+
+def test_bad_input(tmp):
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    pcap = "pcap:file=" + os.path.join(data, "dns_udp.pcap")
+    cmds = {
+        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", "host"],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", "host"],
+        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", "host"],
+    }
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (f"127.0.0.1:{port}", f"--metrics 127.0.0.1:{port}: address in use"),
+            (str(port), f"--metrics 127.0.0.1:{port}: address in use"),
+            ("nosuchhost.invalid:9464", "--metrics nosuchhost.invalid:9464: cannot resolve address 'nosuchhost.invalid'"),
+            ("192.0.2.1:9464", "--metrics 192.0.2.1:9464: address not available on this host"),
+            ("70000", "--metrics 70000: port 70000 is outside 1..65535"),
+            (":0", "--metrics :0: port 0 is outside 1..65535"),
+            ("127.0.0.1:http", "--metrics 127.0.0.1:http: port 'http' is not a number"),
+            ("::1:9464", "--metrics ::1:9464: an IPv6 address needs brackets"),
+            ("127.0.0.1:", "--metrics 127.0.0.1:: no port after the address"),
+        ]
+        failures = []
+        for name, cmd in cmds.items():
+            for value, message in cases:
+                r = subprocess.run(cmd + ["--metrics", value], capture_output=True, text=True, timeout=LIMIT_S)
+                if r.returncode != 2 or message not in r.stderr or "received" in r.stdout:
+                    failures.append(f"{name} --metrics {value}: status {r.returncode} (want 2, before the run), "
+                                    f"stderr {r.stderr!r} (want {message!r})")
+    assert not failures, "\n".join(failures)
+    print(f"bad input: {len(cases)} cases for each of {', '.join(cmds)}: exit 2 with the message")
+
+
+def main():
+    tests = {"promtool": test_promtool, "prometheus": test_prometheus, "bad-input": test_bad_input}
+    if len(sys.argv) != 2 or sys.argv[1] not in tests:
+        print(f"usage: metrics_test.py {'|'.join(tests)}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix=f"gnio_test_{os.getpid()}_") as tmp:
+        try:
+            tests[sys.argv[1]](tmp)
+        except AssertionError as e:
+            print(f"FAIL: {e}", file=sys.stderr)
+            return 1
+        finally:
+            program.stop_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
