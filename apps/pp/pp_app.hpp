@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ipfix.hpp"
+
 namespace CLI {
 class App;
 }
@@ -36,6 +38,7 @@ struct options {
   uint32_t ring = 4096;        // descriptors per RX queue (power of two)
   uint32_t rx_slot = 2048;     // bytes per RX buffer slot (a multiple of 64, 64..1 MiB): longer frames are cut
   std::string poll = "adaptive";  // how kernels poll an empty queue: adaptive or busy (device::poll_policy)
+  ipfix::options ipfix;        // --ipfix HOST:PORT and its timeouts: conversations as IPFIX records (docs/ipfix.md)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
 };
