@@ -455,8 +455,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     *json_out = std::move(*f);
   }
   // The IPFIX collector is resolved before anything runs. pp's conversation
-  // table keeps no TCP flags or VLAN: its templates leave them out.
-  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false}, "pp");
+  // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
+  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
   if (!ipx_open) return bad_option(ipx_open.err().message(), result);
   ipfix::session& ipx = *ipx_open;
   // From here on the JSON is written, also when the run fails.

@@ -88,15 +88,22 @@ TEST(Ipfix, TemplateMessageLayout) {
 }
 
 TEST(Ipfix, TemplateWithoutOptionalFields) {
-  ipfix::layout l;
+  ipfix::layout l;  // pp's
   l.tcp_flags = false;
   l.vlan = false;
+  l.tunnel_id = false;
   for (const auto& f : ipfix::template_fields(4, l)) {
     EXPECT_NE(f.id, ipfix::ie_tcp_control_bits);
     EXPECT_NE(f.id, ipfix::ie_vlan_id);
+    EXPECT_NE(f.id, ipfix::ie_layer2_segment_id);
   }
-  EXPECT_EQ(ipfix::record_bytes(4, l), 54u);
-  EXPECT_EQ(ipfix::record_bytes(6, l), 78u);
+  EXPECT_EQ(ipfix::record_bytes(4, l), 46u);
+  EXPECT_EQ(ipfix::record_bytes(6, l), 70u);
+  uint32_t seq = 0;
+  const auto m = ipfix::encode_data_messages(1, &seq, 0, l, {v4_record(1, 1)});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(rd16(m[0], 18), 52u);  // 4 + 46, padded to 52
+  EXPECT_EQ(m[0].size(), 16u + 52u);
   EXPECT_EQ(ipfix::record_bytes(4, ipfix::layout{}), 58u);
   EXPECT_EQ(ipfix::record_bytes(6, ipfix::layout{}), 82u);
 }

@@ -46,7 +46,7 @@ void put_record(std::vector<uint8_t>& b, const record& r, const layout& l) {
   put8(b, r.proto);
   if (l.tcp_flags) put16(b, r.tcp_flags);
   if (l.vlan) put16(b, r.vlan_id);
-  put64(b, r.layer2_segment_id);
+  if (l.tunnel_id) put64(b, r.layer2_segment_id);
   put64(b, r.packets);
   put64(b, r.octets);
   put64(b, r.start_ms);
@@ -70,7 +70,7 @@ std::vector<field> template_fields(uint8_t family, const layout& l) {
   f.push_back({ie_protocol_identifier, 1});
   if (l.tcp_flags) f.push_back({ie_tcp_control_bits, 2});  // RFC 7125: two octets
   if (l.vlan) f.push_back({ie_vlan_id, 2});
-  f.push_back({ie_layer2_segment_id, 8});
+  if (l.tunnel_id) f.push_back({ie_layer2_segment_id, 8});
   f.push_back({ie_packet_delta_count, 8});
   f.push_back({ie_octet_delta_count, 8});
   f.push_back({ie_flow_start_milliseconds, 8});
@@ -174,7 +174,7 @@ record record_of(const device::flow_entry& e, const layout& l) {
   if (l.tcp_flags) r.tcp_flags = static_cast<uint16_t>(e.meta & device::flow_meta_tcp_flags);
   if (l.vlan && (e.meta & device::flow_meta_tagged))
     r.vlan_id = static_cast<uint16_t>((e.meta >> device::flow_meta_vlan_shift) & device::flow_meta_vlan_mask);
-  r.layer2_segment_id = layer2_segment_id(e.key.tunnel, e.key.tunnel_id);
+  if (l.tunnel_id) r.layer2_segment_id = layer2_segment_id(e.key.tunnel, e.key.tunnel_id);
   return r;
 }
 

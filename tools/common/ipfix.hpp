@@ -68,10 +68,12 @@ struct field {
 };
 
 // Which optional elements the templates carry: flow_count's table keeps TCP
-// flags and a VLAN ID per flow, pp's conversation table does not.
+// flags, a VLAN ID and the tunnel identifier per flow; pp's conversation
+// table keeps none of them (its keys hold a tunnel's kind, not its ID).
 struct layout {
   bool tcp_flags = true;
   bool vlan = true;
+  bool tunnel_id = true;  // layer2SegmentId
 };
 
 // One flow record, host order. Addresses are network order (IPv4 in the
