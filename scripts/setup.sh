@@ -39,6 +39,8 @@ packages=(build-essential cmake ninja-build pkg-config libpcap-dev libcli11-dev 
           nlohmann-json3-dev libfmt-dev libspdlog-dev libgtest-dev libbenchmark-dev
           tshark python3 python3-jsonschema python3-matplotlib iproute2 iputils-ping dnsutils curl tcpreplay
           libxdp-dev libbpf-dev libdpdk-dev)
+# IPFIX: nfcapd/nfdump collect in tests; softflowd is the reference exporter in bench/ipfix_vs_softflowd.py.
+packages+=(nfdump softflowd)
 # libcu++ (cuda/atomic) comes with the CUDA toolkit; without it, Debian's copy.
 if [[ ! -e /usr/local/cuda/include/cccl/cuda/atomic ]]; then
   packages+=(libcu++-dev)

@@ -484,6 +484,11 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (!f) return bad_option(f.err().message(), result);
     *json_out = std::move(*f);
   }
+  // The IPFIX collector is resolved before anything runs. pp's conversation
+  // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
+  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
+  if (!ipx_open) return bad_option(ipx_open.err().message(), result);
+  ipfix::session& ipx = *ipx_open;
   // From here on the JSON is written, also when the run fails.
   (*result)["command"] = opt.command;
   (*result)["port"] = opt.port;
@@ -903,6 +908,10 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       add_into(cls[1], ctrl->snap);
     }
   };
+  // IPFIX: one observation domain per GPU's conversation table, and one for
+  // the CPU thread's (exported at the end of the run).
+  ipx.start(num_ctx + (ctrl_rxq >= 0 ? 1u : 0u), ipfix::now_ms());
+  std::vector<device::flow_entry> ipx_copy;
   auto last_line = t0;
   bool stopped_early = false, timed_out = false;
   error run_err;
@@ -922,6 +931,14 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     }
     drain_sem();
     if (run_err || done == num_ctx) break;
+    if (const uint64_t ms = ipfix::now_ms(); ipx.due(ms)) {
+      ipx_copy.resize(k_conv_capacity);
+      for (uint32_t i = 0; i < num_ctx && !run_err; ++i) {
+        if (auto e = ctxs[i]->g.copy_to_host(ipx_copy.data(), ctxs[i]->conv_mem, 0, ctxs[i]->conv_mem.bytes); e) run_err = e;
+        else ipx.scan(i, ipx_copy.data(), k_conv_capacity, ms, false);
+      }
+      ipx.scanned(ms);
+    }
     const auto now = clock_type::now();
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (opt.stats_interval > 0 && std::chrono::duration<double>(now - last_line).count() >= opt.stats_interval) {
@@ -1003,6 +1020,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       return report_error(e, "read DNS names", result);
   }
   conv_tables.push_back(ctrl->conv);
+  for (uint32_t i = 0; i < conv_tables.size(); ++i)
+    if (i < num_ctx || ctrl_rxq >= 0) ipx.scan(i, conv_tables[i].data(), conv_tables[i].size(), ipfix::now_ms(), true);
   dns_tables.push_back(ctrl->dns);
 
   counters total{};
@@ -1102,6 +1121,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   for (const auto& q : st.rxq) truncated += q.truncated;
   if (const std::string w = gnio::cli::truncation_warning("pp", truncated, opt.rx_slot); !w.empty()) warn("{}", w);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
+  if (ipx.enabled()) con.out("pp: {}\n", ipx.summary());
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
   for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
     con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);
@@ -1137,6 +1157,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   j["tcp_flows"] = tcp_conv.size();
   j["udp_flows"] = udp_conv.size();
   j["tunnel_flows"] = tunnel_flows;
+  ipx.add_json(j);
   j["tcp_synack_sent"] = ctrl->synack_sent;
   j["tcp_finack_sent"] = ctrl->finack_sent;
   j["received"] = st.rx_frames;
@@ -1352,6 +1373,7 @@ void add_command(CLI::App& app) {
       ->check(gnio::cli::power_of_two(2, 1u << 31))
       ->capture_default_str();
   metrics::add_options(*sub, opt->metrics);
+  ipfix::add_options(*sub, opt->ipfix);
   sub->callback([opt, sub] {
     options o = *opt;
     // run() reads an empty name as "not given"; on the command line it is a mistake.

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "metrics.hpp"
+#include "ipfix.hpp"
 
 namespace CLI {
 class App;
@@ -41,6 +42,7 @@ struct options {
   uint32_t tcp_streams = 2048; // TCP connections each block follows for per-message HTTP/DNS counting
                                // (a power of two; 0 = classify every segment on its own)
   uint32_t frag_table = 32;    // IP datagrams each block reassembles at once (0 = count fragments as they are)
+  ipfix::options ipfix;        // --ipfix HOST:PORT and its timeouts: conversations as IPFIX records (docs/ipfix.md)
   std::string command;         // command line, for the JSON
   bool quiet = false;          // no console output except errors (in-process callers)
   metrics::options metrics;    // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)

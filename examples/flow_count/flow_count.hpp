@@ -52,7 +52,12 @@ struct body {
         parsed_pkt pp;
         if (!parse(p, len, pp) && pp.malformed) ++malformed;
         flow_key k = make_flow_key(pp);
-        if (flow_table_add(table, capacity, k, wire) < 0) ++full;
+        // TCP flags and the outer VLAN go to the entry's meta word for IPFIX
+        // export (flow_table_add_meta says what that costs).
+        const uint32_t flags = pp.l4 == l4_kind::tcp ? pp.tcp.flags : 0u;
+        const uint32_t vid = uint32_t{pp.outer_vlan} & flow_meta_vlan_mask;
+        const uint32_t vlan = pp.vlan_count ? flow_meta_tagged | (vid << flow_meta_vlan_shift) : 0u;
+        if (flow_table_add_meta(table, capacity, k, wire, flags, vlan) < 0) ++full;
         ++packets;
         nbytes += wire;
       }

@@ -38,6 +38,7 @@
 #include "launch_report.hpp"
 #include "metrics.hpp"
 #include "flow_count.hpp"
+#include "ipfix.hpp"
 
 namespace flow_count {
 gnio::error launch(gnio::kernel_runner& runner, const gnio::launch_dims& dims, const body& b);
@@ -114,13 +115,15 @@ struct options {
   double duration_s = 0, interval_s = 1.0;
   gnio::cli::launch_options launch;
   gnio::metrics::options metrics;
+  gnio::ipfix::options ipfix;
   std::string command;
 };
 
 // The run itself, from opening the GPUs to the lifecycle in reverse. Fills j
 // with everything known (the error too, when a step fails) and returns the
 // exit status.
-int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx) {
+int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx,
+        gnio::ipfix::session& ipfix) {
   const std::string& port_dev = o.port_dev;
   const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads, table_cap = o.table_cap,
                  top = o.top;
@@ -302,6 +305,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
     publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0);
   };
+  // IPFIX: one observation domain per GPU's flow table; templates first.
+  ipfix.start(static_cast<uint32_t>(ctxs.size()), gnio::ipfix::now_ms());
   auto last = t0;
   uint64_t last_delivered = 0;
   bool stopped_early = false;
@@ -324,6 +329,16 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
         if (c->runner->running())
           if (auto e = c->runner->stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
       break;
+    }
+    // A copy of each table while the kernels run, for the IPFIX timeouts.
+    if (const uint64_t ms = gnio::ipfix::now_ms(); ipfix.due(ms)) {
+      for (size_t i = 0; i < ctxs.size() && !run_err; ++i) {
+        auto& c = *ctxs[i];
+        c.flows.resize(table_cap);
+        if (auto e = c.g.copy_to_host(c.flows.data(), c.table, 0, c.table.bytes); e) run_err = e;
+        else ipfix.scan(static_cast<uint32_t>(i), c.flows.data(), table_cap, ms, false);
+      }
+      ipfix.scanned(ms);
     }
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
       auto st = p->stats();
@@ -394,9 +409,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       } else {
         flows[it->second].packets += f.packets;
         flows[it->second].bytes += f.bytes;
+        flows[it->second].meta |= f.meta & gnio::device::flow_meta_tcp_flags;
       }
     }
   }
+  // Every flow's last record: the tables are final now.
+  for (size_t i = 0; i < ctxs.size(); ++i)
+    ipfix.scan(static_cast<uint32_t>(i), ctxs[i]->flows.data(), table_cap, gnio::ipfix::now_ms(), true);
   for (const auto& t : totals) {
     sum.packets += t.packets;
     sum.bytes += t.bytes;
@@ -442,6 +461,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (const std::string w = gnio::cli::truncation_warning("flow_count", truncated, o.rx_slot); !w.empty()) warn("{}", w);
   if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) say("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
+  if (ipfix.enabled()) say("flow_count: {}\n", ipfix.summary());
   if (sum.packets == 0 && !stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
   if (!used.empty()) {
     say("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination", "port",
@@ -499,6 +519,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
                     {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
                     {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
                     {"bytes", f->bytes}});
+    if (f->key.proto == 6 && f->key.family) rows.back()["tcp_flags"] = f->meta & gnio::device::flow_meta_tcp_flags;
+    if (f->meta & gnio::device::flow_meta_tagged)
+      rows.back()["vlan"] = (f->meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
     if (f->key.tunnel != gnio::device::encap_kind::none) {
       rows.back()["tunnel"] = gnio::device::to_string(f->key.tunnel);
       rows.back()["tunnel_id"] = f->key.tunnel_id;
@@ -510,6 +533,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
     publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size());
   }
+  ipfix.add_json(j);
   if (lost != 0) {
     set_error(j, fmt::format("{} packet(s) unaccounted: received != processed + missed + unsteered + pending", lost),
               "unexpected", "accounting");
@@ -609,6 +633,7 @@ int main(int argc, char** argv) {
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
         ->check(gnio::cli::number(0))
         ->capture_default_str();
+    gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
     // Usage errors exit with 2, --help with 0.
@@ -634,6 +659,12 @@ int main(int argc, char** argv) {
       }
       json_out = std::move(*f);
     }
+    // The collector is resolved before anything runs: a bad one is a usage error.
+    auto ipfix = gnio::ipfix::session::open(o.ipfix, gnio::ipfix::layout{}, "flow_count");
+    if (!ipfix) {
+      warn("flow_count: {}\n", ipfix.err().message());
+      return gnio::console::finish("flow_count", 2);
+    }
     // --metrics: bound before the run, so that a bad address or a port in use is a usage error.
     std::string why;
     mx = gnio::metrics::server::start(o.metrics, "flow_count", &why);
@@ -642,7 +673,7 @@ int main(int argc, char** argv) {
       return gnio::console::finish("flow_count", 2);
     }
     if (mx) warn("flow_count: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, j, mx.get());
+    rc = run(o, sig, j, mx.get(), *ipfix);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();

@@ -14,10 +14,20 @@ enum : uint32_t { flow_slot_empty = 0, flow_slot_busy = 1, flow_slot_used = 2 };
 
 struct flow_entry {
   uint32_t state;  // flow_slot_*; set to used with release once the key is in place
-  uint32_t pad;
+  uint32_t meta;   // flow_meta_* bits (flow_table_add_meta), 0 from flow_table_add
   flow_key key;
   uint64_t packets;
   uint64_t bytes;
+};
+
+// flow_entry::meta as flow_table_add_meta fills it: the TCP flags (tcp_fin ..
+// tcp_ns) of every packet of the flow ORed together, and the outer VLAN of
+// the packet that created the entry (the VLAN is not part of the key).
+enum : uint32_t {
+  flow_meta_tcp_flags = 0x1ffu,
+  flow_meta_vlan_shift = 16,
+  flow_meta_vlan_mask = 0xfffu,
+  flow_meta_tagged = 1u << 31,  // that packet carried a VLAN tag
 };
 
 // FNV-1a over the key bytes (flow_key has no padding): the table only needs spreading.
@@ -97,6 +107,25 @@ GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity,
   if (e == nullptr) return -1;
   dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
   dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
+  return fresh ? 1 : 0;
+}
+
+// flow_table_add, and the flow's meta word: tcp_flags ORed in (a relaxed
+// load of the word, which shares the entry's cache line with the counters
+// just added to, and an atomic OR only when the packet brings a flag the flow
+// has not had yet), vlan_meta (flow_meta_tagged | vid << flow_meta_vlan_shift,
+// or 0) stored once by the packet that claimed the slot.
+GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capacity, const flow_key& k,
+                                                uint32_t bytes, uint32_t tcp_flags, uint32_t vlan_meta) {
+  bool fresh = false;
+  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh);
+  if (e == nullptr) return -1;
+  dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
+  dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
+  dev_atomic_ref<uint32_t> meta(e->meta);
+  const uint32_t add = (tcp_flags & flow_meta_tcp_flags) | (fresh ? vlan_meta : 0u);
+  if (add != 0 && (meta.load(cuda::std::memory_order_relaxed) & add) != add)
+    meta.fetch_or(add, cuda::std::memory_order_relaxed);
   return fresh ? 1 : 0;
 }
 

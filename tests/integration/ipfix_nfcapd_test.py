@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""IPFIX export read back by a real collector (Debian's nfdump 1.7).
+
+For each capture, flow_count --ipfix sends to a fresh nfcapd; `nfdump -o
+json` then has to hold the same IP flows as flow_count's JSON flow_rows:
+equal 5-tuples, packets, bytes, TCP flags and VLAN IDs, one record per flow,
+and nfcapd's own line must count the same flows, packets and bytes with no
+sequence errors (it checks our message sequence numbers). A live generator
+run with short timeouts must split flows into several records that still sum
+to the JSON's counts; gnio pp --ipfix must export its conversations; a bad
+collector is a usage error (exit 2).
+
+Environment (ctest sets it): GNIO_FLOW_COUNT_BIN, GNIO_TOOL_BIN,
+GNIO_TEST_DATA_DIR, GNIO_SOURCE_DIR.
+"""
+import collections
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.environ.get("GNIO_SOURCE_DIR", "."), "tests", "support"))
+from nfcapd import Collector, record_key, tcp_flags_bits  # noqa: E402
+
+FLOW_COUNT = os.environ.get("GNIO_FLOW_COUNT_BIN")
+GNIO = os.environ.get("GNIO_TOOL_BIN")
+DATA = os.environ.get("GNIO_TEST_DATA_DIR")
+
+CAPTURES = [
+    "http.pcap",                          # IPv4 TCP/UDP
+    "nb6-http.pcap",                      # IPv4 and IPv6
+    "test_loopback.pcap",                 # IPv6 on a null link type
+    "QinQpacket.pcap",                    # 802.1ad/802.1Q tags: vlanId; ARP frames are no IP flow
+    "vxlan.pcap",                         # VXLAN: layer2SegmentId
+    "geneve.pcap",
+    "gen/gtpu.pcap",                      # GTP-U: flows keyed by TEID stay apart
+    "gen/erspan2.pcap",
+    "dns_udp.pcap",
+    "corpus/tcpdump/icmpv6.pcap",         # ICMPv6
+    "corpus/wireshark/ipv6.pcap",
+]
+PROTO = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def norm(addr):
+    return str(ipaddress.ip_address(addr))
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def json_flows(j):
+    """flow_count's IP flow rows by 5-tuple: [packets, bytes, tcp flags, vlan, rows]."""
+    out = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in j["flow_rows"]:
+        if r["family"] not in (4, 6):
+            continue
+        proto = PROTO.get(r["proto"]) or int(r["proto"])
+        k = (proto, norm(r["src"]), norm(r["dst"]), r["src_port"], r["dst_port"])
+        v = out[k]
+        v[0] += r["packets"]
+        v[1] += r["bytes"]
+        v[2] |= r.get("tcp_flags", 0) & 0xff
+        v[3] = r.get("vlan", 0)
+        v[4] += 1
+    return out
+
+
+def nfdump_flows(records):
+    out = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in records:
+        proto, src, dst, sp, dp = record_key(r)
+        k = (proto, norm(src), norm(dst), sp, dp)
+        v = out[k]
+        v[0] += int(r["in_packets"])
+        v[1] += int(r["in_bytes"])
+        v[2] |= tcp_flags_bits(r.get("tcp_flags", "........")) if proto == 6 else 0
+        v[3] = int(r.get("src_vlan", 0))
+        v[4] += 1
+    return out
+
+
+def export_capture(tmp, capture, extra=()):
+    name = capture.replace("/", "_")
+    with Collector(tmp, name) as c:
+        out_json = os.path.join(tmp, name + ".json")
+        r = run([FLOW_COUNT, "--port", f"pcap:file={os.path.join(DATA, capture)}", "--exec", "host", "--json",
+                 out_json, "--ipfix", f"127.0.0.1:{c.port}", *extra])
+        c.stop()
+        if r.returncode != 0:
+            print(r.stdout, r.stderr)
+        return r.returncode, json.load(open(out_json)), c.records(), c.summary
+
+
+def test_capture(tmp, capture):
+    rc, j, records, summary = export_capture(tmp, capture)
+    check(rc == 0, f"{capture}: flow_count exits 0")
+    want, got = json_flows(j), nfdump_flows(records)
+    ip_rows = sum(v[4] for v in want.values())
+    check(j["ipfix"]["send_errors"] == 0, f"{capture}: no send errors")
+    check(j["ipfix"]["records"] == ip_rows, f"{capture}: {ip_rows} records sent, one per IP flow")
+    check(len(records) == ip_rows, f"{capture}: nfdump reads {len(records)} records, flow_count has {ip_rows} IP flows")
+    check(set(got) == set(want), f"{capture}: the same {len(want)} 5-tuples")
+    for k in sorted(set(got) | set(want), key=str):
+        g, w = got.get(k), want.get(k)
+        if g is None or w is None or g[:4] != w[:4]:
+            check(False, f"{capture}: {k}: nfdump packets/bytes/flags/vlan {g and g[:4]} != flow_count {w and w[:4]}")
+    packets = sum(v[0] for v in want.values())
+    nbytes = sum(v[1] for v in want.values())
+    check(summary is not None and summary["flows"] == ip_rows and summary["packets"] == packets
+          and summary["bytes"] == nbytes and summary["sequence_errors"] == 0,
+          f"{capture}: nfcapd counts {summary} = {ip_rows} flows, {packets} packets, {nbytes} bytes, no sequence errors")
+
+
+def test_live_timeouts(tmp):
+    """A paced generator run (about 3 s) with timeouts far below it: flows come in several records."""
+    with Collector(tmp, "live") as c:
+        out_json = os.path.join(tmp, "live.json")
+        r = run([FLOW_COUNT, "--port", "gen:flows=6,mix=all,count=30000,rate=10kpps,vlan=42", "--exec", "host",
+                 "--json", out_json, "--ipfix", f"127.0.0.1:{c.port}", "--ipfix-active-timeout", "0.5",
+                 "--ipfix-idle-timeout", "0.3", "--ipfix-scan-interval", "0.1", "--ipfix-template-refresh", "1"])
+        c.stop()
+        check(r.returncode == 0, "live: flow_count exits 0")
+        j = json.load(open(out_json))
+        records = c.records()
+    want, got = json_flows(j), nfdump_flows(records)
+    check(set(got) == set(want), f"live: the same {len(want)} flows")
+    check(all(got[k][:2] == want[k][:2] for k in want if k in got), "live: packets and bytes per flow sum up exactly")
+    check(all(v[3] == 42 for v in got.values()), "live: every record carries vlanId 42")
+    check(len(records) > len(want), f"live: {len(records)} records for {len(want)} flows (active timeout splits them)")
+    check(j["ipfix"]["template_messages"] >= 2, f"live: templates resent ({j['ipfix']['template_messages']} times)")
+    check(c.summary is not None and c.summary["sequence_errors"] == 0, f"live: nfcapd sees no sequence errors")
+
+
+def test_pp(tmp):
+    """pp's conversations: one record per conversation, both directions counted in it."""
+    capture = os.path.join(DATA, "http.pcap")
+    with Collector(tmp, "pp") as c:
+        out_json = os.path.join(tmp, "pp.json")
+        r = run([GNIO, "pp", "--port", f"pcap:file={capture}", "--gpu", "host", "--json", out_json,
+                 "--ipfix", f"127.0.0.1:{c.port}"])
+        c.stop()
+        check(r.returncode == 0, "pp: exits 0")
+        j = json.load(open(out_json))
+        records = c.records()
+    check(len(records) == j["tcp_flows"] + j["udp_flows"],
+          f"pp: {len(records)} records = tcp_flows {j['tcp_flows']} + udp_flows {j['udp_flows']}")
+    # The same packets as flow_count's flows with both directions folded together.
+    _, fc, _, _ = export_capture(tmp, "http.pcap")
+    conv = collections.defaultdict(lambda: [0, 0])
+    for r in fc["flow_rows"]:
+        if r["proto"] in ("tcp", "udp"):
+            a, b = (r["src"], r["src_port"]), (r["dst"], r["dst_port"])
+            k = (r["proto"],) + (a + b if (ipaddress.ip_address(a[0]).packed, a[1]) <= (ipaddress.ip_address(b[0]).packed, b[1]) else b + a)
+            conv[k][0] += r["packets"]
+            conv[k][1] += r["bytes"]
+    got = {}
+    for r in records:
+        proto, src, dst, sp, dp = record_key(r)
+        got[({6: "tcp", 17: "udp"}[proto], src, sp, dst, dp)] = [int(r["in_packets"]), int(r["in_bytes"])]
+    check(got == dict(conv), f"pp: conversations' packets and bytes {got} == flow_count's, folded {dict(conv)}")
+
+
+def test_bad_collector():
+    for prog in ([FLOW_COUNT], [GNIO, "pp"]):
+        for bad, why in (("no-such-host.invalid:4739", "cannot resolve"), ("127.0.0.1:0", "port 0"),
+                         ("127.0.0.1", "no port"), ("127.0.0.1:99999", "99999")):
+            r = run(prog + ["--port", f"pcap:file={os.path.join(DATA, 'http.pcap')}", "--ipfix", bad])
+            name = os.path.basename(prog[0]) + (" pp" if len(prog) > 1 else "")
+            check(r.returncode == 2 and "--ipfix" in r.stderr and why in r.stderr,
+                  f"{name} --ipfix {bad}: exit 2 naming the option ({r.returncode}: {r.stderr.strip()})")
+
+
+def main():
+    missing = [n for n, v in (("GNIO_FLOW_COUNT_BIN", FLOW_COUNT), ("GNIO_TOOL_BIN", GNIO),
+                              ("GNIO_TEST_DATA_DIR", DATA)) if not v]
+    if missing:
+        print("set by ctest: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="gnio-ipfix-") as tmp:
+        for cap in CAPTURES:
+            test_capture(tmp, cap)
+        test_live_timeouts(tmp)
+        test_pp(tmp)
+        test_bad_collector()
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

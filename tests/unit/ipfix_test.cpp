@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// The IPFIX encoder's bytes against RFC 7011's layout (message header §3.1,
+// set header §3.3.2, template record §3.4.1, padding §3.3.1) and the IANA
+// element IDs and lengths; the tracker's timeouts; HOST:PORT parsing and the
+// exporter's errors. nfcapd reading what flow_count sends is
+// tests/integration/ipfix_nfcapd_test.py.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <gnio/device/flow_table.hpp>
+
+#include "ipfix.hpp"
+
+namespace ipfix = gnio::ipfix;
+
+namespace {
+
+uint16_t rd16(const std::vector<uint8_t>& b, size_t at) { return static_cast<uint16_t>(b[at] << 8 | b[at + 1]); }
+uint32_t rd32(const std::vector<uint8_t>& b, size_t at) { return uint32_t{rd16(b, at)} << 16 | rd16(b, at + 2); }
+uint64_t rd64(const std::vector<uint8_t>& b, size_t at) { return uint64_t{rd32(b, at)} << 32 | rd32(b, at + 4); }
+
+ipfix::record v4_record(uint8_t last_octet, uint64_t packets) {
+  ipfix::record r;
+  r.family = 4;
+  const uint8_t src[4] = {192, 0, 2, last_octet}, dst[4] = {198, 51, 100, 7};
+  std::memcpy(r.src, src, 4);
+  std::memcpy(r.dst, dst, 4);
+  r.src_port = 49152;
+  r.dst_port = 80;
+  r.proto = 6;
+  r.tcp_flags = 0x1b;  // FIN SYN PSH ACK
+  r.vlan_id = 100;
+  r.layer2_segment_id = ipfix::layer2_segment_id(gnio::device::encap_kind::vxlan, 0x123456);
+  r.packets = packets;
+  r.octets = packets * 100;
+  r.start_ms = 1'700'000'000'123;
+  r.end_ms = 1'700'000'001'456;
+  r.reason = ipfix::end_reason::idle_timeout;
+  return r;
+}
+
+}  // namespace
+
+TEST(Ipfix, TemplateMessageLayout) {
+  const ipfix::layout l;
+  const auto m = ipfix::encode_template_message(7, 42, 1'700'000'000, l);
+  // Message header: version 10, length = the whole message, export time, sequence, domain.
+  ASSERT_GE(m.size(), 20u);
+  EXPECT_EQ(rd16(m, 0), 10);
+  EXPECT_EQ(rd16(m, 2), m.size());
+  EXPECT_EQ(rd32(m, 4), 1'700'000'000u);
+  EXPECT_EQ(rd32(m, 8), 42u);
+  EXPECT_EQ(rd32(m, 12), 7u);
+  // One template set (ID 2) covering the rest of the message.
+  EXPECT_EQ(rd16(m, 16), 2);
+  EXPECT_EQ(rd16(m, 18), m.size() - 16);
+  // Template 256 (IPv4): ID, field count, then (element ID, length) pairs; the
+  // enterprise bit is clear (IANA elements).
+  const std::vector<std::pair<uint16_t, uint16_t>> v4 = {{8, 4},  {12, 4}, {7, 2},   {11, 2},  {4, 1},
+                                                         {6, 2},  {58, 2}, {351, 8}, {2, 8},   {1, 8},
+                                                         {152, 8}, {153, 8}, {136, 1}};
+  size_t at = 20;
+  EXPECT_EQ(rd16(m, at), 256);
+  ASSERT_EQ(rd16(m, at + 2), v4.size());
+  at += 4;
+  for (const auto& [id, len] : v4) {
+    EXPECT_EQ(rd16(m, at), id) << "at " << at;
+    EXPECT_EQ(rd16(m, at + 2), len) << "element " << id;
+    at += 4;
+  }
+  // Template 257 (IPv6): addresses 27 and 28 of 16 bytes, the rest as IPv4's.
+  EXPECT_EQ(rd16(m, at), 257);
+  ASSERT_EQ(rd16(m, at + 2), v4.size());
+  at += 4;
+  EXPECT_EQ(rd16(m, at), 27);
+  EXPECT_EQ(rd16(m, at + 2), 16);
+  EXPECT_EQ(rd16(m, at + 4), 28);
+  EXPECT_EQ(rd16(m, at + 6), 16);
+  at += 4 * v4.size();
+  EXPECT_EQ(at, m.size());
+}
+
+TEST(Ipfix, TemplateWithoutOptionalFields) {
+  ipfix::layout l;  // pp's
+  l.tcp_flags = false;
+  l.vlan = false;
+  l.tunnel_id = false;
+  for (const auto& f : ipfix::template_fields(4, l)) {
+    EXPECT_NE(f.id, ipfix::ie_tcp_control_bits);
+    EXPECT_NE(f.id, ipfix::ie_vlan_id);
+    EXPECT_NE(f.id, ipfix::ie_layer2_segment_id);
+  }
+  EXPECT_EQ(ipfix::record_bytes(4, l), 46u);
+  EXPECT_EQ(ipfix::record_bytes(6, l), 70u);
+  uint32_t seq = 0;
+  const auto m = ipfix::encode_data_messages(1, &seq, 0, l, {v4_record(1, 1)});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(rd16(m[0], 18), 52u);  // 4 + 46, padded to 52
+  EXPECT_EQ(m[0].size(), 16u + 52u);
+  EXPECT_EQ(ipfix::record_bytes(4, ipfix::layout{}), 58u);
+  EXPECT_EQ(ipfix::record_bytes(6, ipfix::layout{}), 82u);
+}
+
+TEST(Ipfix, DataRecordBytes) {
+  const ipfix::layout l;
+  uint32_t seq = 1000;
+  const auto msgs = ipfix::encode_data_messages(3, &seq, 1'700'000'002, l, {v4_record(1, 5)});
+  ASSERT_EQ(msgs.size(), 1u);
+  const auto& m = msgs[0];
+  EXPECT_EQ(seq, 1001u);        // grew by the one record
+  EXPECT_EQ(rd32(m, 8), 1000u);  // the message carries the count before it
+  EXPECT_EQ(rd32(m, 12), 3u);
+  // 58-byte record + 4-byte set header = 62, padded to 64.
+  EXPECT_EQ(rd16(m, 16), 256);
+  EXPECT_EQ(rd16(m, 18), 64);
+  EXPECT_EQ(m.size(), 16u + 64u);
+  EXPECT_EQ(rd16(m, 2), m.size());
+  const std::vector<uint8_t> want = {
+      192, 0,    2,    1,               // sourceIPv4Address
+      198, 51,   100,  7,               // destinationIPv4Address
+      0xc0, 0x00, 0x00, 0x50,           // ports 49152, 80
+      6,                                // protocolIdentifier
+      0x00, 0x1b,                       // tcpControlBits
+      0x00, 0x64,                       // vlanId 100
+      0x01, 0, 0, 0, 0, 0x12, 0x34, 0x56,  // layer2SegmentId: VXLAN (0x01), VNI 0x123456
+      0, 0, 0, 0, 0, 0, 0, 5,              // packetDeltaCount
+      0, 0, 0, 0, 0, 0, 0x01, 0xf4,        // octetDeltaCount 500
+  };
+  ASSERT_GE(m.size(), 20 + want.size());
+  EXPECT_EQ(std::vector<uint8_t>(m.begin() + 20, m.begin() + 20 + want.size()), want);
+  EXPECT_EQ(rd64(m, 20 + want.size()), 1'700'000'000'123u);
+  EXPECT_EQ(rd64(m, 28 + want.size()), 1'700'000'001'456u);
+  EXPECT_EQ(m[36 + want.size()], 1);  // flowEndReason idle timeout
+  EXPECT_EQ(m[78], 0);                // padding is zero
+  EXPECT_EQ(m[79], 0);
+}
+
+TEST(Ipfix, MessagesStayUnderTheLimitAndSequenceCountsRecords) {
+  const ipfix::layout l;
+  std::vector<ipfix::record> rs;
+  for (int i = 0; i < 100; ++i) rs.push_back(v4_record(static_cast<uint8_t>(i), i + 1));
+  for (int i = 0; i < 30; ++i) {
+    ipfix::record r = v4_record(1, 1);
+    r.family = 6;
+    r.src[15] = static_cast<uint8_t>(i);
+    rs.push_back(r);
+  }
+  uint32_t seq = 0xfffffff0u;  // wraps modulo 2^32
+  const auto msgs = ipfix::encode_data_messages(1, &seq, 0, l, rs, 1400);
+  uint32_t expect_seq = 0xfffffff0u;
+  size_t v4 = 0, v6 = 0;
+  for (const auto& m : msgs) {
+    EXPECT_LE(m.size(), 1400u);
+    EXPECT_EQ(rd16(m, 2), m.size());
+    EXPECT_EQ(rd32(m, 8), expect_seq);
+    size_t at = 16, in_msg = 0;
+    while (at < m.size()) {
+      const uint16_t id = rd16(m, at), len = rd16(m, at + 2);
+      ASSERT_TRUE(id == 256 || id == 257);
+      ASSERT_GE(len, 4u);
+      EXPECT_EQ(len % 4, 0u);
+      const size_t rb = ipfix::record_bytes(id == 257 ? 6 : 4, l);
+      const size_t n = (len - 4) / rb;
+      EXPECT_LT(len - 4 - n * rb, rb);  // padding is shorter than a record
+      (id == 257 ? v6 : v4) += n;
+      in_msg += n;
+      at += len;
+    }
+    EXPECT_EQ(at, m.size());
+    expect_seq += static_cast<uint32_t>(in_msg);
+  }
+  EXPECT_EQ(v4, 100u);
+  EXPECT_EQ(v6, 30u);
+  EXPECT_EQ(seq, expect_seq);
+  EXPECT_EQ(seq, static_cast<uint32_t>(0xfffffff0u + 130u));
+}
+
+TEST(Ipfix, Layer2SegmentIdOnlyForVxlan) {
+  using gnio::device::encap_kind;
+  EXPECT_EQ(ipfix::layer2_segment_id(encap_kind::vxlan, 42), 0x0100000000000000ull | 42);
+  EXPECT_EQ(ipfix::layer2_segment_id(encap_kind::vxlan, 0xff123456u), 0x0100000000123456ull);
+  EXPECT_EQ(ipfix::layer2_segment_id(encap_kind::gtpu, 42), 0u);
+  EXPECT_EQ(ipfix::layer2_segment_id(encap_kind::none, 0), 0u);
+}
+
+TEST(Ipfix, TrackerTimeouts) {
+  ipfix::options o;
+  o.active_timeout_s = 10;
+  o.idle_timeout_s = 3;
+  ipfix::flow_tracker t(o, ipfix::layout{});
+  std::vector<gnio::device::flow_entry> table(4);
+  auto& e = table[2];
+  e.state = gnio::device::flow_slot_used;
+  e.key.family = 4;
+  e.key.proto = 17;
+  e.meta = gnio::device::flow_meta_tagged | (5u << gnio::device::flow_meta_vlan_shift);
+  std::vector<ipfix::record> out;
+  // Growing every second: no record until the active timeout.
+  for (uint64_t s = 0; s < 10; ++s) {
+    e.packets = s + 1;
+    e.bytes = 60 * (s + 1);
+    t.scan(table.data(), table.size(), 1000 * s, false, out);
+    EXPECT_TRUE(out.empty()) << s;
+  }
+  e.packets = 11;
+  e.bytes = 660;
+  t.scan(table.data(), table.size(), 10'000, false, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, ipfix::end_reason::active_timeout);
+  EXPECT_EQ(out[0].packets, 11u);
+  EXPECT_EQ(out[0].octets, 660u);
+  EXPECT_EQ(out[0].start_ms, 0u);
+  EXPECT_EQ(out[0].end_ms, 10'000u);
+  EXPECT_EQ(out[0].vlan_id, 5u);
+  out.clear();
+  // Two more packets, then silence: the idle timeout exports only those two.
+  e.packets = 13;
+  e.bytes = 780;
+  t.scan(table.data(), table.size(), 11'000, false, out);
+  t.scan(table.data(), table.size(), 13'000, false, out);
+  EXPECT_TRUE(out.empty());
+  t.scan(table.data(), table.size(), 14'000, false, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, ipfix::end_reason::idle_timeout);
+  EXPECT_EQ(out[0].packets, 2u);
+  EXPECT_EQ(out[0].octets, 120u);
+  EXPECT_EQ(out[0].start_ms, 11'000u);
+  EXPECT_EQ(out[0].end_ms, 11'000u);
+  out.clear();
+  // Nothing new: the final scan has nothing to flush; a new packet is flushed.
+  t.scan(table.data(), table.size(), 20'000, true, out);
+  EXPECT_TRUE(out.empty());
+  e.packets = 14;
+  e.bytes = 840;
+  t.scan(table.data(), table.size(), 21'000, true, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, ipfix::end_reason::forced_end);
+  EXPECT_EQ(out[0].packets, 1u);
+}
+
+TEST(Ipfix, HostPort) {
+  std::string host, why;
+  uint16_t port = 0;
+  EXPECT_TRUE(ipfix::split_host_port("127.0.0.1:4739", &host, &port, &why));
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 4739);
+  EXPECT_TRUE(ipfix::split_host_port("[::1]:9995", &host, &port, &why));
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 9995);
+  EXPECT_TRUE(ipfix::split_host_port("localhost:1", &host, &port, &why));
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:http", ":4739",
+                          "::1:4739", "[::1]4739", "127.0.0.1:-5"}) {
+    why.clear();
+    EXPECT_FALSE(ipfix::split_host_port(bad, &host, &port, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+}
+
+TEST(Ipfix, UnresolvableCollectorIsAnError) {
+  ipfix::options o;
+  o.collector = "no-such-host.invalid:4739";
+  auto ex = ipfix::exporter::open(o);
+  ASSERT_FALSE(ex);
+  EXPECT_EQ(ex.err().code(), gnio::status::invalid_value);
+  EXPECT_NE(ex.err().message().find("cannot resolve"), std::string::npos) << ex.err().message();
+}
+
+// A collector port nobody listens on: the kernel's ICMP port unreachable
+// turns into ECONNREFUSED on a later send, which is counted, not fatal.
+TEST(Ipfix, SendErrorsAreCounted) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  ::close(fd);  // the port is now closed: datagrams to it are refused
+
+  ipfix::options o;
+  o.collector = "127.0.0.1:" + std::to_string(port);
+  auto ex = ipfix::exporter::open(o);
+  ASSERT_TRUE(ex) << ex.err().message();
+  ex->program = "ipfix_test";
+  const ipfix::layout l;
+  ex->announce(1, l, 0);
+  // The refusal of one datagram shows on the next send (a few, in case of delay).
+  for (int i = 0; i < 50 && ex->stats().send_errors == 0; ++i) {
+    ex->send(1, {v4_record(1, 1)}, l, 1000);
+    ::usleep(1000);
+  }
+  EXPECT_GT(ex->stats().send_errors, 0u);
+  EXPECT_NE(ex->stats().last_error.find("refused"), std::string::npos) << ex->stats().last_error;
+}
