@@ -130,6 +130,25 @@ do_run() {
   # doctor/caps JSON is kept so it can be validated against docs/schema where python3-jsonschema exists.
   step doctor sh -c "'$GNIO_TOOL_BIN' doctor --gpu --json > '$out/doctor.json'"
   step caps sh -c "'$GNIO_TOOL_BIN' caps --gpu 0 --port gen:count=1 --json > '$out/caps.json'"
+  # --metrics and --ipfix with the programs on the CUDA executor, read by a
+  # real prometheus server, promtool and nfcapd/nfdump from PATH (skipped,
+  # status 77, where they are not there: docs/testing.md says how to carry them).
+  local mmode prom promtool
+  prom=$(command -v prometheus || true)
+  promtool=$(command -v promtool || true)
+  for mmode in promtool prometheus bad-input; do
+    if [[ $mmode == bad-input || ( -n $prom && -n $promtool ) ]]; then
+      step "metrics_${mmode}_cuda" env GNIO_TEST_EXEC=cuda GNIO_PROMETHEUS_BIN="$prom" GNIO_PROMTOOL_BIN="$promtool" \
+        python3 tests/integration/metrics_test.py "$mmode"
+    else
+      step "metrics_${mmode}_cuda" sh -c 'echo "prometheus or promtool is not on PATH"; exit 77'
+    fi
+  done
+  if command -v nfcapd >/dev/null && command -v nfdump >/dev/null; then
+    step ipfix_nfcapd_cuda env GNIO_TEST_EXEC=cuda python3 tests/integration/ipfix_nfcapd_test.py
+  else
+    step ipfix_nfcapd_cuda sh -c 'echo "nfcapd or nfdump is not on PATH"; exit 77'
+  fi
   if [ "${GPU_CHECK_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null 2>&1; then
     # Every GPU program under memcheck, racecheck and synccheck: the three
     # kernels on captures that exercise their paths (pp's TX replies too),

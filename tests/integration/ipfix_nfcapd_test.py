@@ -28,6 +28,9 @@ from nfcapd import Collector, record_key, tcp_flags_bits  # noqa: E402
 FLOW_COUNT = os.environ.get("GNIO_FLOW_COUNT_BIN")
 GNIO = os.environ.get("GNIO_TOOL_BIN")
 DATA = os.environ.get("GNIO_TEST_DATA_DIR")
+# The executor the programs run on: GNIO_TEST_EXEC=cuda (scripts/gpu-check.sh) runs them on GPU 0.
+EXEC = "cuda" if os.environ.get("GNIO_TEST_EXEC") == "cuda" else "host"
+GPU = "0" if EXEC == "cuda" else "host"
 
 CAPTURES = [
     "http.pcap",                          # IPv4 TCP/UDP
@@ -95,12 +98,14 @@ def export_capture(tmp, capture, extra=()):
     name = capture.replace("/", "_")
     with Collector(tmp, name) as c:
         out_json = os.path.join(tmp, name + ".json")
-        r = run([FLOW_COUNT, "--port", f"pcap:file={os.path.join(DATA, capture)}", "--exec", "host", "--json",
+        r = run([FLOW_COUNT, "--port", f"pcap:file={os.path.join(DATA, capture)}", "--exec", EXEC, "--json",
                  out_json, "--ipfix", f"127.0.0.1:{c.port}", *extra])
         c.stop()
         if r.returncode != 0:
             print(r.stdout, r.stderr)
-        return r.returncode, json.load(open(out_json)), c.records(), c.summary
+        j = json.load(open(out_json))
+        check(j.get("executor") == EXEC, f"{name}: ran on the {j.get('executor')} executor, not {EXEC}")
+        return r.returncode, j, c.records(), c.summary
 
 
 def test_capture(tmp, capture):
@@ -127,12 +132,13 @@ def test_live_timeouts(tmp):
     """A paced generator run (about 3 s) with timeouts far below it: flows come in several records."""
     with Collector(tmp, "live") as c:
         out_json = os.path.join(tmp, "live.json")
-        r = run([FLOW_COUNT, "--port", "gen:flows=6,mix=all,count=30000,rate=10kpps,vlan=42", "--exec", "host",
+        r = run([FLOW_COUNT, "--port", "gen:flows=6,mix=all,count=30000,rate=10kpps,vlan=42", "--exec", EXEC,
                  "--json", out_json, "--ipfix", f"127.0.0.1:{c.port}", "--ipfix-active-timeout", "0.5",
                  "--ipfix-idle-timeout", "0.3", "--ipfix-scan-interval", "0.1", "--ipfix-template-refresh", "1"])
         c.stop()
         check(r.returncode == 0, "live: flow_count exits 0")
         j = json.load(open(out_json))
+        check(j.get("executor") == EXEC, f"live: flow_count ran on the {j.get('executor')} executor, not {EXEC}")
         records = c.records()
     want, got = json_flows(j), nfdump_flows(records)
     check(set(got) == set(want), f"live: the same {len(want)} flows")
@@ -148,11 +154,12 @@ def test_pp(tmp):
     capture = os.path.join(DATA, "http.pcap")
     with Collector(tmp, "pp") as c:
         out_json = os.path.join(tmp, "pp.json")
-        r = run([GNIO, "pp", "--port", f"pcap:file={capture}", "--gpu", "host", "--json", out_json,
+        r = run([GNIO, "pp", "--port", f"pcap:file={capture}", "--gpu", GPU, "--json", out_json,
                  "--ipfix", f"127.0.0.1:{c.port}"])
         c.stop()
         check(r.returncode == 0, "pp: exits 0")
         j = json.load(open(out_json))
+        check(j.get("executor") == EXEC, f"pp: ran on the {j.get('executor')} executor, not {EXEC}")
         records = c.records()
     check(len(records) == j["tcp_flows"] + j["udp_flows"],
           f"pp: {len(records)} records = tcp_flows {j['tcp_flows']} + udp_flows {j['udp_flows']}")

@@ -28,6 +28,9 @@ import urllib.parse
 import urllib.request
 
 LIMIT_S = 45  # a guard against hangs, never a measure of speed
+# The executor the programs run on: GNIO_TEST_EXEC=cuda (scripts/gpu-check.sh) runs them on GPU 0.
+EXEC = "cuda" if os.environ.get("GNIO_TEST_EXEC") == "cuda" else "host"
+GPU = "0" if EXEC == "cuda" else "host"
 
 
 def env(name, kind="file"):
@@ -129,11 +132,11 @@ def programs(tmp, data):
     pcap = os.path.join(data, "http.pcap")
     runs = {
         "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", "pcap:file=" + pcap,
-               "--gpu", "host", "--stats-interval", "0.2"],
-        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", "pcap:file=" + pcap, "--exec", "host", "--queues", "2",
+               "--gpu", GPU, "--stats-interval", "0.2"],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", "pcap:file=" + pcap, "--exec", EXEC, "--queues", "2",
                        "--top", "0"],
         "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", f"pcap:file={pcap},tx={os.path.join(tmp, 'l2fwd_out.pcap')}",
-                  "--gpu", "host"],
+                  "--gpu", GPU],
     }
     out = {}
     for name, args in runs.items():
@@ -153,7 +156,7 @@ def test_promtool(tmp):
     data = env("GNIO_TEST_DATA_DIR", "dir")
     # A run long enough to be scraped while it runs: the generator for 3 s.
     port = free_port()
-    gen = program([env("GNIO_TOOL_BIN"), "pp", "--port", "gen:mix=all,flows=64", "--gpu", "host", "--duration", "3",
+    gen = program([env("GNIO_TOOL_BIN"), "pp", "--port", "gen:mix=all,flows=64", "--gpu", GPU, "--duration", "3",
                    "--stats-interval", "0.2", "--metrics", str(port), "--metrics-linger", "60"], tmp, "pp_gen")
     texts = []
     wait_for("pp's first scrape", lambda: texts.append(get(f"http://127.0.0.1:{port}/metrics")) or True, [gen])
@@ -255,7 +258,9 @@ def test_prometheus(tmp):
 
     def load(name):
         with open(runs[name][2]) as f:
-            return json.load(f)
+            j = json.load(f)
+        assert j.get("executor") == EXEC, f"{name} ran on the {j.get('executor')} executor, not {EXEC}"
+        return j
 
     j = load("pp")
     failures = []
@@ -294,9 +299,9 @@ def test_bad_input(tmp):
     data = env("GNIO_TEST_DATA_DIR", "dir")
     pcap = "pcap:file=" + os.path.join(data, "dns_udp.pcap")
     cmds = {
-        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", "host"],
-        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", "host"],
-        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", "host"],
+        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", GPU],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", EXEC],
+        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", GPU],
     }
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
