@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pcap backend's reading path: a pcap or pcapng capture from memory
-// through libpcap (a stdio stream over the input, no file per input), the
-// backend's header checks and its conversion of every link type it accepts
+// (a stdio stream over the input, no file per input) through libpcap or the
+// pcapng reader, the backend's header checks and its conversion of every link type it accepts
 // (Ethernet, BSD loopback, raw IP, Linux cooked v1/v2) to Ethernet frames,
 // then parse().
 //
@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "check.hpp"
@@ -64,20 +65,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mem_stream m{data, size, 0, 0};
   FILE* f = fopencookie(&m, "rb", cookie_io_functions_t{mem_read, nullptr, nullptr, mem_close});
   if (!f) return 0;
-  pcap_t* p = nullptr;
-  if (gnio::error e = pcap_detail::open_capture_stream(f, "fuzz", &p)) {
+  std::unique_ptr<pcap_detail::capture> p;
+  if (gnio::error e = pcap_detail::open_capture_stream(f, data, size < 4 ? size : 4, "fuzz", &p)) {
     GNIO_FUZZ_CHECK(p == nullptr && !e.message().empty());
     GNIO_FUZZ_CHECK(m.closes == 1);
     return 0;
   }
   GNIO_FUZZ_CHECK(m.closes == 0);
-  const int dlt = pcap_datalink(p);
   uint8_t* buf = frame_buf().data();
-  pcap_pkthdr* h = nullptr;
-  const u_char* rec = nullptr;
+  const pcap_pkthdr* h = nullptr;
+  const uint8_t* rec = nullptr;
+  int dlt = 0;
   // A capture in 64 KiB of input cannot hold more; the cap keeps a bug in
   // end-of-file handling from looking like a slow input.
-  for (int n = 0; n < 100000 && pcap_next_ex(p, &h, &rec) == 1; ++n) {
+  for (int n = 0; n < 100000 && p->next(&h, &rec, &dlt) == 1; ++n) {
     const pcap_detail::converted c = pcap_detail::to_ethernet(dlt, buf, h, rec);
     if (c.problem) {
       GNIO_FUZZ_CHECK(c.data == nullptr);
@@ -99,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     GNIO_FUZZ_CHECK(ok == !pp.malformed);
     if (ok) GNIO_FUZZ_CHECK(pp.payload_off + pp.payload_len <= c.len);
   }
-  pcap_close(p);
+  p.reset();
   GNIO_FUZZ_CHECK(m.closes == 1);
   return 0;
 }

@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pcap backend: plays a pcap/pcapng file as the receive side of a port and
-// records transmitted frames into a pcap file, both through libpcap.
-//
-// Limitation, per-packet link types: a pcapng file may describe several
-// interfaces, each with its own link type, but a libpcap handle exposes only
-// the first interface's type. libpcap (1.10.x) goes further and refuses, as a
-// read error, any later interface whose link type or snap length differs from
-// the first one's, so such files (e.g. gopacket's pcapng-suite test004/test006)
-// end early here: the packets before that block are delivered, the error is
-// counted in rx_errors and logged.
+// records transmitted frames into a pcap file. pcap files are read and
+// written through libpcap; pcapng files are read by pcapng.cpp, which gives
+// every interface of the file its own link type (libpcap's handle has one,
+// and libpcap 1.10 refuses a later interface whose link type or snap length
+// differs from the first one's).
 
 #include <fcntl.h>
 #include <pcap/pcap.h>
@@ -23,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -160,8 +157,9 @@ const char* stream_kind(mode_t m) {
 // cannot seek (pipes, FIFOs, process substitution) alike: nothing is read
 // twice. loops: the loop= value; a stream can be read only once (*replayable
 // false), so it must be 1.
-error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* replayable) {
-  *out = nullptr;
+error open_capture(const std::string& path, uint64_t loops, std::unique_ptr<pcap_detail::capture>* out,
+                   bool* replayable) {
+  out->reset();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
@@ -221,15 +219,49 @@ error open_capture(const std::string& path, uint64_t loops, pcap_t** out, bool* 
     return fail(status::no_memory, "pcap: cannot open capture '{}': {}", path, std::strerror(e));
   }
 
-  return pcap_detail::open_capture_stream(f, path, out);
+  return pcap_detail::open_capture_stream(f, magic, static_cast<size_t>(got), path, out);
 }
 
 }  // namespace
 
 namespace pcap_detail {
 
-error open_capture_stream(FILE* f, const std::string& path, pcap_t** out) {
-  *out = nullptr;
+capture::~capture() {
+  if (lp_) pcap_close(lp_);
+}
+
+int capture::next(const pcap_pkthdr** h, const uint8_t** data, int* dlt) {
+  if (ng_) return next_pcapng(*ng_, h, data, dlt);
+  pcap_pkthdr* ph = nullptr;
+  const u_char* d = nullptr;
+  const int rc = pcap_next_ex(lp_, &ph, &d);
+  *h = ph;
+  *data = d;
+  *dlt = dlt_;
+  return rc;
+}
+
+std::string capture::error_text() const {
+  if (ng_) return pcapng_error(*ng_);
+  return std::string("libpcap: ") + pcap_geterr(lp_);
+}
+
+error open_capture_stream(FILE* f, const uint8_t* head, size_t head_len, const std::string& path,
+                          std::unique_ptr<capture>* out) {
+  out->reset();
+  auto refuse_linktype = [&](int dlt) {
+    return fail(status::not_supported,
+                "pcap: '{}' has link type {}; this backend delivers Ethernet and can convert only from EN10MB, NULL, "
+                "LOOP, RAW, IPV4, IPV6, LINUX_SLL and LINUX_SLL2",
+                path, linktype_name(dlt));
+  };
+  if (head_len >= 4 && load_host32(head) == 0x0A0D0D0A) {  // a pcapng section header, in either byte order
+    auto c = std::make_unique<capture>();
+    if (error e = open_pcapng_stream(f, path, &c->ng_, &c->dlt_)) return e;
+    if (!supported_linktype(c->dlt_)) return refuse_linktype(c->dlt_);  // c closes f
+    *out = std::move(c);
+    return {};
+  }
   char errbuf[PCAP_ERRBUF_SIZE] = "";
   pcap_t* p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (!p) {
@@ -267,12 +299,12 @@ error open_capture_stream(FILE* f, const std::string& path, pcap_t** out) {
   int dlt = pcap_datalink(p);
   if (!supported_linktype(dlt)) {
     pcap_close(p);
-    return fail(status::not_supported,
-                "pcap: '{}' has link type {}; this backend delivers Ethernet and can convert only from EN10MB, NULL, "
-                "LOOP, RAW, IPV4, IPV6, LINUX_SLL and LINUX_SLL2",
-                path, linktype_name(dlt));
+    return refuse_linktype(dlt);
   }
-  *out = p;
+  auto c = std::make_unique<capture>();
+  c->lp_ = p;
+  c->dlt_ = dlt;
+  *out = std::move(c);
   return {};
 }
 
@@ -421,8 +453,8 @@ struct port {
   double rate_bps = 0;
 
   // rx
-  pcap_t* rx = nullptr;
-  int dlt = DLT_EN10MB;
+  std::unique_ptr<pcap_detail::capture> rx;
+  int dlt = DLT_EN10MB;  // the first interface's link type, to tell a file replaced between passes
   bool replayable = true;       // a file that can be opened again for the next pass (not a pipe)
   uint64_t passes_done = 0;
   uint64_t pass_records = 0;    // records read in the current pass, for messages
@@ -470,8 +502,7 @@ uint64_t ts_ns(const pcap_pkthdr* h) {
 }
 
 void close_rx(port* p) {
-  if (p->rx) pcap_close(p->rx);
-  p->rx = nullptr;
+  p->rx.reset();
 }
 
 // Flushes and closes the tx file so other tools can read a complete capture.
@@ -561,7 +592,7 @@ error pcap_open(const devargs& args, void** priv) {
 
   if (p->has_rx()) {
     if (error e = open_capture(p->rx_path, p->loops, &p->rx, &p->replayable)) return bail(e);
-    p->dlt = pcap_datalink(p->rx);
+    p->dlt = p->rx->linktype();
   }
   if (p->has_tx()) {
     if (p->has_rx() && same_file(p->rx_path, p->tx_path))
@@ -645,11 +676,11 @@ status end_pass(port* p) {
     return fail_rx(p, status::io_failed,
                    fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1,
                                e.what()));
-  if (pcap_datalink(p->rx) != p->dlt)
+  if (p->rx->linktype() != p->dlt)
     return fail_rx(p, status::io_failed,
                    fmt::format("pcap: '{}' changed link type between passes ({} -> {}): it was replaced while it "
                                "was replayed",
-                               p->rx_path, linktype_name(p->dlt), linktype_name(pcap_datalink(p->rx))));
+                               p->rx_path, linktype_name(p->dlt), linktype_name(p->rx->linktype())));
   return status::success;
 }
 
@@ -687,11 +718,12 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
       return p->rx_fail != status::success ? p->rx_fail : status::shutdown;
     }
     if (!may_send(p)) break;
-    pcap_pkthdr* h = nullptr;
-    const u_char* data = nullptr;
-    int rc = pcap_next_ex(p->rx, &h, &data);
+    const pcap_pkthdr* h = nullptr;
+    const uint8_t* data = nullptr;
+    int dlt = p->dlt;
+    int rc = p->rx->next(&h, &data, &dlt);
     if (rc == 1) {
-      converted c = pcap_detail::to_ethernet(p->dlt, p->buf.data(), h, data);
+      converted c = pcap_detail::to_ethernet(dlt, p->buf.data(), h, data);
       ++p->pass_records;
       if (c.problem) {
         bump(p->rx_errors);
@@ -724,8 +756,8 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
       bump(p->rx_errors);
       auto level = p->warned_read ? log_level::debug : log_level::warn;
       p->warned_read = true;
-      detail::log(level, "pcap: '{}': read error at packet {} (libpcap: {}); ending this pass over the file", p->rx_path,
-                  p->pass_records + 1, pcap_geterr(p->rx));
+      detail::log(level, "pcap: '{}': read error at packet {} ({}); ending this pass over the file", p->rx_path,
+                  p->pass_records + 1, p->rx->error_text());
     }
     // rc == -2 is the end of the file; 0 (timeout) only happens on live captures.
     status s = end_pass(p);
