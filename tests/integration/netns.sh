@@ -12,7 +12,8 @@
 #   netns.sh pp-clients BACKEND   `gnio pp --port BACKEND:if=veth-a --ip 10.200.0.1 --http-server` in A answers
 #                                 (for dpdk: --port dpdk:vdev=net_af_packet0;iface=veth-a)
 #                                 ping, dig and curl from B; then, one pp run per capture, tcpreplay from B
-#                                 must give the counts of tests/data/MANIFEST.tsv with nothing missed
+#                                 must give the counts of tests/data/MANIFEST.tsv with nothing missed; the first
+#                                 run is scraped on --metrics and exports to a real nfcapd (--ipfix)
 #   netns.sh conformance          the ring conformance suite's af_packet cases, on a veth whose two ends are
 #                                 both in A (the test process feeds the peer end itself)
 #   netns.sh replay BACKEND       the capture replays with flow_count instead of pp (packets, missed)
@@ -289,6 +290,10 @@ EOF
 # A program's output without its periodic stats lines.
 show_log() { grep -Ev '^pp: [0-9.]+ s |^flow_count: [0-9.]+ s:' "$1" | tail -40 | sed 's/^/    | /' >&2; }
 
+metric_sum() {  # metric_sum FILE NAME: the sum of NAME's samples in a Prometheus text scrape
+  python3 -c 'import sys; print(sum(int(float(l.split()[-1])) for l in open(sys.argv[1]) if l.split("{")[0].split(" ")[0] == sys.argv[2]))' "$1" "$2"
+}
+
 json_get() {  # json_get FILE EXPR (python expression over j)
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
@@ -373,7 +378,7 @@ cmd_pp_clients() {
   local backend=${1:-}
   [[ -n $backend ]] || { netns_log "usage: netns.sh pp-clients BACKEND"; exit 2; }
   netns_require
-  netns_require_tools ping dig curl tcpreplay python3
+  netns_require_tools ping dig curl tcpreplay python3 nfcapd nfdump
   GNIO_BIN=${GNIO_BIN:-$NETNS_BUILD/tools/gnio/gnio}
   [[ -x $GNIO_BIN ]] || netns_skip "$GNIO_BIN is not built (ninja -C build gnio_tool)"
   "$GNIO_BIN" pp --help >/dev/null 2>&1 || netns_skip "$GNIO_BIN has no pp command yet"
@@ -383,8 +388,15 @@ cmd_pp_clients() {
   local json=$NETNS_WORK/clients.json
   local mac
   mac=$(printf '02:00:%02x:%02x:%02x:%02x' ${APP_IP//./ })  # gnio pp's default: 02:00 + the IPv4 address
-  pp_start pp --port "$(port_for "$backend")" --ip "$APP_IP" --http-server --gpu "${GNIO_TEST_GPU:-host}" --json "$json" ||
-    exit 1
+  # --metrics and --ipfix on this backend: a scrape while it runs and a real
+  # nfcapd in A, both on A's loopback.
+  in_a ip link set lo up
+  mkdir -p "$NETNS_WORK/flows"
+  netns_bg nfcapd ip netns exec "$NS_A" nfcapd -b 127.0.0.1 -p 4739 -w "$NETNS_WORK/flows"
+  local nfcapd=$NETNS_LAST_PID
+  sleep 0.5
+  pp_start pp --port "$(port_for "$backend")" --ip "$APP_IP" --http-server --gpu "${GNIO_TEST_GPU:-host}" --json "$json" \
+    --metrics 127.0.0.1:9464 --ipfix 127.0.0.1:4739 || exit 1
   local pp=$PP_PID
 
   # The first ping also resolves the app's MAC (its ARP reply).
@@ -415,6 +427,11 @@ cmd_pp_clients() {
   code=$(in_b curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$APP_IP/missing")
   check "curl /missing: 404 (got $code)" [ "$code" = 404 ]
 
+  # Past the next semaphore reports (every 0.2 s), the live metrics hold the clients' counts.
+  sleep 1
+  in_a curl -s --max-time 5 http://127.0.0.1:9464/metrics >"$NETNS_WORK/metrics.txt"
+  check "metrics: a live scrape (gnio_run_finished 0)" grep -qx 'gnio_run_finished 0' "$NETNS_WORK/metrics.txt"
+
   netns_stop "$pp" 30
   check "pp exited cleanly (rc $NETNS_RC)" [ "$NETNS_RC" = 0 ]
   [[ $NETNS_RC == 0 ]] || show_log "$NETNS_WORK/pp.log"
@@ -426,6 +443,17 @@ cmd_pp_clients() {
       "j['mac'].lower() == '$mac'"; do
       check "pp JSON: $expr" [ "$(json_get "$json" "$expr")" = True ]
     done
+    local m
+    for m in icmp_echo_req icmp_echo_reply_sent dns_queries http_pages_sent; do
+      check "metrics: gnio_pp_${m}_total equals the JSON's $m" [ "$(metric_sum "$NETNS_WORK/metrics.txt" "gnio_pp_${m}_total")" = "$(json_get "$json" "j['$m']")" ]
+    done
+    netns_stop "$nfcapd" 30
+    # With --http-server a connection the CPU thread answered has a record in
+    # its domain too: distinct conversations are counted.
+    local flows
+    flows=$(nfdump -R "$NETNS_WORK/flows" -q -o 'fmt:%pr %sap %dap' 2>/dev/null | sort -u | grep -c .)
+    check "ipfix: nfcapd stored $flows conversations, the JSON's tcp_flows + udp_flows, 0 send errors" \
+      [ "$flows" = "$(json_get "$json" "j['tcp_flows'] + j['udp_flows']")" -a "$(json_get "$json" "j['ipfix']['send_errors']")" = 0 ]
     json_get "$json" "'pp: packets %d, icmp echo req/sent %d/%d, arp replies sent %d, dns queries %d %s, http pages/404 %d/%d, tx_frames %d' % (j['packets'], j['icmp_echo_req'], j['icmp_echo_reply_sent'], j['arp_replies_sent'], j['dns_queries'], [d['name'] for d in j['top_dns']], j['http_pages_sent'], j['http_404_sent'], j['tx_frames'])" >&2
   else
     check "pp wrote $json" false

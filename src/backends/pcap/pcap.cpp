@@ -740,7 +740,7 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
                     "it is counted with that length, as tshark counts it",
                     p->rx_path, p->pass_records, h->len, h->caplen);
       }
-      // One copy, from libpcap's read buffer into the RX buffer the frame steers to.
+      // One copy, from the reader's buffer (libpcap's or the pcapng reader's) into the RX buffer the frame steers to.
       lane.deliver(c.data, c.len, c.wire_len, ts_ns(h));
       charge(p, c.wire_len);
       bump(p->rx_frames);
