@@ -15,6 +15,7 @@
 // the rest of the file cannot be located reliably.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
