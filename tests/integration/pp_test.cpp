@@ -295,7 +295,6 @@ const count_exception* find_exception(const std::string& file, const std::string
 // Where the packets pp sees are not the frames tshark shows.
 enum class reader_kind {
   empty_records,  // records with 0 bytes captured: libpcap returns them, the pcap backend skips them as source errors
-  stops_early,    // the reader stops with a read error; fields past packets are not compared
   read_error,     // the reader stops with a read error (a source error); fields are compared only when
                   // every packet tshark shows was read before it
   extra_blocks,   // tshark shows non-packet pcapng blocks as frames; the reader delivers packet blocks only
