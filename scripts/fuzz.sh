@@ -66,10 +66,8 @@ fi
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-14/bin/llvm-symbolizer}"
 
 if [ ! -f "$build/build.ninja" ]; then
-  launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   echo "fuzz: configuring $build"
-  cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+  cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
     -DGNIO_BUILD_FUZZ=ON -DGNIO_BUILD_CUDA=OFF -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF -DGNIO_BUILD_BENCH=OFF \
     -DGNIO_BACKEND_DPDK=OFF -DGNIO_BACKEND_AF_XDP=OFF -DGNIO_BACKEND_AF_PACKET=OFF >/dev/null
 fi

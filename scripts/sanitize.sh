@@ -35,10 +35,6 @@ case $mode in
 esac
 jobs=${GNIO_SANITIZE_JOBS:-2}
 
-launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
 
 # The programs the tests run, and the test programs.
 tools=(gnio_tool flow_count l2fwd)
@@ -66,7 +62,7 @@ step() {
   local t0=$SECONDS
   echo "sanitize: $name: configure ($preset preset, $dir/)"
   local conf
-  if ! conf=$(cmake --preset "$preset" "${launcher[@]}" 2>&1); then
+  if ! conf=$(cmake --preset "$preset" 2>&1); then
     echo "$conf"
     return 1
   fi
