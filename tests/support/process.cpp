@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 #include <sstream>
 #include <thread>
 
@@ -180,9 +181,20 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
     argv.push_back("--json");
     argv.push_back(json_path);
   }
+  // o.env's entries replace the inherited ones of the same name: getenv
+  // returns the first, so an appended duplicate would be ignored.
+  // GNIO_LOG_LEVEL is never inherited: o.log_level sets it or nothing does.
+  const auto name_of = [](std::string_view e) { return e.substr(0, e.find('=') + 1); };
+  const auto overridden = [&](const char* entry) {
+    const auto name = name_of(entry);
+    if (name == "GNIO_LOG_LEVEL=") return true;
+    for (const auto& x : o.env)
+      if (name_of(x) == name) return true;
+    return false;
+  };
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "GNIO_LOG_LEVEL=", 15) != 0) env.emplace_back(*e);
+    if (!overridden(*e)) env.emplace_back(*e);
   if (o.log_level) env.push_back("GNIO_LOG_LEVEL=" + *o.log_level);
   env.insert(env.end(), o.env.begin(), o.env.end());
 
