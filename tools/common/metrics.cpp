@@ -660,13 +660,15 @@ std::unique_ptr<server> server::start(const options& o, std::string_view program
     }
     p->conns.reserve(k_max_connections);
     impl* ip = p.get();
-    p->thread = std::thread([ip] { ip->run(); });
     std::unique_ptr<server> s(new server(std::move(p)));
     s->address_ = shown;
     s->linger_s_ = o.linger_s;
     s->program_ = std::string(program);
     s->t0_ = s->last_ = std::chrono::steady_clock::now();
+    // Before the thread: the socket listens already, and a client that
+    // connected in the meantime must not be served an empty text.
     s->publish(text{});
+    ip->thread = std::thread([ip] { ip->run(); });
     return s;
   } catch (const std::exception& ex) {
     *why = fmt::format("--metrics {}: {}", shown, ex.what());
