@@ -13,7 +13,7 @@
 #                                before the run, with a message naming them
 #   metrics_test.py slow-clients clients that send their request one byte a
 #                                second (and reconnect when cut off) delay
-#                                neither a SIGINT, nor the end of a finite run,
+#                                neither a SIGINT or SIGTERM, nor the end of a finite run,
 #                                nor the end of --metrics-linger; the JSON is
 #                                complete
 #   metrics_test.py request-body a POST, and a GET with a body, that stream
@@ -423,19 +423,22 @@ def test_slow_clients(tmp):
     failures = []
     stop = threading.Event()
     try:
-        # 1. SIGINT in the middle of a long run, while 2 slow clients send their heads.
+        # 1. A signal in the middle of a long run, while 2 slow clients send their heads: SIGINT, and SIGTERM for
+        # flow_count (the programs stop the same way on both).
         runs = live_runs(tmp, "sigint", ["--duration", "600"])
         for name, (p, port, _) in runs.items():
             wait_for(f"{name}'s first scrape", lambda: get(f"http://127.0.0.1:{port}/metrics"), [p])
         for _, port, _ in runs.values():
             slow_client(port, stop), slow_client(port, stop)
         time.sleep(1.5)  # inside the request-head deadline of the server: the clients are mid-request
-        for p, _, _ in runs.values():
-            p.p.send_signal(signal.SIGINT)
+        sig = {name: signal.SIGTERM if name == "flow_count" else signal.SIGINT for name in runs}
+        for name, (p, _, _) in runs.items():
+            p.p.send_signal(sig[name])
         t = time.monotonic()
         for name, (p, _, j) in runs.items():
-            took = check_exit(name, p, t, EXIT_S, "SIGINT", j, failures)
-            print(f"{name}: SIGINT with 2 slow clients: exit after {took if took is None else round(took, 2)} s")
+            took = check_exit(name, p, t, EXIT_S, sig[name].name, j, failures)
+            print(f"{name}: {sig[name].name} with 2 slow clients: exit after "
+                  f"{took if took is None else round(took, 2)} s")
         stop.set()
         assert not failures, "\n".join(failures)
 
