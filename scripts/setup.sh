@@ -35,7 +35,7 @@ done
 say() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------
-packages=(build-essential ccache cmake ninja-build pkg-config libpcap-dev libcli11-dev libcpp-httplib-dev prometheus
+packages=(build-essential ccache cmake ninja-build pkg-config libpcap-dev libcli11-dev prometheus
           nlohmann-json3-dev libfmt-dev libspdlog-dev libgtest-dev libbenchmark-dev
           tshark python3 python3-jsonschema python3-matplotlib iproute2 iputils-ping dnsutils curl tcpreplay
           libxdp-dev libbpf-dev libdpdk-dev)

@@ -11,6 +11,20 @@
 #                                values of each program's final JSON
 #   metrics_test.py bad-input    port in use, bad addresses and ports: exit 2
 #                                before the run, with a message naming them
+#   metrics_test.py slow-clients clients that send their request one byte a
+#                                second (and reconnect when cut off) delay
+#                                neither a SIGINT or SIGTERM, nor the end of a finite run,
+#                                nor the end of --metrics-linger; the JSON is
+#                                complete
+#   metrics_test.py request-body a POST, and a GET with a body, that stream
+#                                hundreds of MiB: refused from their head
+#                                alone, the program's RSS stays flat; other
+#                                requests the server refuses, with their status
+#   metrics_test.py busy-clients 2 slow clients and 500 idle connections:
+#                                curl and urllib still scrape the right text,
+#                                and the server closes the idle ones
+#   metrics_test.py link-local   a link-local IPv6 address without a scope id
+#                                (%iface): exit 2, the message says so
 #
 # The programs come from GNIO_TOOL_BIN, GNIO_FLOW_COUNT_BIN and
 # GNIO_L2FWD_BIN, the captures from GNIO_TEST_DATA_DIR, prometheus and
@@ -23,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -329,8 +344,318 @@ def test_bad_input(tmp):
     print(f"bad input: {len(cases)} cases for each of {', '.join(cmds)}: exit 2 with the message")
 
 
+# ---------------------------------------------------------------------------
+# Clients that misbehave (docs/monitoring.md, "What the server accepts")
+# ---------------------------------------------------------------------------
+
+HOLD_S = 60  # how long a slow client would hold a server that waits for it
+EXIT_S = 10  # a guard against hangs, never a measure of speed: the programs exit at once
+
+
+def slow_client(port, stop):
+    """A thread that sends a request head one byte a second, for HOLD_S or until stop is set; when the server
+    cuts it off, it connects again, so that no deadline of the server's ends it before then."""
+    def body():
+        end = time.monotonic() + HOLD_S
+        while not stop.is_set() and time.monotonic() < end:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+                    while not stop.is_set() and time.monotonic() < end:
+                        s.sendall(b"X")
+                        stop.wait(1)
+            except OSError:
+                stop.wait(0.2)  # cut off (what the server should do) or not listening (any more)
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t
+
+
+def live_runs(tmp, tag, extra):
+    """The three programs on the generator at a low rate, each with --metrics on a free port and extra options."""
+    gen = "gen:rate=20kpps,flows=64"
+    runs = {
+        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", gen, "--gpu", GPU, "--stats-interval", "0"],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", gen, "--exec", EXEC, "--top", "0"],
+        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", gen, "--gpu", GPU, "--stats-interval", "0"],
+    }
+    out = {}
+    for name, args in runs.items():
+        port = free_port()
+        j = os.path.join(tmp, f"{name}_{tag}.json")
+        p = program(args + ["--json", j, "--metrics", f"127.0.0.1:{port}"] + extra, tmp, f"{name}_{tag}")
+        out[name] = (p, port, j)
+    return out
+
+
+def server_start(port):
+    """When the program's metrics server started (gnio_run_elapsed_seconds counts from then), on our clock: the
+    reference for how late a program exits, which leaves out how long it took to be loaded."""
+    t = time.monotonic()
+    text = get(f"http://127.0.0.1:{port}/metrics")
+    return t - parse_text(text)[("gnio_run_elapsed_seconds", frozenset())]
+
+
+def check_exit(name, p, since, bound_s, what, j, failures):
+    """p exits within bound_s of since (a hang guard) with status 0 and a complete JSON."""
+    try:
+        p.p.wait(max(0.1, since + bound_s - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        failures.append(f"{name}: still running {bound_s} s after {what} (slow clients hold it)")
+        p.p.kill()
+        p.p.wait()
+        return None
+    took = time.monotonic() - since
+    if p.returncode != 0:
+        failures.append(f"{name}: status {p.returncode} after {what}:\n{p.stderr_text()}")
+        return took
+    try:
+        with open(j) as f:
+            r = json.load(f)
+        if "received" not in r or "error" in r:
+            failures.append(f"{name}: the JSON after {what} is not a complete result: {sorted(r)}")
+    except (OSError, ValueError) as e:
+        failures.append(f"{name}: no complete JSON after {what}: {e}")
+    return took
+
+
+def test_slow_clients(tmp):
+    failures = []
+    stop = threading.Event()
+    try:
+        # 1. A signal in the middle of a long run, while 2 slow clients send their heads: SIGINT, and SIGTERM for
+        # flow_count (the programs stop the same way on both).
+        runs = live_runs(tmp, "sigint", ["--duration", "600"])
+        for name, (p, port, _) in runs.items():
+            wait_for(f"{name}'s first scrape", lambda: get(f"http://127.0.0.1:{port}/metrics"), [p])
+        for _, port, _ in runs.values():
+            slow_client(port, stop), slow_client(port, stop)
+        time.sleep(1.5)  # inside the request-head deadline of the server: the clients are mid-request
+        sig = {name: signal.SIGTERM if name == "flow_count" else signal.SIGINT for name in runs}
+        for name, (p, _, _) in runs.items():
+            p.p.send_signal(sig[name])
+        t = time.monotonic()
+        for name, (p, _, j) in runs.items():
+            took = check_exit(name, p, t, EXIT_S, sig[name].name, j, failures)
+            print(f"{name}: {sig[name].name} with 2 slow clients: exit after "
+                  f"{took if took is None else round(took, 2)} s")
+        stop.set()
+        assert not failures, "\n".join(failures)
+
+        # 2. The end of a finite run (--duration 2), slow clients connected from the start.
+        stop = threading.Event()
+        runs = live_runs(tmp, "finite", ["--duration", "2"])
+        t0 = {}
+        for name, (p, port, _) in runs.items():
+            t0[name] = wait_for(f"{name}'s first scrape", lambda: server_start(port), [p])
+            slow_client(port, stop), slow_client(port, stop)
+        for name, (p, _, j) in runs.items():
+            took = check_exit(name, p, t0[name] + 2, EXIT_S, "the end of a 2 s run", j, failures)
+            print(f"{name}: 2 s run with 2 slow clients: exit {took if took is None else round(took, 2)} s after 2 s")
+        stop.set()
+        assert not failures, "\n".join(failures)
+
+        # 3. --metrics-linger 3: the final values are served to a scrape while slow clients hold connections,
+        # and the program exits when the 3 s are over.
+        stop = threading.Event()
+        runs = live_runs(tmp, "linger", ["--duration", "1", "--metrics-linger", "3"])
+        t0 = {}
+        for name, (p, port, _) in runs.items():
+            t0[name] = wait_for(f"{name}'s first scrape", lambda: server_start(port), [p])
+            slow_client(port, stop), slow_client(port, stop)
+        for name, (p, port, _) in runs.items():
+            try:
+                wait_for(f"{name}'s final values with slow clients", lambda: scrape_finished(port), [p])
+            except AssertionError as e:
+                failures.append(str(e))
+        for name, (p, _, j) in runs.items():
+            took = check_exit(name, p, t0[name] + 4, EXIT_S, "1 s of run and 3 s of --metrics-linger", j, failures)
+            print(f"{name}: --metrics-linger 3 with 2 slow clients: exit {took if took is None else round(took, 2)} s "
+                  "after the linger")
+    finally:
+        stop.set()
+    assert not failures, "\n".join(failures)
+
+
+def vm_rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
+
+
+def raw_request(port, data, timeout=5):
+    """Sends data as is and returns everything the server answers before it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except OSError:
+            pass  # a reset after the answer: the server closed with our bytes unread
+        return out
+
+
+def status_of(answer):
+    m = re.match(rb"HTTP/1\.[01] (\d{3}) ", answer)
+    return int(m.group(1)) if m else None
+
+
+def test_request_body(tmp):
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    args, port, _ = programs(tmp, data)["pp"]
+    p = program(args, tmp, "pp")
+    wait_for("pp's final metrics", lambda: scrape_finished(port), [p])
+    failures = []
+    stream_mib = 256
+    chunk = b"x" * (1 << 20)
+    heads = {
+        "POST with Content-Length 4 GiB": (b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 4294967296\r\n\r\n", 405),
+        "GET with Content-Length 4 GiB": (b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 4294967296\r\n\r\n", 413),
+        "GET with a chunked body": (b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 413),
+    }
+    for what, (head, want) in heads.items():
+        before = vm_rss_kb(p.p.pid)
+        peak, sent = before, 0
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(head)
+            try:
+                for i in range(stream_mib):
+                    s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n" if b"chunked" in head else chunk)
+                    sent += 1
+                    if i % 8 == 0:
+                        peak = max(peak, vm_rss_kb(p.p.pid))
+            except OSError:
+                pass  # the server closed: it reads no body
+            peak = max(peak, vm_rss_kb(p.p.pid))
+            answer = b""
+            try:
+                while c := s.recv(65536):
+                    answer += c
+            except OSError:
+                pass
+        grew_mb = (peak - before) / 1024
+        print(f"{what}: status {status_of(answer)} after {sent} MiB of body sent; RSS {before} kB, "
+              f"peak {peak} kB (+{grew_mb:.1f} MB)")
+        if status_of(answer) != want:
+            failures.append(f"{what}: answer {answer[:80]!r}, want status {want}")
+        if grew_mb > 4:
+            failures.append(f"{what}: pp's RSS grew by {grew_mb:.1f} MB while {sent} MiB of body streamed")
+        assert not failures, "\n".join(failures)
+    # What else is refused, and how: the head alone decides, and the server closes.
+    big = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: " + b"a" * 9000 + b"\r\n\r\n"
+    cases = [
+        (b"DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 405, b"Allow: GET, HEAD"),
+        (b"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404, None),
+        (b"GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n", 505, None),
+        (b"garbage\r\n\r\n", 400, None),
+        (b"GET /metrics HTTP/1.1\r\nHost\x00: x\r\n\r\n", 400, None),
+        (big, 431, None),
+        (b"GET /" + b"m" * 9000 + b" HTTP/1.1\r\n\r\n", 414, None),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 200, b"gnio_run_finished 1"),
+        (b"GET /metrics?x=1 HTTP/1.0\r\n\r\n", 200, b"Connection: close"),
+        (b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 200, b"Content-Length: "),
+    ]
+    for req, want, has in cases:
+        a = raw_request(port, req)
+        if status_of(a) != want or (has and has not in a):
+            failures.append(f"{req[:40]!r}...: answer {a[:200]!r}, want status {want}" + (f" with {has!r}" if has else ""))
+    head = raw_request(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    if not head.endswith(b"\r\n\r\n"):
+        failures.append(f"HEAD: a body came with the head: {head[-80:]!r}")
+    text = get(f"http://127.0.0.1:{port}/metrics")
+    if "\ngnio_run_finished 1\n" not in text:
+        failures.append("a scrape after the refusals did not get the final values")
+    assert p.stop() == 0, p.stderr_text()
+    assert not failures, "\n".join(failures)
+    print(f"request bodies refused from the head, {len(cases)} other requests answered as they should")
+
+
+def test_busy_clients(tmp):
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    args, port, _ = programs(tmp, data)["pp"]
+    p = program(args, tmp, "pp")
+    wait_for("pp's final metrics", lambda: scrape_finished(port), [p])
+    stop = threading.Event()
+    idle = []
+    failures = []
+    try:
+        slow_client(port, stop), slow_client(port, stop)
+        time.sleep(1)
+        for _ in range(500):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # A real client's scrape, while they hold their connections.
+        r = subprocess.run(["curl", "-sS", "--max-time", str(EXIT_S), "-o", "-", "-w", "\n%{http_code}",
+                            f"http://127.0.0.1:{port}/metrics"], capture_output=True, text=True, timeout=LIMIT_S)
+        body, _, code = r.stdout.rpartition("\n")
+        if r.returncode != 0 or code != "200" or "\ngnio_run_finished 1\n" not in body \
+                or 'program="pp"' not in body:
+            failures.append(f"curl with 2 slow clients and 500 idle connections: status {r.returncode}, "
+                            f"HTTP {code}: {r.stderr.strip()} {body[:200]!r}")
+        else:
+            promtool_check(env("GNIO_PROMTOOL_BIN"), body, "curl's scrape")
+        try:
+            text = get(f"http://127.0.0.1:{port}/metrics", timeout=EXIT_S)
+            if "\ngnio_run_finished 1\n" not in text:
+                failures.append("urllib's scrape: not the final values")
+        except OSError as e:
+            failures.append(f"urllib with 2 slow clients and 500 idle connections: {e}")
+        # The server bounds how long a connection may take to send its request: each idle one is closed.
+        end = time.monotonic() + EXIT_S
+        open_ = list(idle)
+        while open_ and time.monotonic() < end:
+            for s in list(open_):
+                s.setblocking(False)
+                try:
+                    if s.recv(4096) == b"":
+                        open_.remove(s)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    open_.remove(s)
+            time.sleep(0.2)
+        if open_:
+            failures.append(f"{len(open_)} of 500 idle connections still open after {EXIT_S} s")
+        print(f"busy clients: curl got HTTP {code}, urllib too; {500 - len(open_)} of 500 idle connections closed "
+              "by the server")
+    finally:
+        stop.set()
+        for s in idle:
+            s.close()
+    assert p.stop() == 0, p.stderr_text()
+    assert not failures, "\n".join(failures)
+
+
+def test_link_local(tmp):
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    pcap = "pcap:file=" + os.path.join(data, "dns_udp.pcap")
+    cmds = {
+        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", GPU],
+        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", EXEC],
+        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", GPU],
+    }
+    port = free_port()
+    cases = [
+        (f"[fe80::1]:{port}", f"--metrics [fe80::1]:{port}: fe80::1 is a link-local IPv6 address: it needs a scope id"),
+        (f"[fe80::1%nosuchif0]:{port}", "no network interface 'nosuchif0'"),
+    ]
+    failures = []
+    for name, cmd in cmds.items():
+        for value, message in cases:
+            r = subprocess.run(cmd + ["--metrics", value], capture_output=True, text=True, timeout=LIMIT_S)
+            if r.returncode != 2 or message not in r.stderr or "%IFACE" not in r.stderr or "received" in r.stdout:
+                failures.append(f"{name} --metrics {value}: status {r.returncode} (want 2, before the run), "
+                                f"stderr {r.stderr!r} (want {message!r} and the form [ADDR%IFACE]:PORT)")
+    assert not failures, "\n".join(failures)
+    print(f"link-local: {len(cases)} cases for each of {', '.join(cmds)}: exit 2, the message asks for %IFACE")
+
+
 def main():
-    tests = {"promtool": test_promtool, "prometheus": test_prometheus, "bad-input": test_bad_input}
+    tests = {"promtool": test_promtool, "prometheus": test_prometheus, "bad-input": test_bad_input,
+             "slow-clients": test_slow_clients, "request-body": test_request_body, "busy-clients": test_busy_clients,
+             "link-local": test_link_local}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print(f"usage: metrics_test.py {'|'.join(tests)}", file=sys.stderr)
         return 2
