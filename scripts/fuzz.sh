@@ -10,7 +10,9 @@
 # from tests/data (build-fuzz/seeds/TARGET), keeps what the fuzzer finds in
 # build-fuzz/corpus/TARGET and a crashing input in build-fuzz/crashes/TARGET/.
 # Prints each command, its exec count and coverage; exits 1 if any target
-# crashed or broke an invariant, 2 for bad usage. docs/fuzzing.md has more.
+# crashed or broke an invariant, 2 for bad usage. Targets run side by side,
+# GNIO_FUZZ_JOBS at a time (default: the number of cores), each for SECONDS.
+# docs/fuzzing.md has more.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -89,39 +91,67 @@ opts_for() {
   esac
 }
 
-failed=() summary=()
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-for t in $list; do
-  corpus="$build/corpus/$t" crashes="$build/crashes/$t"
+
+# Runs one target and writes its summary line to $build/fuzz-TARGET.result:
+# "ok LINE" or "FAILED LINE". Each libFuzzer process is single-threaded, so
+# GNIO_FUZZ_JOBS targets (default: the number of cores) run side by side;
+# each still gets its SECONDS.
+run_target() {
+  local t=$1
+  local corpus="$build/corpus/$t" crashes="$build/crashes/$t" log="$build/fuzz-$t.log" result="$build/fuzz-$t.result"
   mkdir -p "$corpus" "$crashes"
-  log="$build/fuzz-$t.log"
-  limit=()
+  local limit=()
   [ -n "$runs" ] && limit+=("-runs=$runs")
   [ -n "$seconds" ] && limit+=("-max_total_time=$seconds")
+  local cmd
   # shellcheck disable=SC2207
   cmd=("$build/fuzz/fuzz_$t" "${limit[@]}" $(opts_for "$t") -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
        "-artifact_prefix=$crashes/" "$corpus" "$build/seeds/$t")
   echo "fuzz: ${cmd[*]}"
+  local start rc=0
   start=$(date +%s)
-  set +e
-  "${cmd[@]}" >"$log" 2>&1
-  rc=$?
-  set -e
-  secs=$(( $(date +%s) - start ))
+  "${cmd[@]}" >"$log" 2>&1 || rc=$?
+  local secs=$(( $(date +%s) - start )) execs cov line
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
-  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
+  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
+  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
   line="$t: ${execs:-?} execs in ${secs} s, ${cov:-cov: ?}, corpus $(find "$corpus" -type f | wc -l) files"
   if [ $rc -ne 0 ]; then
-    crash=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | sed 's/Test unit written to //')
+    local crash
+    crash=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | sed 's/Test unit written to //' || true)
     echo "fuzz: $line: FAILED (exit $rc); log $log${crash:+, input $crash}" >&2
     grep -E "ERROR:|invariant failed|SUMMARY:|runtime error" "$log" | head -5 >&2 || true
-    failed+=("$t")
-    summary+=("$line: FAILED")
+    echo "FAILED $line" >"$result"
   else
     echo "fuzz: $line"
+    echo "ok $line" >"$result"
+  fi
+}
+
+jobs_max=${GNIO_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ "$jobs_max" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: GNIO_FUZZ_JOBS='$jobs_max' is not a positive whole number" >&2; exit 2; }
+running=0
+for t in $list; do
+  rm -f "$build/fuzz-$t.result"
+  if [ "$running" -ge "$jobs_max" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  run_target "$t" &
+  running=$((running + 1))
+done
+wait || true
+
+failed=() summary=()
+for t in $list; do
+  read -r status line <"$build/fuzz-$t.result" 2>/dev/null || { status=FAILED line="$t: no result (the run was killed)"; }
+  if [ "$status" = ok ]; then
     summary+=("$line")
+  else
+    failed+=("$t")
+    summary+=("$line: FAILED")
   fi
 done
 if [ "$target" = all ]; then
