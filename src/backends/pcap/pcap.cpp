@@ -63,12 +63,13 @@ bool supported_linktype(int dlt) {
   }
 }
 
+// "RAW (Raw IP, DLT 12)"; a number libpcap has no name for is named by the
+// number alone.
 std::string linktype_name(int dlt) {
   const char* name = pcap_datalink_val_to_name(dlt);
+  if (!name) return fmt::format("{} (a number libpcap has no name for)", dlt);
   const char* desc = pcap_datalink_val_to_description(dlt);
-  std::string s = name ? name : "unknown";
-  if (desc) s += fmt::format(" ({})", desc);
-  return s + fmt::format(", DLT {}", dlt);
+  return desc ? fmt::format("{} ({}, DLT {})", name, desc, dlt) : fmt::format("{} (DLT {})", name, dlt);
 }
 
 // The device parser's unchecked loads; every caller has checked caplen.
