@@ -484,6 +484,9 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (!f) return bad_option(f.err().message(), result);
     *json_out = std::move(*f);
   }
+  // --pcap-out is created when the port starts; a FIFO there would block it.
+  if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
+    return bad_option("--pcap-out " + opt.pcap_out + ": " + why, result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
   auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");

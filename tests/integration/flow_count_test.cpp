@@ -46,7 +46,7 @@ using run_result = gnio::test::proc_result;
 // The environment may point elsewhere (scripts/gpu-check.sh runs a build
 // copied to another machine).
 // Inputs and programs from the environment ctest sets; checked before the first test.
-const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN"});
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN", "GNIO_TOOL_BIN", "GNIO_L2FWD_BIN"});
 // The executor the counting runs use: host (default), cuda or auto.
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 // The launch mode the counting runs use (--launch): persistent (default),
@@ -529,6 +529,48 @@ TEST(Outputs, JsonPathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "something was left in " << dir;
   std::filesystem::remove_all(dir);
+}
+
+// R7: an output on a FIFO that nothing reads once hung every program in
+// open(): --json after the whole run (a finished run waited for ever),
+// --pcap-out and tx= at port start, past --duration, with a hint about disk
+// space. Each is refused before the run, naming the FIFO.
+TEST(Outputs, AFifoOutputIsRefusedBeforeTheRunOnEveryProgram) {
+  const std::string fifo = temp_path("out_fifo");
+  ASSERT_EQ(::unlink(fifo.c_str()), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string cap = data("dns_icmp.pcap");
+  struct fifo_case {
+    std::vector<std::string> argv;
+    int code;
+    std::string says;
+  };
+  const std::string is_fifo = "'" + fifo + "' is a FIFO (named pipe)";
+  const std::vector<fifo_case> cases = {
+      {{gnio::test::flow_count_bin(), "--port", "gen:count=1000", "--exec", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::l2fwd_bin(), "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen", "--gpu", "host", "--reply-all", "--pcap-out", fifo, "--duration", "2"},
+       2, "--pcap-out " + fifo},
+      // tx= is part of the device string: refused when the port opens, before anything runs.
+      {{gnio::test::l2fwd_bin(), "--port", "pcap:file=" + cap + ",tx=" + fifo, "--gpu", "host", "--duration", "2"}, 1,
+       "tx=" + fifo},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.argv[0] + " ... " + c.says);
+    gnio::test::run_options o;
+    o.limit = std::chrono::seconds(20);  // a guard: a hang is killed, and fails below
+    o.stdout_path = "/dev/null";         // the tests look only at stderr
+    auto r = gnio::test::run_process(c.argv, o);
+    ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+    EXPECT_EQ(r.code, c.code) << r.describe();
+    EXPECT_NE(r.err.find(c.says + ": " + is_fifo), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("disk space"), std::string::npos) << r.describe();
+    struct stat st {};
+    ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  }
+  (void)::unlink(fifo.c_str());
 }
 
 // A run that fails after its options were accepted (here: the capture does

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gnio/atomic_file.hpp"
 #include "gnio/backend/backend.hpp"
 #include "gnio/device/pkt/load.hpp"
 #include "log_internal.hpp"
@@ -603,6 +604,8 @@ error pcap_open(const devargs& args, void** priv) {
     // Checked now, so a bad tx path fails at open; created at start, so a
     // port that never starts (gnio caps, a run refused before it starts)
     // leaves an existing file as it was and creates none.
+    if (std::string why = fifo_output_refusal(p->tx_path); !why.empty())
+      return bail(fail(status::invalid_value, "pcap: tx={}: {}", p->tx_path, why));
     if (int e = detail::output_path_errno(p->tx_path); e != 0)
       return bail(fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e)));
   }
