@@ -484,6 +484,9 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (!f) return bad_option(f.err().message(), result);
     *json_out = std::move(*f);
   }
+  // --pcap-out is created when the port starts; a FIFO there would block it.
+  if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
+    return bad_option("--pcap-out " + opt.pcap_out + ": " + why, result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
   auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
@@ -609,18 +612,40 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   }
   auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[block_local[blk]]; };
 
-  // Counted before it is taken (F19): every ring slot is touched, so rings
-  // that cannot be backed are refused here rather than by the OOM killer.
+  // Counted before it is taken (F19, R8): every ring slot is touched, and so
+  // are the TCP stream and reassembly tables, one of each per block, zeroed
+  // when a host executor allocates them; sizes that cannot be backed are
+  // refused here rather than by the OOM killer (or a failed allocation after
+  // gigabytes were zeroed).
   {
     uint64_t num_txq = 0;
     if (can_tx)
       for (uint32_t blk = 0; blk < num_blocks; ++blk)
         num_txq += role_of(blk) == role::udp || (role_of(blk) == role::tcp && !opt.http_server) ? 0 : 1;
-    const uint64_t bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
-    if (const std::string why = gnio::cli::memory_refusal(
-            fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n), bytes,
-            gnio::cli::available_memory());
-        !why.empty()) {
+    const uint64_t ring_bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
+    // The tables live in each executor's memory: host memory only on the host executor.
+    uint64_t host_blocks = 0;
+    for (const auto& c : ctxs)
+      if (c->info.executor == gnio::executor_kind::host) host_blocks += c->b.num_blocks;
+    const uint64_t stream_bytes = host_blocks * uint64_t{opt.tcp_streams} * sizeof(device::tcp_conn);
+    const uint64_t frag_bytes =
+        opt.frag_table == 0 ? 0 : host_blocks * device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
+    const gnio::cli::memory_room room = gnio::cli::available_memory();
+    const std::string rings = fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n);
+    std::string why = gnio::cli::memory_refusal(
+        fmt::format("--tcp-streams {} ({} blocks on the host executor x {} streams x {} bytes)", opt.tcp_streams,
+                    host_blocks, opt.tcp_streams, sizeof(device::tcp_conn)),
+        stream_bytes, room);
+    if (why.empty())
+      why = gnio::cli::memory_refusal(fmt::format("--frag-table {} ({} blocks on the host executor x {} bytes)",
+                                                  opt.frag_table, host_blocks, frag_bytes / std::max<uint64_t>(host_blocks, 1)),
+                                      frag_bytes, room);
+    if (why.empty()) why = gnio::cli::memory_refusal(rings, ring_bytes, room);
+    if (why.empty())
+      why = gnio::cli::memory_refusal(
+          fmt::format("{} with --tcp-streams {} and --frag-table {}", rings, opt.tcp_streams, opt.frag_table),
+          ring_bytes + stream_bytes + frag_bytes, room);
+    if (!why.empty()) {
       warn("pp: {}\n", why);
       set_error(result, why, "no_memory", "options");
       return 2;

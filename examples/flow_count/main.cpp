@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -111,6 +111,7 @@ int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step,
 struct options {
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
+  uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   gnio::cli::launch_options launch;
@@ -121,9 +122,10 @@ struct options {
 
 // The run itself, from opening the GPUs to the lifecycle in reverse. Fills j
 // with everything known (the error too, when a step fails) and returns the
-// exit status.
+// exit status. flow_rows (null without --json) receives the JSON array of
+// per-flow rows as text, kept apart from j: see write_json.
 int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx,
-        gnio::ipfix::session& ipfix) {
+        gnio::ipfix::session& ipfix, std::string* flow_rows) {
   const std::string& port_dev = o.port_dev;
   const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads, table_cap = o.table_cap,
                  top = o.top;
@@ -349,6 +351,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       last_delivered = st.rx_delivered;
     }
   }
+  // A stop signal from here on came while the results were being put
+  // together: it cuts the flow rows short (the one that stopped the run, if
+  // any, came before).
+  const unsigned signals_at_stop = sig.count();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   j["seconds"] = seconds;
   j["stopped_early"] = stopped_early;
@@ -403,6 +409,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     for (size_t k = 0; k < c->queue_ids.size(); ++k) totals[c->queue_ids[k]] = c->totals[k];
     for (const auto& f : c->flows) {
       if (f.state != gnio::device::flow_slot_used) continue;
+      if (ctxs.size() == 1) {  // one table holds each key once: nothing to merge
+        flows.push_back(f);
+        continue;
+      }
       auto [it, fresh] = index.try_emplace(key_bytes(f.key), flows.size());
       if (fresh) {
         flows.push_back(f);
@@ -426,15 +436,29 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (const auto& f : flows) used.push_back(&f);
   std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->packets > b->packets; });
 
-  // Conversations: both directions of a 5-tuple together, as tshark's streams count them.
-  std::set<std::tuple<std::string, uint8_t>> tcp_conv, udp_conv;
+  // Conversations: both directions of a 5-tuple together, as tshark's streams
+  // count them. Each is its two (address, port) ends in a fixed order and the
+  // family; sorted and counted once each (a million flows take 0.1 s).
+  using conv_end = std::array<uint8_t, 18>;
+  using conv_key = std::array<uint8_t, 2 * sizeof(conv_end) + 1>;
+  std::vector<conv_key> tcp_conv, udp_conv;
   for (const auto* f : used) {
-    std::string a(reinterpret_cast<const char*>(f->key.src), 16), bb(reinterpret_cast<const char*>(f->key.dst), 16);
-    a += std::to_string(f->key.src_port);
-    bb += std::to_string(f->key.dst_port);
-    auto conv = std::make_tuple(std::min(a, bb) + "|" + std::max(a, bb), f->key.family);
-    if (f->key.proto == 6 && f->key.family) tcp_conv.insert(conv);
-    if (f->key.proto == 17 && f->key.family) udp_conv.insert(conv);
+    if (!f->key.family || (f->key.proto != 6 && f->key.proto != 17)) continue;
+    conv_end a{}, b{};
+    std::memcpy(a.data(), f->key.src, 16);
+    std::memcpy(b.data(), f->key.dst, 16);
+    a[16] = static_cast<uint8_t>(f->key.src_port >> 8), a[17] = static_cast<uint8_t>(f->key.src_port);
+    b[16] = static_cast<uint8_t>(f->key.dst_port >> 8), b[17] = static_cast<uint8_t>(f->key.dst_port);
+    if (b < a) std::swap(a, b);
+    conv_key k{};
+    std::copy(a.begin(), a.end(), k.begin());
+    std::copy(b.begin(), b.end(), k.begin() + a.size());
+    k.back() = f->key.family;
+    (f->key.proto == 6 ? tcp_conv : udp_conv).push_back(k);
+  }
+  for (auto* conv : {&tcp_conv, &udp_conv}) {
+    std::sort(conv->begin(), conv->end());
+    conv->erase(std::unique(conv->begin(), conv->end()), conv->end());
   }
 
   uint64_t delivered = st.rx_delivered, unsteered = st.rx_unsteered;
@@ -513,21 +537,45 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
                   {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", i < totals.size() ? totals[i].packets : 0}});
   }
   j["per_queue"] = qs;
-  json rows = json::array();
-  for (const auto* f : used) {
-    rows.push_back({{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
-                    {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
-                    {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
-                    {"bytes", f->bytes}});
-    if (f->key.proto == 6 && f->key.family) rows.back()["tcp_flags"] = f->meta & gnio::device::flow_meta_tcp_flags;
-    if (f->meta & gnio::device::flow_meta_tagged)
-      rows.back()["vlan"] = (f->meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
-    if (f->key.tunnel != gnio::device::encap_kind::none) {
-      rows.back()["tunnel"] = gnio::device::to_string(f->key.tunnel);
-      rows.back()["tunnel_id"] = f->key.tunnel_id;
+  if (flow_rows) {
+    // One row per flow, most packets first, serialized here one at a time
+    // (one line each): with a million flows they are most of a 200 MB
+    // document. A stop signal that comes meanwhile ends the list where it is,
+    // and the JSON says so, rather than holding the program for seconds.
+    uint64_t written = 0;
+    bool signalled = false;
+    std::string& out = *flow_rows;
+    out = "[";
+    for (const auto* f : used) {
+      if (written == o.max_flow_rows) break;
+      if (written % 4096 == 0 && sig.count() != signals_at_stop) {
+        signalled = true;
+        break;
+      }
+      json row = {{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
+                  {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
+                  {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
+                  {"bytes", f->bytes}};
+      if (f->key.proto == 6 && f->key.family) row["tcp_flags"] = f->meta & gnio::device::flow_meta_tcp_flags;
+      if (f->meta & gnio::device::flow_meta_tagged)
+        row["vlan"] = (f->meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
+      if (f->key.tunnel != gnio::device::encap_kind::none) {
+        row["tunnel"] = gnio::device::to_string(f->key.tunnel);
+        row["tunnel_id"] = f->key.tunnel_id;
+      }
+      out += written == 0 ? "\n    " : ",\n    ";
+      out += row.dump(-1, ' ', false, json::error_handler_t::replace);
+      ++written;
+    }
+    out += written == 0 ? "]" : "\n  ]";
+    j["flow_rows_written"] = written;
+    j["flows_truncated"] = written < used.size();
+    if (written < used.size()) {
+      j["flows_truncated_by"] = signalled ? "signal" : "max_flow_rows";
+      warn("flow_count: the JSON lists {} of {} flow rows ({}); flows_truncated is set\n", written, used.size(),
+           signalled ? "a stop signal came while they were written" : fmt::format("--max-flow-rows {}", o.max_flow_rows));
     }
   }
-  j["flow_rows"] = rows;
   if (mx) {
     std::vector<uint64_t> processed;
     for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
@@ -558,10 +606,20 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
 }
 
 // Writes the JSON (also for a failed run): console failures so far are in it.
-int write_json(gnio::atomic_file& f, json& j, int rc) {
+// flow_rows, when run() made it, is the flow_rows member's text, added as
+// the object's last member.
+int write_json(gnio::atomic_file& f, json& j, const std::string& flow_rows, int rc) {
   (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
   if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(j, t, "io_failed", "output");
-  if (gnio::error e = f.commit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); e) {
+  std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
+  // An object with members ends with "\n}" at this indentation.
+  if (!flow_rows.empty() && text.size() > 2 && text.ends_with("\n}")) {
+    text.resize(text.size() - 2);
+    text += ",\n  \"flow_rows\": ";
+    text += flow_rows;
+    text += "\n}";
+  }
+  if (gnio::error e = f.commit(text + "\n"); e) {
     warn("flow_count: --json: {}\n", e.what());
     return rc == 0 ? 1 : rc;
   }
@@ -580,6 +638,7 @@ int main(int argc, char** argv) {
   gnio::stop_signals sig;
   json j = json::object();
   std::optional<gnio::atomic_file> json_out;
+  std::string flow_rows;  // the JSON's flow_rows, as text (run, write_json)
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
@@ -628,6 +687,9 @@ int main(int argc, char** argv) {
     app.add_option("--top", o.top, "flows shown on the console")
         ->check(gnio::cli::whole(0, UINT32_MAX))
         ->capture_default_str();
+    app.add_option("--max-flow-rows", o.max_flow_rows,
+                   "flow rows in the JSON, most packets first (default: all; the JSON says when the list is cut)")
+        ->check(gnio::cli::whole(0, UINT64_MAX));
     app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
         ->check(gnio::cli::number(0));
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
@@ -673,7 +735,7 @@ int main(int argc, char** argv) {
       return gnio::console::finish("flow_count", 2);
     }
     if (mx) warn("flow_count: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, j, mx.get(), *ipfix);
+    rc = run(o, sig, j, mx.get(), *ipfix, json_out ? &flow_rows : nullptr);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -687,7 +749,7 @@ int main(int argc, char** argv) {
   }
   if (json_out) {
     try {
-      rc = write_json(*json_out, j, rc);
+      rc = write_json(*json_out, j, flow_rows, rc);
     } catch (...) {
       gnio::console::err("flow_count: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
       rc = rc == 0 ? 1 : rc;

@@ -15,9 +15,10 @@
 // file keeps an existing target's permission bits; a symbolic link to a
 // regular file is followed (the file it names is replaced, not the link).
 // A target that exists and is not a regular file (a device such as /dev/null
-// or /dev/full, a FIFO), or any path under /dev or /proc (/dev/stdout), is
-// written in place instead (appended to: /dev/stdout may be a file that
-// holds the console output), with the same checks. On any failure the
+// or /dev/full, a pipe the caller set up such as /dev/stdout into `| jq`), or
+// any path under /dev or /proc (/dev/stdout), is written in place instead
+// (appended to: /dev/stdout may be a file that holds the console output),
+// with the same checks. A named FIFO is refused (fifo_output_refusal). On any failure the
 // temporary file is removed and the error says which call failed, with the
 // errno text. The destructor removes a temporary file not committed.
 #pragma once
@@ -39,7 +40,8 @@ class atomic_file {
   atomic_file& operator=(const atomic_file&) = delete;
   ~atomic_file();
 
-  // Refuses "" and a directory (invalid_value), and a path whose directory
+  // Refuses "" and a directory (invalid_value), a FIFO (invalid_value, see
+  // fifo_output_refusal), and a path whose directory
   // cannot take a new file (the errno's status: not_found, not_permitted,
   // io_failed, ...), with the errno text.
   [[nodiscard]] static result<atomic_file> prepare(const std::string& path);
@@ -80,9 +82,18 @@ struct named_file {
 // ';' in vdev=). For checking that an output does not overwrite them.
 [[nodiscard]] std::vector<named_file> device_files(std::string_view device);
 
+// Outputs written as files (--json, --pcap-out, a port's tx= and tx_pcap=)
+// refuse a FIFO (named pipe): opening one to write waits in open() for a
+// reader, with no bound (past --duration and stop signals), so a FIFO no one
+// reads would hang the program after its run, or at its start. A pipe the
+// caller set up and reached through /dev or /proc (/dev/stdout into `| jq`,
+// /dev/fd/N from `>(...)`) is accepted while something reads it. Returns ""
+// when path may be opened, else the reason, which names the path.
+[[nodiscard]] std::string fifo_output_refusal(const std::string& path);
+
 // What a program checks on an output option (--json FILE) before it runs: a
 // name is given, it is none of `others` (same_file), and prepare() accepts
-// it. Errors start with the option and the path, e.g. "--json x.pcap is the
+// it (a FIFO is refused). Errors start with the option and the path, e.g. "--json x.pcap is the
 // same file as file=x.pcap; writing there would destroy it" or
 // "--json /no/dir/x.json: cannot create a file in '/no/dir': No such file or
 // directory".

@@ -44,6 +44,10 @@ class stop_signals {
   [[nodiscard]] bool deadline_passed() const noexcept;
   // The stop signal that arrived first (SIGINT, SIGTERM, SIGHUP), or 0.
   [[nodiscard]] int signal() const noexcept;
+  // Stop signals received so far. A program that goes on after a stop (to
+  // write its results) compares it with the count when it stopped, to see a
+  // signal that asks it to stop that work too.
+  [[nodiscard]] unsigned count() const noexcept;
   // A flag that becomes true with requested(), for code that polls an
   // std::atomic<bool> (e.g. gnio::pp::run's stop flag).
   [[nodiscard]] std::atomic<bool>* flag() const noexcept;

@@ -78,6 +78,27 @@ std::atomic<unsigned> g_serial{0};
 
 }  // namespace
 
+std::string fifo_output_refusal(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return {};
+  if (!under_dev_or_proc(path))
+    return fmt::format("'{}' is a FIFO (named pipe), which this output does not take: it is written as a file, and "
+                       "opening a FIFO waits for a reader with no bound (past --duration and Ctrl-C); name a regular "
+                       "file",
+                       path);
+  // A pipe the caller set up: usable while something reads it. The descriptor
+  // is closed at once; the program holds the pipe open itself (stdout, fd N),
+  // so its reader sees no end of file.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd >= 0) {
+    (void)::close(fd);
+    return {};
+  }
+  if (errno == ENXIO)
+    return fmt::format("'{}' is a pipe that nothing reads: opening it would wait for a reader with no bound", path);
+  return {};  // any other error is the open's own to report
+}
+
 atomic_file::atomic_file(atomic_file&& o) noexcept
     : path_(std::move(o.path_)),
       target_(std::move(o.target_)),
@@ -124,13 +145,13 @@ result<atomic_file> atomic_file::prepare(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return errno_error(EISDIR, "'" + path + "'");
+    if (std::string why = fifo_output_refusal(path); !why.empty()) return fail(status::invalid_value, "{}", why);
     if (!S_ISREG(st.st_mode) || under_dev_or_proc(path)) {
-      // A device, a FIFO, /dev/stdout: written in place, at commit. Opened
-      // now to find a path that cannot be (without blocking: a FIFO with no
-      // reader yet, ENXIO, is opened for real at commit).
+      // A device, a pipe, /dev/stdout: written in place, at commit. Opened
+      // now, without blocking, to find a path that cannot be.
       const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0 && errno != ENXIO) return errno_error(errno, "cannot write '" + path + "'");
-      if (fd >= 0) (void)::close(fd);  // opened only to check; nothing was written
+      if (fd < 0) return errno_error(errno, "cannot write '" + path + "'");
+      (void)::close(fd);  // opened only to check; nothing was written
       f.in_place_ = true;
       return f;
     }
@@ -171,8 +192,18 @@ error atomic_file::commit(std::string_view text) {
     in_place_ = false;
     // O_APPEND: /dev/stdout may be a regular file that holds the program's
     // console output; the text goes after it rather than over it.
-    const int fd = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    // O_NONBLOCK: a pipe whose reader went away since prepare() is an error
+    // (ENXIO), not an open() that waits for ever; the writes then block as
+    // usual.
+    const int fd = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 && errno == ENXIO)
+      return fail(status::io_failed, "cannot open '{}': it is a pipe that nothing reads any more", path_);
     if (fd < 0) return errno_error(errno, "cannot open '" + path_ + "'");
+    if (const int fl = ::fcntl(fd, F_GETFL); fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+      const int e = errno;
+      (void)::close(fd);
+      return errno_error(e, "cannot open '" + path_ + "'");
+    }
     if (const int e = write_all(fd, text); e) {
       (void)::close(fd);  // the write error is the one to report
       return errno_error(e, "writing '" + path_ + "' failed");

@@ -14,6 +14,7 @@
 
 #include <pcap/pcap.h>
 
+#include "gnio/atomic_file.hpp"
 #include "internal.hpp"
 #include "out_file.hpp"
 
@@ -190,6 +191,8 @@ result<port> port::open(gpu& g, std::string_view dev) {
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "tx_pcap"; });
     // Checked now, so a bad path fails at open as the pcap backend's tx= does;
     // created at start, so a port that never starts touches no file.
+    if (std::string why = fifo_output_refusal(st->tx_pcap_path); !why.empty())
+      return fail(status::invalid_value, "tx_pcap: {}", why);
     if (int e = detail::output_path_errno(st->tx_pcap_path); e != 0)
       return fail(detail::file_errno_status(e), "tx_pcap: cannot create '{}': {}", st->tx_pcap_path, std::strerror(e));
   }

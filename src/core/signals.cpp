@@ -100,6 +100,7 @@ bool stop_signals::arm_deadline(double seconds) noexcept {
 bool stop_signals::requested() const noexcept { return g_any.load(); }
 bool stop_signals::deadline_passed() const noexcept { return g_deadline.load() && g_signal.load() == 0; }
 int stop_signals::signal() const noexcept { return g_signal.load(); }
+unsigned stop_signals::count() const noexcept { return g_count.load(); }
 std::atomic<bool>* stop_signals::flag() const noexcept { return &g_any; }
 
 namespace detail {

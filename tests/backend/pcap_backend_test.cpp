@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -726,6 +728,232 @@ TEST_F(PcapBackend, PcapngInterfacesKeepTheirLinkTypesAndClocks) {
     EXPECT_EQ(p.counters().rx_errors, 1u);
     ASSERT_EQ(logs.lines.size(), 1u);
     EXPECT_NE(logs.lines[0].find("the file ends 6 bytes into a block header"), std::string::npos) << logs.lines[0];
+  }
+}
+
+// --- pcapng link types are LINKTYPE_ values, not DLT_ ones (R5) ---
+
+// LINKTYPE_ values as pcapng files hold them (tcpdump.org's registry); only
+// RAW differs from its DLT_ value on Linux (DLT_RAW is 12).
+constexpr uint16_t k_linktype_null = 0, k_linktype_ethernet = 1, k_linktype_raw = 101, k_linktype_loop = 108,
+                   k_linktype_ipv4 = 228, k_linktype_ipv6 = 229;
+
+std::vector<uint8_t> ipv4_packet(uint8_t proto, uint8_t host, uint16_t sport, uint16_t dport) {
+  const uint16_t l4 = proto == 6 ? 20 : 8, total = uint16_t(20 + l4 + 10);
+  std::vector<uint8_t> p = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 1, 0x40, 0, 64, proto, 0, 0,
+                            10, 0, 0, host, 10, 0, 0, 200};
+  p.insert(p.end(), {uint8_t(sport >> 8), uint8_t(sport), uint8_t(dport >> 8), uint8_t(dport)});
+  if (proto == 6) p.insert(p.end(), {0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0});  // SYN
+  else p.insert(p.end(), {0, uint8_t(l4 + 10), 0, 0});
+  p.resize(total, 0x61);
+  return p;
+}
+
+std::vector<uint8_t> ipv6_udp_packet(uint8_t host, uint16_t sport, uint16_t dport) {
+  std::vector<uint8_t> p = {0x60, 0, 0, 0, 0, 18, 17, 64};
+  for (uint8_t last : {host, uint8_t(200)}) {
+    p.insert(p.end(), {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, last});
+  }
+  p.insert(p.end(), {uint8_t(sport >> 8), uint8_t(sport), uint8_t(dport >> 8), uint8_t(dport), 0, 18, 0, 0});
+  p.resize(40 + 18, 0x62);
+  return p;
+}
+
+// Four IPv4 (UDP and TCP) and three IPv6 packets in six flows.
+std::vector<std::vector<uint8_t>> raw_ip_packets() {
+  return {ipv4_packet(17, 1, 40001, 40002), ipv4_packet(6, 2, 40003, 8080), ipv6_udp_packet(3, 40005, 40006),
+          ipv4_packet(17, 1, 40001, 40002), ipv6_udp_packet(4, 40007, 40008), ipv4_packet(6, 5, 40009, 8080),
+          ipv6_udp_packet(3, 40005, 40006)};
+}
+
+std::vector<uint8_t> in_ethernet(const std::vector<uint8_t>& ip) {
+  std::vector<uint8_t> f = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00};
+  if ((ip[0] >> 4) == 6) f[12] = 0x86, f[13] = 0xDD;
+  f.insert(f.end(), ip.begin(), ip.end());
+  return f;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+std::vector<frame> read_all(const std::string& path, uint64_t* rx_errors) {
+  port p;
+  error e = open_port("pcap:file=" + path, &p);
+  EXPECT_TRUE(e.ok()) << e.what();
+  if (!e.ok()) return {};
+  vector_sink s;
+  EXPECT_EQ(drain(p, s), status::shutdown);
+  *rx_errors = p.counters().rx_errors;
+  return s.frames;
+}
+
+bool have_tshark() { return std::system("command -v tshark >/dev/null 2>&1") == 0; }
+
+// What tshark finds in a capture: packets, packets with each protocol, and
+// TCP and UDP streams (tshark's conversations).
+struct tshark_counts {
+  long packets = 0, ipv4 = 0, ipv6 = 0, tcp = 0, udp = 0, tcp_streams = 0, udp_streams = 0;
+};
+
+tshark_counts tshark_read(const std::string& path) {
+  // stderr is left out: as root, tshark warns there about running as root.
+  const std::string cmd = "tshark -n -r '" + path +
+                          "' -T fields -E separator=/t -e frame.protocols -e tcp.stream -e udp.stream 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  EXPECT_NE(f, nullptr) << cmd;
+  tshark_counts c;
+  if (!f) return c;
+  std::set<std::string> tcp_streams, udp_streams;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, f)) {
+    std::string line(buf);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    for (std::string col; std::getline(ss, col, '\t');) cols.push_back(col);
+    cols.resize(3);
+    ++c.packets;
+    std::set<std::string> protocols;
+    std::stringstream ps(cols[0]);
+    for (std::string p; std::getline(ps, p, ':');) protocols.insert(p);
+    c.ipv4 += protocols.count("ip");
+    c.ipv6 += protocols.count("ipv6");
+    c.tcp += protocols.count("tcp");
+    c.udp += protocols.count("udp");
+    if (!cols[1].empty()) tcp_streams.insert(cols[1]);
+    if (!cols[2].empty()) udp_streams.insert(cols[2]);
+  }
+  EXPECT_EQ(pclose(f), 0) << cmd;
+  c.tcp_streams = long(tcp_streams.size());
+  c.udp_streams = long(udp_streams.size());
+  return c;
+}
+
+// A pcapng interface of LINKTYPE_RAW, IPV4, IPV6, NULL or LOOP delivers what
+// a classic pcap (written by libpcap, which maps DLT_ to LINKTYPE_ values
+// itself) of the same records delivers.
+TEST_F(PcapBackend, PcapngRawIpInterfacesReadAsInAPcap) {
+  const auto ip = raw_ip_packets();
+  std::vector<std::vector<uint8_t>> v4, v6;
+  for (const auto& pkt : ip) ((pkt[0] >> 4) == 4 ? v4 : v6).push_back(pkt);
+  auto with_family = [](const std::vector<std::vector<uint8_t>>& pkts, bool loop) {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& pkt : pkts) {
+      const uint8_t fam = (pkt[0] >> 4) == 4 ? 2 : 24;  // AF_INET; BSD's AF_INET6, which both link types use
+      std::vector<uint8_t> r = loop ? std::vector<uint8_t>{0, 0, 0, fam} : std::vector<uint8_t>{fam, 0, 0, 0};
+      r.insert(r.end(), pkt.begin(), pkt.end());
+      out.push_back(r);
+    }
+    return out;
+  };
+  struct kind {
+    const char* name;
+    uint16_t linktype;
+    int dlt;
+    std::vector<std::vector<uint8_t>> records;
+  };
+  for (const kind& k : {kind{"raw", k_linktype_raw, DLT_RAW, ip}, kind{"ipv4", k_linktype_ipv4, DLT_IPV4, v4},
+                        kind{"ipv6", k_linktype_ipv6, DLT_IPV6, v6}, kind{"null", k_linktype_null, DLT_NULL, with_family(ip, false)},
+                        kind{"loop", k_linktype_loop, DLT_LOOP, with_family(ip, true)}}) {
+    for (bool big : {false, true}) {
+      SCOPED_TRACE(std::string(k.name) + (big ? " big-endian" : " little-endian"));
+      pcapng_writer w{big, {}};
+      w.section();
+      w.interface(k.linktype);
+      std::vector<crafted> recs;
+      for (size_t i = 0; i < k.records.size(); ++i) {
+        w.packet(0, 1700000000000000ull + i, k.records[i]);
+        recs.push_back({k.records[i], uint32_t(k.records[i].size()), 1700000000, uint32_t(i * 1000)});
+      }
+      const std::string ng = tmp(std::string(k.name) + ".pcapng"), classic = tmp(std::string(k.name) + ".pcap");
+      write_file(ng, w.out);
+      write_capture(classic, k.dlt, recs);
+      uint64_t ng_errors = 99, classic_errors = 99;
+      const auto from_ng = read_all(ng, &ng_errors);
+      const auto from_classic = read_all(classic, &classic_errors);
+      ASSERT_EQ(from_classic.size(), k.records.size());
+      EXPECT_EQ(classic_errors, 0u);
+      EXPECT_EQ(ng_errors, 0u);
+      ASSERT_EQ(from_ng.size(), from_classic.size());
+      for (size_t i = 0; i < from_ng.size(); ++i) {
+        EXPECT_EQ(from_ng[i].bytes, from_classic[i].bytes) << "frame " << i;
+        EXPECT_EQ(from_ng[i].wire_len, from_classic[i].wire_len) << "frame " << i;
+        EXPECT_EQ(from_ng[i].ts_ns, from_classic[i].ts_ns) << "frame " << i;
+      }
+    }
+  }
+}
+
+// A link type nobody numbered is refused once, by its number, without a
+// name that contradicts the list of what can be converted.
+TEST_F(PcapBackend, PcapngUnknownLinkTypeIsNamedByItsNumber) {
+  ASSERT_EQ(pcap_datalink_val_to_name(65000), nullptr);
+  pcapng_writer w{false, {}};
+  w.section();
+  w.interface(65000);
+  w.packet(0, 0, ipv4_packet(17, 1, 1, 2));
+  const std::string path = tmp("odd-link.pcapng");
+  write_file(path, w.out);
+  port p;
+  error e = open_port("pcap:file=" + path, &p);
+  EXPECT_EQ(e.code(), status::not_supported);
+  const std::string m = e.message();
+  EXPECT_NE(m.find("has link type 65000 (a number libpcap has no name for)"), std::string::npos) << m;
+  EXPECT_EQ(m.find("unknown"), std::string::npos) << m;
+  EXPECT_EQ(m.find("65000"), m.rfind("65000")) << m;
+}
+
+// gnio pp and flow_count count a pcapng of raw-IP packets, alone and on a
+// second interface beside an Ethernet one, as tshark counts it.
+TEST_F(PcapBackend, PcapngRawIpInterfacesCountAsTsharkCounts) {
+  if (!have_tshark()) GTEST_SKIP() << "tshark not installed";
+  const auto ip = raw_ip_packets();
+  pcapng_writer raw{false, {}};
+  raw.section();
+  raw.interface(k_linktype_raw);
+  for (size_t i = 0; i < ip.size(); ++i) raw.packet(0, 1700000000000000ull + i, ip[i]);
+  // The Ethernet interface first, then raw IP; the packets alternate.
+  pcapng_writer mixed{true, {}};
+  mixed.section();
+  mixed.interface(k_linktype_ethernet);
+  mixed.interface(k_linktype_raw);
+  for (size_t i = 0; i < ip.size(); ++i) {
+    std::vector<uint8_t> other = ipv4_packet(17, uint8_t(100 + i), 50000, uint16_t(50001 + i));
+    mixed.packet(0, 1700000000000000ull + 2 * i, in_ethernet(other));
+    mixed.packet(1, 1700000000000000ull + 2 * i + 1, ip[i]);
+  }
+  const std::string tool = gnio::test::tool_bin(), flow_count = gnio::test::flow_count_bin();
+  for (auto [name, w] : {std::pair{"raw", &raw}, std::pair{"mixed", &mixed}}) {
+    SCOPED_TRACE(name);
+    const std::string path = tmp(std::string(name) + ".pcapng");
+    write_file(path, w->out);
+    const tshark_counts want = tshark_read(path);
+    const long packets = want.packets;
+    ASSERT_EQ(packets, name == std::string("raw") ? long(ip.size()) : long(2 * ip.size()));
+    const std::string dev = "pcap:file=" + path;
+
+    auto pp = gnio::test::run_process({tool, "pp", "--port", dev, "--gpu", "host", "--stats-interval", "0"},
+                                      {.with_json = true});
+    ASSERT_EQ(pp.code, 0) << pp.describe();
+    ASSERT_TRUE(pp.j) << pp.describe();
+    EXPECT_EQ(pp.j->at("packets").get<long>(), packets) << pp.describe();
+    EXPECT_EQ(pp.j->at("source_errors").get<long>(), 0) << pp.describe();
+    EXPECT_GT(want.ipv4, 0);
+    EXPECT_GT(want.ipv6, 0);
+    EXPECT_EQ(pp.j->at("ipv4").get<long>(), want.ipv4);
+    EXPECT_EQ(pp.j->at("ipv6").get<long>(), want.ipv6);
+    EXPECT_EQ(pp.j->at("tcp").get<long>(), want.tcp);
+    EXPECT_EQ(pp.j->at("udp").get<long>(), want.udp);
+
+    auto fc = gnio::test::run_process({flow_count, "--port", dev, "--exec", "host", "--stats-interval", "0"},
+                                      {.with_json = true});
+    ASSERT_EQ(fc.code, 0) << fc.describe();
+    ASSERT_TRUE(fc.j) << fc.describe();
+    EXPECT_EQ(fc.j->at("packets").get<long>(), packets) << fc.describe();
+    EXPECT_EQ(fc.j->at("source_errors").get<long>(), 0) << fc.describe();
+    EXPECT_EQ(fc.j->at("tcp_conversations").get<long>(), want.tcp_streams);
+    EXPECT_EQ(fc.j->at("udp_conversations").get<long>(), want.udp_streams);
   }
 }
 

@@ -46,7 +46,7 @@ using run_result = gnio::test::proc_result;
 // The environment may point elsewhere (scripts/gpu-check.sh runs a build
 // copied to another machine).
 // Inputs and programs from the environment ctest sets; checked before the first test.
-const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN"});
+const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN", "GNIO_TOOL_BIN", "GNIO_L2FWD_BIN"});
 // The executor the counting runs use: host (default), cuda or auto.
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 // The launch mode the counting runs use (--launch): persistent (default),
@@ -339,6 +339,68 @@ TEST(FlowCount, GeneratorCountAndFlowsAreExact) {
   EXPECT_EQ(rows, 100000u);
 }
 
+// R9: the JSON's flow list may be cut short: by --max-flow-rows, and by a
+// stop signal that comes while the rows are written (a million flows once
+// took 12 s to write, deaf to SIGINT). The document stays whole and says so;
+// the totals still count every flow.
+TEST(FlowCount, MaxFlowRowsCutsTheListAndTheJsonSaysSo) {
+  REQUIRE_EXECUTOR();
+  const std::vector<std::string> run = {"--port", "gen:flows=64,count=6400", "--exec", k_exec, "--table",
+                                        "1024", "--stats-interval", "0"};
+  for (const std::string& max : {std::string(), std::string("10"), std::string("0"), std::string("64")}) {
+    SCOPED_TRACE("--max-flow-rows " + max);
+    std::vector<std::string> args = run;
+    if (!max.empty()) args.insert(args.end(), {"--max-flow-rows", max});
+    auto r = flow_count(args);
+    ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+    ASSERT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    const json& j = *r.j;
+    EXPECT_EQ(j.at("flows").get<uint64_t>(), 64u);
+    EXPECT_EQ(j.at("packets").get<uint64_t>(), 6400u);
+    const uint64_t want = max.empty() ? 64 : std::stoull(max);
+    ASSERT_EQ(j.at("flow_rows").size(), want);
+    EXPECT_EQ(j.at("flow_rows_written").get<uint64_t>(), want);
+    EXPECT_EQ(j.at("flows_truncated").get<bool>(), want < 64);
+    if (want < 64) {
+      EXPECT_EQ(j.value("flows_truncated_by", ""), "max_flow_rows");
+      EXPECT_NE(r.err.find("the JSON lists " + max + " of 64 flow rows (--max-flow-rows " + max + ")"),
+                std::string::npos)
+          << r.describe();
+    } else {
+      EXPECT_FALSE(j.contains("flows_truncated_by"));
+    }
+    // Most packets first: the rows kept are the largest flows.
+    uint64_t prev = UINT64_MAX;
+    for (const auto& f : j.at("flow_rows")) {
+      EXPECT_LE(f.at("packets").get<uint64_t>(), prev);
+      prev = f.at("packets").get<uint64_t>();
+    }
+  }
+}
+
+// The Ctrl-C that ends an endless run comes before the results are put
+// together: every flow row is written.
+TEST(FlowCount, TheSignalThatEndsTheRunKeepsEveryFlowRow) {
+  REQUIRE_EXECUTOR();
+  gnio::test::run_options o;
+  o.with_json = true;
+  o.signal_after = std::chrono::milliseconds(1500);
+  o.limit = std::chrono::seconds(30);
+  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:flows=100,rate=20000pps", "--exec",
+                                    k_exec, "--stats-interval", "0"},
+                                   o);
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
+  const uint64_t flows = r.j->at("flows").get<uint64_t>();
+  EXPECT_GT(flows, 0u);
+  EXPECT_EQ(r.j->at("flow_rows").size(), flows);
+  EXPECT_EQ(r.j->at("flow_rows_written").get<uint64_t>(), flows);
+  EXPECT_FALSE(r.j->at("flows_truncated").get<bool>());
+}
+
 // Many flows: merging the flow table once took time quadratic in the flows
 // (262,144 flows: 73 s, past the 30 s this harness allows, during which
 // SIGINT did nothing). Every flow and packet must come out, in time. A
@@ -529,6 +591,48 @@ TEST(Outputs, JsonPathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "something was left in " << dir;
   std::filesystem::remove_all(dir);
+}
+
+// R7: an output on a FIFO that nothing reads once hung every program in
+// open(): --json after the whole run (a finished run waited for ever),
+// --pcap-out and tx= at port start, past --duration, with a hint about disk
+// space. Each is refused before the run, naming the FIFO.
+TEST(Outputs, AFifoOutputIsRefusedBeforeTheRunOnEveryProgram) {
+  const std::string fifo = temp_path("out_fifo");
+  ASSERT_EQ(::unlink(fifo.c_str()), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string cap = data("dns_icmp.pcap");
+  struct fifo_case {
+    std::vector<std::string> argv;
+    int code;
+    std::string says;
+  };
+  const std::string is_fifo = "'" + fifo + "' is a FIFO (named pipe)";
+  const std::vector<fifo_case> cases = {
+      {{gnio::test::flow_count_bin(), "--port", "gen:count=1000", "--exec", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::l2fwd_bin(), "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen", "--gpu", "host", "--reply-all", "--pcap-out", fifo, "--duration", "2"},
+       2, "--pcap-out " + fifo},
+      // tx= is part of the device string: refused when the port opens, before anything runs.
+      {{gnio::test::l2fwd_bin(), "--port", "pcap:file=" + cap + ",tx=" + fifo, "--gpu", "host", "--duration", "2"}, 1,
+       "tx=" + fifo},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.argv[0] + " ... " + c.says);
+    gnio::test::run_options o;
+    o.limit = std::chrono::seconds(20);  // a guard: a hang is killed, and fails below
+    o.stdout_path = "/dev/null";         // the tests look only at stderr
+    auto r = gnio::test::run_process(c.argv, o);
+    ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+    EXPECT_EQ(r.code, c.code) << r.describe();
+    EXPECT_NE(r.err.find(c.says + ": " + is_fifo), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("disk space"), std::string::npos) << r.describe();
+    struct stat st {};
+    ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  }
+  (void)::unlink(fifo.c_str());
 }
 
 // A run that fails after its options were accepted (here: the capture does

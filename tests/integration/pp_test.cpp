@@ -34,6 +34,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <gnio/device/pkt/stream.hpp>
 #include <gnio/gnio.hpp>
 
 #include "pp_app.hpp"
@@ -1525,6 +1526,27 @@ TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
   for (const char* m : {"--ring 1048576 on 4 RX queues", "bytes", "RLIMIT_AS"})
     EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
   EXPECT_EQ(r.err.find("create_rxq"), std::string::npos) << "refused before any queue\n" << r.describe();
+}
+
+// R8: --tcp-streams (one table per block, zeroed when the host executor
+// allocates it) is counted against the memory the run can get before
+// anything is allocated, as --ring is (F19): 46 blocks of 2^20 streams are
+// 11 GiB, once refused only by the failed allocation, with a GPU hint.
+TEST(Cli, TcpStreamTablesThatCannotFitAreRefusedBeforeAllocating) {
+  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+  gnio::test::run_options o;
+  o.address_space_limit = uint64_t{4000000} * 1024;  // ulimit -v 4000000
+  auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--queues",
+                                    "15", "--tcp-streams", "1048576", "--stats-interval", "0"},
+                                   o);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 2) << r.describe();
+  const uint64_t bytes = uint64_t{46} * 1048576 * sizeof(gnio::device::tcp_conn);
+  for (const std::string& m : {std::string("--tcp-streams 1048576 (46 blocks on the host executor"),
+                               "needs at least " + std::to_string(bytes) + " bytes", std::string("RLIMIT_AS")})
+    EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+  for (const char* m : {"pp: alloc", "create_rxq", "pp: hint"})
+    EXPECT_EQ(r.err.find(m), std::string::npos) << "refused before anything was allocated\n" << r.describe();
 }
 
 // F17n: input with control characters is echoed escaped, never raw.

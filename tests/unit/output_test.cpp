@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,54 @@ TEST(AtomicFile, DevicesAreWrittenInPlace) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e.code(), gnio::status::full);
   EXPECT_NE(e.message().find("No space left on device"), std::string::npos) << e.what();
+}
+
+// R7: a named FIFO is refused at prepare (opening it to write would wait
+// for a reader with no bound); a pipe the caller set up, reached through
+// /dev/fd, is written in place while something reads it, and once nothing
+// does it is refused or fails at commit, never an open() that waits.
+TEST(AtomicFile, ANamedFifoIsRefusedAndAPipeIsWrittenWhileItHasAReader) {
+  const std::string fifo = gnio::test::temp_path("fifo");
+  ASSERT_EQ(::unlink(fifo.c_str()), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto named = gnio::atomic_file::prepare(fifo);
+  ASSERT_FALSE(named);
+  EXPECT_EQ(named.err().code(), gnio::status::invalid_value);
+  EXPECT_NE(named.err().message().find("'" + fifo + "' is a FIFO (named pipe)"), std::string::npos) << named.err().what();
+  EXPECT_NE(gnio::fifo_output_refusal(fifo), "");
+  auto opt = gnio::prepare_output("--json", fifo, {});
+  ASSERT_FALSE(opt);
+  EXPECT_EQ(opt.err().message().rfind("--json " + fifo + ": '" + fifo + "' is a FIFO", 0), 0u) << opt.err().what();
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was left as it was";
+
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  const std::string end = "/dev/fd/" + std::to_string(fds[1]);
+  EXPECT_EQ(gnio::fifo_output_refusal(end), "");
+  auto piped = gnio::atomic_file::prepare(end);
+  ASSERT_TRUE(piped) << piped.err().what();
+  ASSERT_FALSE(piped->commit("{}\n"));
+  char buf[8] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf), 3);
+  EXPECT_STREQ(buf, "{}\n");
+
+  // The reader goes away after prepare: commit fails at once (EPIPE; the
+  // programs ignore SIGPIPE, as this does here), and never waits.
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
+  auto later = gnio::atomic_file::prepare(end);
+  ASSERT_TRUE(later) << later.err().what();
+  ::close(fds[0]);
+  const gnio::error e = later->commit("{}\n");
+  EXPECT_TRUE(e);
+  // With no reader from the start: refused, or a failed commit.
+  if (auto none = gnio::atomic_file::prepare(end)) EXPECT_TRUE(none->commit("{}\n"));
+  (void)::sigaction(SIGPIPE, &old, nullptr);
+  ::close(fds[1]);
+  ::unlink(fifo.c_str());
 }
 
 TEST(AtomicFile, OutputChecksRefuseAnotherFileOfTheRun) {

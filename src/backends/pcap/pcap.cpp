@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gnio/atomic_file.hpp"
 #include "gnio/backend/backend.hpp"
 #include "gnio/device/pkt/load.hpp"
 #include "log_internal.hpp"
@@ -63,12 +64,13 @@ bool supported_linktype(int dlt) {
   }
 }
 
+// "RAW (Raw IP, DLT 12)"; a number libpcap has no name for is named by the
+// number alone.
 std::string linktype_name(int dlt) {
   const char* name = pcap_datalink_val_to_name(dlt);
+  if (!name) return fmt::format("{} (a number libpcap has no name for)", dlt);
   const char* desc = pcap_datalink_val_to_description(dlt);
-  std::string s = name ? name : "unknown";
-  if (desc) s += fmt::format(" ({})", desc);
-  return s + fmt::format(", DLT {}", dlt);
+  return desc ? fmt::format("{} ({}, DLT {})", name, desc, dlt) : fmt::format("{} (DLT {})", name, dlt);
 }
 
 // The device parser's unchecked loads; every caller has checked caplen.
@@ -602,6 +604,8 @@ error pcap_open(const devargs& args, void** priv) {
     // Checked now, so a bad tx path fails at open; created at start, so a
     // port that never starts (gnio caps, a run refused before it starts)
     // leaves an existing file as it was and creates none.
+    if (std::string why = fifo_output_refusal(p->tx_path); !why.empty())
+      return bail(fail(status::invalid_value, "pcap: tx={}: {}", p->tx_path, why));
     if (int e = detail::output_path_errno(p->tx_path); e != 0)
       return bail(fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e)));
   }

@@ -41,8 +41,30 @@ constexpr uint16_t k_opt_end = 0;
 constexpr uint16_t k_if_tsresol = 9;
 constexpr uint16_t k_if_tsoffset = 14;
 
+// An interface's link type is a LINKTYPE_ value (the numbers tcpdump.org
+// registers for files), where the rest of the backend, and libpcap's names,
+// use DLT_ values (the numbers a system's capture API gives). They are equal
+// except where a DLT_ value differs between systems (raw IP is 12 on Linux,
+// 14 on OpenBSD; loopback 108 or 12), for which files have one value of their
+// own. libpcap maps them when it reads a file but exports no function for it,
+// so the values that differ are mapped here; any other value is taken as it
+// is, as libpcap takes it (old files may hold a DLT_ value).
+int dlt_from_linktype(uint16_t linktype) {
+  switch (linktype) {
+    case 100: return DLT_ATM_RFC1483;  // LINKTYPE_ATM_RFC1483
+    case 101: return DLT_RAW;          // LINKTYPE_RAW
+    case 102: return DLT_SLIP_BSDOS;   // LINKTYPE_SLIP_BSDOS
+    case 103: return DLT_PPP_BSDOS;    // LINKTYPE_PPP_BSDOS
+    case 106: return DLT_ATM_CLIP;     // LINKTYPE_ATM_CLIP
+    case 108: return DLT_LOOP;         // LINKTYPE_LOOP
+    case 246: return DLT_PFSYNC;       // LINKTYPE_PFSYNC
+    case 258: return DLT_PKTAP;        // LINKTYPE_PKTAP
+    default: return linktype;          // LINKTYPE_NULL 0, ETHERNET 1, IPV4 228, IPV6 229, LINUX_SLL 113, ...
+  }
+}
+
 struct interface {
-  int dlt = 0;
+  int dlt = 0;  // the DLT_ value of the block's LINKTYPE_
   uint32_t snaplen = 0;
   // A timestamp unit is 1/units_per_s seconds (if_tsresol; microseconds by default).
   uint64_t units_per_s = 1000000;
@@ -180,7 +202,7 @@ bool read_interface(pcapng_state& st) {
     return false;
   }
   interface i;
-  i.dlt = st.u16(st.block.data());
+  i.dlt = dlt_from_linktype(st.u16(st.block.data()));
   i.snaplen = st.u32(st.block.data() + 4);
   bool ok = true;
   const bool walked = walk_options(st, 8, [&](uint16_t code, const uint8_t* v, uint16_t len) {
