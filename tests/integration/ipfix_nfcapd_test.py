@@ -182,7 +182,7 @@ def test_pp(tmp):
 def test_bad_collector():
     for prog in ([FLOW_COUNT], [GNIO, "pp"]):
         for bad, why in (("no-such-host.invalid:4739", "cannot resolve"), ("127.0.0.1:0", "port 0"),
-                         ("127.0.0.1", "no port"), ("127.0.0.1:99999", "99999")):
+                         ("127.0.0.1", "no port"), ("127.0.0.1:99999", "99999"), ("", "needs HOST:PORT")):
             r = run(prog + ["--port", f"pcap:file={os.path.join(DATA, 'http.pcap')}", "--ipfix", bad])
             name = os.path.basename(prog[0]) + (" pp" if len(prog) > 1 else "")
             check(r.returncode == 2 and "--ipfix" in r.stderr and why in r.stderr,

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <gnio/device/flow_table.hpp>
@@ -300,4 +302,17 @@ TEST(Ipfix, SendErrorsAreCounted) {
   }
   EXPECT_GT(ex->stats().send_errors, 0u);
   EXPECT_NE(ex->stats().last_error.find("refused"), std::string::npos) << ex->stats().last_error;
+}
+
+TEST(Ipfix, EmptyCollectorIsAUsageError) {
+  CLI::App app;
+  ipfix::options o;
+  ipfix::add_options(app, o);
+  const char* argv[] = {"prog", "--ipfix", ""};
+  try {
+    app.parse(3, const_cast<char**>(argv));
+    FAIL() << "--ipfix '' was accepted";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs HOST:PORT"), std::string::npos) << e.what();
+  }
 }

@@ -73,7 +73,14 @@ void add_options(CLI::App& app, options& o) {
                  "send flow records as IPFIX (RFC 7011) over UDP to the collector at HOST:PORT (e.g. "
                  "127.0.0.1:4739 for nfcapd -p 4739; [::1]:4739 for IPv6): templates first and every "
                  "--ipfix-template-refresh s, records when a flow times out and every flow at the end of the run "
-                 "(docs/ipfix.md)");
+                 "(docs/ipfix.md)")
+      // An empty value would otherwise mean "no export" without a word.
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v.empty() ? std::string("needs HOST:PORT, e.g. 127.0.0.1:4739 (leave --ipfix out for no export)")
+                             : std::string();
+          },
+          "HOST:PORT"));
   app.add_option("--ipfix-active-timeout", o.active_timeout_s,
                  "seconds: a flow that keeps sending is exported at least this often, each record counting the "
                  "packets and bytes since the last")
