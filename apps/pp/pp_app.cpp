@@ -935,6 +935,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   };
   // IPFIX: one observation domain per GPU's conversation table, and one for
   // the CPU thread's (exported at the end of the run).
+  // A paced send that sees a stop request gets --ipfix-flush-timeout more.
+  ipx.on_stop_request([stop] { return stop && stop->load(); });
   ipx.start(num_ctx + (ctrl_rxq >= 0 ? 1u : 0u), ipfix::now_ms());
   std::vector<device::flow_entry> ipx_copy;
   auto last_line = t0;
@@ -976,6 +978,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (mx && mx->due()) publish_live();
     if ((stop && stop->load()) || (opt.duration > 0 && elapsed >= opt.duration)) {
       stopped_early = true;
+      ipx.stopping();
       stop_kernels(&run_err);
       timed_out = run_err && run_err.code() == status::time_out;
       break;
@@ -1147,6 +1150,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   if (const std::string w = gnio::cli::truncation_warning("pp", truncated, opt.rx_slot); !w.empty()) warn("{}", w);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
   if (ipx.enabled()) con.out("pp: {}\n", ipx.summary());
+  if (const std::string w = ipx.loss_warning(); !w.empty()) warn("pp: {}\n", w);
   if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
   for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
     con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);

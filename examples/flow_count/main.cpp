@@ -308,6 +308,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0);
   };
   // IPFIX: one observation domain per GPU's flow table; templates first.
+  // A paced send that sees a stop request gets --ipfix-flush-timeout more.
+  ipfix.on_stop_request([&sig] { return sig.requested(); });
   ipfix.start(static_cast<uint32_t>(ctxs.size()), gnio::ipfix::now_ms());
   auto last = t0;
   uint64_t last_delivered = 0;
@@ -327,6 +329,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const double elapsed = std::chrono::duration<double>(now - t0).count();
     if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
+      ipfix.stopping();
       for (auto& c : ctxs)
         if (c->runner->running())
           if (auto e = c->runner->stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
@@ -486,6 +489,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
   if (sum.table_full) say("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
   if (ipfix.enabled()) say("flow_count: {}\n", ipfix.summary());
+  if (const std::string w = ipfix.loss_warning(); !w.empty()) warn("flow_count: {}\n", w);
   if (sum.packets == 0 && !stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
   if (!used.empty()) {
     say("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination", "port",

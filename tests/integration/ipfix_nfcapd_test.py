@@ -9,7 +9,10 @@ and nfcapd's own line must count the same flows, packets and bytes with no
 sequence errors (it checks our message sequence numbers). A live generator
 run with short timeouts must split flows into several records that still sum
 to the JSON's counts; gnio pp --ipfix must export its conversations; a bad
-collector is a usage error (exit 2).
+collector is a usage error (exit 2). A 65,536-flow end-of-run flush to nfcapd
+with its default socket buffer (the documented command) must arrive whole,
+which needs the exporter's pacing; a stop (--duration) with a low rate must
+leave records unsent within --ipfix-flush-timeout, and count them.
 
 Environment (ctest sets it): GNIO_FLOW_COUNT_BIN, GNIO_TOOL_BIN,
 GNIO_TEST_DATA_DIR, GNIO_SOURCE_DIR.
@@ -179,10 +182,57 @@ def test_pp(tmp):
     check(got == dict(conv), f"pp: conversations' packets and bytes {got} == flow_count's, folded {dict(conv)}")
 
 
+def nfdump_totals(records):
+    return (len(records), sum(int(r["in_packets"]) for r in records), sum(int(r["in_bytes"]) for r in records))
+
+
+def test_burst_default_buffers(tmp):
+    """65,536 flows, all flushed at the end of the run, to nfcapd with its default socket buffer (no -B: the
+    documented command). Unpaced, the burst overflowed that buffer and most records were dropped, silently."""
+    flows = 65536
+    with Collector(tmp, "burst", rcvbuf=None) as c:
+        out_json = os.path.join(tmp, "burst.json")
+        r = run([FLOW_COUNT, "--port", f"gen:flows={flows},count={2 * flows}", "--exec", EXEC, "--table", "262144",
+                 "--top", "0", "--json", out_json, "--ipfix", f"127.0.0.1:{c.port}"])
+        c.stop()
+        check(r.returncode == 0, f"burst: flow_count exits 0 ({r.returncode}: {r.stderr.strip()[-300:]})")
+        j = json.load(open(out_json))
+        records = c.records()
+    ipx = j["ipfix"]
+    check(j["flows"] == flows and ipx["records"] == flows, f"burst: {j['flows']} flows, {ipx['records']} records")
+    check(ipx.get("records_sent") == flows and ipx.get("records_not_sent") == 0,
+          f"burst: the JSON has every record sent ({ipx.get('records_sent')} sent, {ipx.get('records_not_sent')} not)")
+    got, want = nfdump_totals(records), (flows, j["packets"], j["bytes"])
+    check(got == want, f"burst: nfdump's records, packets, bytes {got} == flow_count's {want}")
+    check(c.summary is not None and c.summary["socket_drops"] == 0 and c.summary["sequence_errors"] == 0,
+          f"burst: nfcapd's socket dropped nothing, no sequence errors ({c.summary})")
+
+
+def test_stop_leaves_unsent(tmp):
+    """--duration stops the run; at 50 messages/s the final flush of 16,384 records (713 messages) cannot finish
+    within --ipfix-flush-timeout 1: the rest is counted as unsent, said on stderr, and what was sent arrived."""
+    with Collector(tmp, "stop") as c:
+        out_json = os.path.join(tmp, "stop.json")
+        r = run([FLOW_COUNT, "--port", "gen:flows=16384", "--exec", EXEC, "--table", "65536", "--duration", "1",
+                 "--top", "0", "--json", out_json, "--ipfix", f"127.0.0.1:{c.port}", "--ipfix-rate", "50",
+                 "--ipfix-flush-timeout", "1"])
+        c.stop()
+        j = json.load(open(out_json))
+        records = c.records()
+    ipx = j["ipfix"]
+    check(r.returncode == 0 and j["stopped_early"], f"stop: flow_count exits 0, stopped by --duration ({r.returncode})")
+    check(ipx["records_unsent"] > 0 and ipx["records_not_sent"] == ipx["records_unsent"] + ipx["records_failed"],
+          f"stop: {ipx['records_unsent']} records counted as unsent")
+    check(ipx["records"] == ipx["records_sent"] + ipx["records_failed"] + ipx["records_unsent"],
+          f"stop: records {ipx['records']} = sent {ipx['records_sent']} + failed + unsent")
+    check("not sent" in r.stderr and "flush-timeout" in r.stderr, f"stop: stderr says so: {r.stderr.strip()[-400:]}")
+    check(len(records) == ipx["records_sent"], f"stop: nfdump has the {ipx['records_sent']} records sent ({len(records)})")
+
+
 def test_bad_collector():
     for prog in ([FLOW_COUNT], [GNIO, "pp"]):
         for bad, why in (("no-such-host.invalid:4739", "cannot resolve"), ("127.0.0.1:0", "port 0"),
-                         ("127.0.0.1", "no port"), ("127.0.0.1:99999", "99999")):
+                         ("127.0.0.1", "no port"), ("127.0.0.1:99999", "99999"), ("", "needs HOST:PORT")):
             r = run(prog + ["--port", f"pcap:file={os.path.join(DATA, 'http.pcap')}", "--ipfix", bad])
             name = os.path.basename(prog[0]) + (" pp" if len(prog) > 1 else "")
             check(r.returncode == 2 and "--ipfix" in r.stderr and why in r.stderr,
@@ -199,6 +249,8 @@ def main():
         for cap in CAPTURES:
             test_capture(tmp, cap)
         test_live_timeouts(tmp)
+        test_burst_default_buffers(tmp)
+        test_stop_leaves_unsent(tmp)
         test_pp(tmp)
         test_bad_collector()
     if failures:

@@ -9,9 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <gnio/device/flow_table.hpp>
@@ -44,6 +48,33 @@ ipfix::record v4_record(uint8_t last_octet, uint64_t packets) {
   r.end_ms = 1'700'000'001'456;
   r.reason = ipfix::end_reason::idle_timeout;
   return r;
+}
+
+// A UDP socket on a free loopback port with a buffer big enough for every
+// datagram of a test; its port in *port.
+int bound_receiver(uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  const int buf = 4 << 20;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  socklen_t len = sizeof a;
+  (void)::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+// The datagrams waiting on fd, read without blocking.
+std::vector<std::vector<uint8_t>> drain(int fd) {
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<uint8_t> b(65536);
+  for (;;) {
+    const ssize_t n = ::recv(fd, b.data(), b.size(), MSG_DONTWAIT);
+    if (n < 0) return out;
+    out.emplace_back(b.begin(), b.begin() + n);
+  }
 }
 
 }  // namespace
@@ -300,4 +331,129 @@ TEST(Ipfix, SendErrorsAreCounted) {
   }
   EXPECT_GT(ex->stats().send_errors, 0u);
   EXPECT_NE(ex->stats().last_error.find("refused"), std::string::npos) << ex->stats().last_error;
+  // Records in a refused datagram are not sent, and say so.
+  EXPECT_GT(ex->stats().records_failed, 0u);
+  EXPECT_EQ(ex->stats().records, ex->stats().records_sent + ex->stats().records_failed + ex->stats().records_unsent);
+}
+
+TEST(Ipfix, EmptyCollectorIsAUsageError) {
+  CLI::App app;
+  ipfix::options o;
+  ipfix::add_options(app, o);
+  const char* argv[] = {"prog", "--ipfix", ""};
+  try {
+    app.parse(3, const_cast<char**>(argv));
+    FAIL() << "--ipfix '' was accepted";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs HOST:PORT"), std::string::npos) << e.what();
+  }
+}
+
+// More messages than the burst, paced, to a collector on this host that
+// reads them as they come: every record goes out, in messages whose sequence
+// numbers follow on, and the accounting says so.
+TEST(Ipfix, PacedSendDeliversEverything) {
+  uint16_t port = 0;
+  const int rx = bound_receiver(&port);
+  ASSERT_GE(rx, 0);
+  ipfix::options o;
+  o.collector = "127.0.0.1:" + std::to_string(port);
+  o.rate_messages = 2000;
+  auto ex = ipfix::exporter::open(o);
+  ASSERT_TRUE(ex) << ex.err().message();
+  const ipfix::layout l;
+  std::vector<ipfix::record> recs;
+  for (int i = 0; i < 2000; ++i) recs.push_back(v4_record(static_cast<uint8_t>(i), 1));
+  std::vector<std::vector<uint8_t>> got;
+  std::atomic<bool> sent{false};
+  std::thread reader([&] {
+    for (;;) {
+      const bool last = sent.load();
+      for (auto& m : drain(rx)) got.push_back(std::move(m));
+      if (last) return;
+      ::usleep(1000);
+    }
+  });
+  ex->send(1, recs, l, 1000);
+  sent = true;
+  reader.join();
+  ::close(rx);
+  const auto& s = ex->stats();
+  EXPECT_EQ(s.records, 2000u);
+  EXPECT_EQ(s.records_sent, 2000u);
+  EXPECT_EQ(s.records_lost(), 0u);
+  ASSERT_EQ(got.size(), s.messages);
+  EXPECT_GT(got.size(), size_t{ipfix::pacing_burst_messages});
+  uint32_t seq = 0;
+  for (size_t i = 1; i < got.size(); ++i) {  // [0]: the templates
+    EXPECT_EQ(rd32(got[i], 8), seq) << i;
+    seq += static_cast<uint32_t>((rd16(got[i], 18) - 4) / ipfix::record_bytes(4, l));
+  }
+  EXPECT_EQ(seq, 2000u);
+}
+
+// After a stop request whose flush timeout has passed (0 s here), nothing
+// more is sent: the records are counted as unsent, not as sent.
+TEST(Ipfix, StopWithoutTimeLeftCountsUnsent) {
+  uint16_t port = 0;
+  const int rx = bound_receiver(&port);
+  ASSERT_GE(rx, 0);
+  ipfix::options o;
+  o.collector = "127.0.0.1:" + std::to_string(port);
+  o.flush_timeout_s = 0;
+  auto ex = ipfix::exporter::open(o);
+  ASSERT_TRUE(ex) << ex.err().message();
+  ex->program = "ipfix_test";
+  const ipfix::layout l;
+  ex->send(1, {v4_record(1, 1), v4_record(2, 1)}, l, 1000);
+  bool stop = true;
+  ex->stop_requested = [&stop] { return stop; };
+  std::vector<ipfix::record> recs;
+  for (int i = 0; i < 100; ++i) recs.push_back(v4_record(static_cast<uint8_t>(i), 1));
+  ex->send(1, recs, l, 2000);
+  const auto& s = ex->stats();
+  EXPECT_EQ(s.records, 102u);
+  EXPECT_EQ(s.records_sent, 2u);
+  EXPECT_EQ(s.records_unsent, 100u);
+  EXPECT_EQ(s.records_lost(), 100u);
+  EXPECT_EQ(s.messages_unsent, 5u);  // 23 IPv4 records a message
+  EXPECT_EQ(drain(rx).size(), s.messages);
+  ::close(rx);
+}
+
+// A collector on this host that does not read (here: a socket with the
+// default receive buffer, never read): sending waits for its queue to
+// shrink rather than overflow it. The stop request that comes with the wait
+// (flush timeout 0) leaves the rest unsent; every datagram sent is still in
+// the queue, none dropped.
+TEST(Ipfix, LocalCollectorQueueIsNotOverrun) {
+  const int rx = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(rx, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(rx, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(rx, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ipfix::options o;
+  o.collector = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  o.rate_messages = 0;
+  o.flush_timeout_s = 0;
+  auto ex = ipfix::exporter::open(o);
+  ASSERT_TRUE(ex) << ex.err().message();
+  EXPECT_TRUE(ex->local_collector());
+  ex->program = "ipfix_test";
+  ipfix::exporter* e = &*ex;
+  ex->stop_requested = [e] { return e->stats().collector_waits > 0; };
+  const ipfix::layout l;
+  std::vector<ipfix::record> recs;
+  for (int i = 0; i < 23 * 300; ++i) recs.push_back(v4_record(static_cast<uint8_t>(i), 1));
+  ex->send(1, recs, l, 1000);
+  const auto& s = ex->stats();
+  EXPECT_EQ(s.collector_waits, 1u);
+  EXPECT_GT(s.records_sent, 0u);
+  EXPECT_GT(s.records_unsent, 0u);
+  EXPECT_EQ(s.records, s.records_sent + s.records_unsent);
+  EXPECT_EQ(drain(rx).size(), s.messages);  // nothing dropped at the receiver
+  ::close(rx);
 }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -39,6 +40,15 @@ inline constexpr size_t set_header_bytes = 4;
 // Messages stay below a 1500-byte MTU with IPv6 and UDP headers (RFC 7011
 // §10.3.3: an exporter over UDP should not exceed the path MTU).
 inline constexpr size_t default_max_message_bytes = 1400;
+// Pacing (docs/ipfix.md): a UDP collector drops what its socket buffer cannot
+// hold, and the sender never learns of it. Linux's default receive buffer
+// (net.core.rmem_default, 208 KiB) holds about 92 datagrams of 1400 bytes, so
+// a burst of 32 fits even when the collector is not scheduled for a while;
+// nfcapd with its default buffer kept up with 4000 messages/s on a loaded
+// 2-core machine, and the default is half that. A collector on this host is
+// also watched: sending waits while its receive queue is long.
+inline constexpr double default_rate_messages = 2000;
+inline constexpr uint32_t pacing_burst_messages = 32;
 
 // IANA IPFIX information element identifiers this exporter uses.
 enum ie : uint16_t {
@@ -126,6 +136,8 @@ struct options {
   double scan_interval_s = 1;     // how often the flow table is copied to the host and scanned
   double template_refresh_s = 60; // templates resent this often (RFC 7011 §8.4, UDP)
   uint32_t domain = 1;            // observation domain of the first GPU; the next GPUs count on
+  double rate_messages = default_rate_messages;  // messages per second at most (0: unpaced)
+  double flush_timeout_s = 5;     // after a stop request, how long sending may still take
   size_t max_message_bytes = default_max_message_bytes;
 };
 void add_options(CLI::App& app, options& o);
@@ -158,11 +170,22 @@ class flow_tracker {
   std::unordered_map<uint32_t, slot> slots_;
 };
 
-// What an exporter sent, for the console and the JSON.
+// What an exporter sent, for the console and the JSON. Every record handed
+// to send() is in exactly one of records_sent, records_failed and
+// records_unsent. "Sent" means the kernel took the datagram: a collector that
+// drops it (its socket buffer full) is not seen from here.
 struct export_stats {
   uint64_t messages = 0, template_messages = 0, records = 0, bytes = 0;
-  uint64_t send_errors = 0;  // datagrams not sent (e.g. ECONNREFUSED after an ICMP port unreachable)
+  uint64_t records_sent = 0;
+  uint64_t records_failed = 0;   // in datagrams that a send error refused
+  uint64_t records_unsent = 0;   // left when the flush timeout passed after a stop request
+  uint64_t messages_unsent = 0;  // their messages (templates included)
+  uint64_t send_errors = 0;      // datagrams not sent (e.g. ECONNREFUSED after an ICMP port unreachable)
+  uint64_t send_retries = 0;     // EAGAIN/ENOBUFS: waited for room in the socket buffer and sent again
+  uint64_t paced_waits = 0;      // times the rate limit made a send wait
+  uint64_t collector_waits = 0;  // times a collector on this host had a long receive queue and a send waited
   std::string last_error;
+  [[nodiscard]] uint64_t records_lost() const noexcept { return records_failed + records_unsent; }
 };
 
 // A connected UDP socket to the collector, one message stream per domain.
@@ -180,15 +203,35 @@ class exporter {
   [[nodiscard]] static result<exporter> open(const options& o);
   // Sends the templates of domain now (and every template_refresh_s after, before data).
   void announce(uint32_t domain, const layout& l, uint64_t now_ms);
-  // Sends records (the templates first when due). Send failures are counted
-  // and the first of each kind printed on stderr with `program`'s name; none is fatal.
+  // Sends records (the templates first when due), at most
+  // options::rate_messages messages per second after a burst of
+  // pacing_burst_messages: it waits (sleeps) for its turn. Send failures are
+  // counted and the first of each kind printed on stderr with `program`'s
+  // name; none is fatal.
   void send(uint32_t domain, const std::vector<record>& records, const layout& l, uint64_t now_ms);
+  // Polled while send() waits: true once the program was asked to stop.
+  // From the first true (or stopping()), sending may take flush_timeout_s
+  // more; what is left then is counted as unsent, not sent.
+  std::function<bool()> stop_requested;
+  void stopping() noexcept;
   [[nodiscard]] const export_stats& stats() const noexcept { return stats_; }
   [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+  [[nodiscard]] bool local_collector() const noexcept { return local_collector_; }
   std::string program = "gnio";
 
  private:
-  void transmit(const std::vector<uint8_t>& msg, bool is_template);
+  // False when the message was not sent (counted as an error or as unsent).
+  bool transmit(const std::vector<uint8_t>& msg, bool is_template, uint64_t records);
+  // Wait for the rate limit's turn, or for room in the socket buffer. False
+  // once the flush timeout after a stop request has passed.
+  bool wait_turn();
+  bool wait_writable();
+  // A collector on this host: its socket's receive queue (/proc/net/udp) is
+  // read every few messages, and sending waits while it is long, so that a
+  // collector that is not scheduled for a while does not overflow.
+  bool wait_collector();
+  [[nodiscard]] int64_t collector_queue_bytes() const;
+  [[nodiscard]] bool giving_up() noexcept;
   struct domain_state {
     uint32_t sequence = 0;
     uint64_t templates_ms = 0;
@@ -200,6 +243,13 @@ class exporter {
   std::map<uint32_t, domain_state> domains_;
   std::map<int, uint64_t> errors_by_errno_;
   export_stats stats_;
+  double tokens_ = pacing_burst_messages;  // messages that may go now
+  int64_t tokens_ns_ = 0;                  // steady clock of the last refill
+  int64_t give_up_ns_ = 0;                 // steady clock: nothing is sent after it (0: no stop yet)
+  bool gave_up_ = false;
+  bool local_collector_ = false;
+  std::string proc_addr_, proc_port_;  // the collector's address and port as /proc/net/udp{,6} writes them
+  uint32_t since_queue_check_ = 0;
 };
 
 // What a program holds: the exporter and one tracker per flow table, table i
@@ -216,9 +266,15 @@ class session {
   [[nodiscard]] bool due(uint64_t now) const noexcept;
   void scan(uint32_t table, const device::flow_entry* entries, size_t capacity, uint64_t now, bool final);
   void scanned(uint64_t now) noexcept { last_scan_ms_ = now; }
+  // The program was asked to stop (a signal, --duration): what is still to
+  // be sent gets --ipfix-flush-timeout. stop_requested as exporter's.
+  void stopping() noexcept { ex_.stopping(); }
+  void on_stop_request(std::function<bool()> f) { ex_.stop_requested = std::move(f); }
   [[nodiscard]] const export_stats& stats() const noexcept { return ex_.stats(); }
   // The one-line summary for the console, and the "ipfix" object of the JSON.
   [[nodiscard]] std::string summary() const;
+  // For stderr: what was not sent and why, or "" when every record was sent.
+  [[nodiscard]] std::string loss_warning() const;
   void add_json(nlohmann::json& j) const;
 
  private:
