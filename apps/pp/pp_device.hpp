@@ -37,7 +37,7 @@ inline constexpr uint64_t recv_timeout_ns = 100'000;
 // table that fills up (more conversations than it holds) then costs each new
 // key a bounded search, counted in flow_table_full / dns_names_dropped,
 // rather than a walk of the whole table per packet.
-inline constexpr uint32_t k_table_max_probe = 64;
+inline constexpr uint32_t k_table_max_probe = gnio::device::flow_table_max_probe;  // shared with flow_count
 
 // Out of line in device code (to bound the kernel's registers), an ordinary
 // inline function elsewhere.

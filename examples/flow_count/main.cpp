@@ -348,8 +348,19 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
       auto st = p->stats();
       const double dt = std::chrono::duration<double>(now - last).count();
-      warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered,
-           (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed);
+      // The kernels add to table_full and slots_used after every batch (flow_count.hpp).
+      uint64_t slots_used = 0, table_full = 0;
+      for (auto& c : ctxs) {
+        c->totals.resize(c->queue_ids.size());
+        if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e && !run_err) run_err = e;
+        for (const auto& t : c->totals) {
+          slots_used += t.slots_used;
+          table_full += t.table_full;
+        }
+      }
+      warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n",
+           elapsed, st.rx_delivered, (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed, slots_used,
+           uint64_t{table_cap} * ctxs.size(), table_full);
       last = now;
       last_delivered = st.rx_delivered;
     }
@@ -434,6 +445,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     sum.bytes += t.bytes;
     sum.malformed += t.malformed;
     sum.table_full += t.table_full;
+    sum.slots_used += t.slots_used;
   }
   std::vector<const flow_count::flow_entry*> used;
   for (const auto& f : flows) used.push_back(&f);
@@ -487,7 +499,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (const auto& q : st.rxq) truncated += q.truncated;
   if (const std::string w = gnio::cli::truncation_warning("flow_count", truncated, o.rx_slot); !w.empty()) warn("{}", w);
   if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
-  if (sum.table_full) say("flow_count: {} packets found the flow table full (raise --table)\n", sum.table_full);
+  say("flow_count: table {}/{} slots used ({} per GPU), {} table_full\n", sum.slots_used,
+      uint64_t{table_cap} * ctxs.size(), table_cap, sum.table_full);
+  if (sum.table_full)
+    say("flow_count: {} packets found no slot for their flow within {} slots of its hash (counted in packets, not in "
+        "a flow; raise --table)\n",
+        sum.table_full, gnio::device::flow_table_max_probe);
   if (ipfix.enabled()) say("flow_count: {}\n", ipfix.summary());
   if (const std::string w = ipfix.loss_warning(); !w.empty()) warn("flow_count: {}\n", w);
   if (sum.packets == 0 && !stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
@@ -528,6 +545,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["source_dropped"] = st.rx_dropped;
   j["malformed"] = sum.malformed;
   j["table_full"] = sum.table_full;
+  j["table_slots_used"] = sum.slots_used;
+  j["table_slots"] = uint64_t{table_cap} * ctxs.size();
   j["truncated"] = truncated;
   j["rx_slot"] = o.rx_slot;
   j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;

@@ -110,6 +110,12 @@ long manifest_count(const std::string& file, const std::string& column) {
 }
 
 // received = processed + missed + unsteered + pending, with nothing unaccounted.
+// The stats line's table use, as flow_count prints it at the end.
+std::string fmt_table_line(uint64_t used, uint64_t slots, uint64_t full) {
+  return "table " + std::to_string(used) + "/" + std::to_string(slots) + " slots used (" + std::to_string(slots) +
+         " per GPU), " + std::to_string(full) + " table_full";
+}
+
 void expect_accounting(const json& j, const std::string& what) {
   SCOPED_TRACE(what);
   const auto received = j.at("received").get<uint64_t>();
@@ -423,6 +429,43 @@ TEST(FlowCount, QuarterMillionFlowsMergeAndReportExactly) {
   for (const auto& f : j.at("flow_rows")) rows += f.at("packets").get<uint64_t>();
   EXPECT_EQ(rows, 2 * flows);
   expect_accounting(j, r.describe());
+}
+
+// More flows than slots (R6 of the 2026-12-07 reliability report): a full
+// table once cost each new flow's packet a walk of every slot. The search is
+// bounded now (flow_table_max_probe; flow_table_test checks the bound). The
+// generator sends each of its flows the same number of packets, and a flow
+// that found no slot never finds one later (slots are not given back), so
+// table_full is exactly the packets of the flows left out, every frame sent
+// is processed, and the identity holds.
+TEST(FlowCount, MoreFlowsThanSlotsAreCountedAsTableFullExactly) {
+  REQUIRE_EXECUTOR();
+  constexpr uint64_t flows = 4096, per_flow = 4, slots = 1024;
+  auto r = flow_count({"--port", "gen:flows=" + std::to_string(flows) + ",count=" + std::to_string(flows * per_flow),
+                       "--exec", k_exec, "--queues", "2", "--table", std::to_string(slots), "--stats-interval", "0"});
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const json& j = *r.j;
+  expect_accounting(j, r.describe());
+  EXPECT_EQ(j.at("received").get<uint64_t>(), flows * per_flow);
+  EXPECT_EQ(j.at("packets").get<uint64_t>(), flows * per_flow);  // processed, table-full or not
+  EXPECT_EQ(j.at("missed").get<uint64_t>(), 0u);
+  const auto placed = j.at("flows").get<uint64_t>();
+  EXPECT_GT(placed, 0u);
+  EXPECT_LE(placed, slots);
+  EXPECT_EQ(j.at("table_slots").get<uint64_t>(), slots);
+  EXPECT_EQ(j.at("table_slots_used").get<uint64_t>(), placed);
+  EXPECT_GT(j.at("table_full").get<uint64_t>(), 0u);
+  EXPECT_EQ(j.at("table_full").get<uint64_t>(), (flows - placed) * per_flow) << r.describe();
+  uint64_t rows = 0;
+  for (const auto& f : j.at("flow_rows")) {
+    EXPECT_EQ(f.at("packets").get<uint64_t>(), per_flow);
+    rows += f.at("packets").get<uint64_t>();
+  }
+  EXPECT_EQ(rows + j.at("table_full").get<uint64_t>(), flows * per_flow);
+  EXPECT_NE(r.out.find(fmt_table_line(placed, slots, j.at("table_full").get<uint64_t>())), std::string::npos)
+      << r.describe();
 }
 
 // A capture on a FIFO that no one writes blocks in open(). --duration and

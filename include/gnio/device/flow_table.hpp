@@ -12,6 +12,14 @@ namespace gnio::device {
 
 enum : uint32_t { flow_slot_empty = 0, flow_slot_busy = 1, flow_slot_used = 2 };
 
+// The search bound for tables a run may fill (flow_count's flow table, pp's
+// conversation table): a key whose first flow_table_max_probe slots from its
+// hash hold other keys is counted as table-full rather than walking every
+// slot. Linear probing at 90 % load averages about 50 probes for a miss, so
+// 64 keeps a nearly full table usable while a full one costs 64 probes per
+// packet instead of `capacity`.
+inline constexpr uint32_t flow_table_max_probe = 64;
+
 struct flow_entry {
   uint32_t state;  // flow_slot_*; set to used with release once the key is in place
   uint32_t meta;   // flow_meta_* bits (flow_table_add_meta), 0 from flow_table_add
@@ -114,11 +122,13 @@ GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity,
 // load of the word, which shares the entry's cache line with the counters
 // just added to, and an atomic OR only when the packet brings a flag the flow
 // has not had yet), vlan_meta (flow_meta_tagged | vid << flow_meta_vlan_shift,
-// or 0) stored once by the packet that claimed the slot.
+// or 0) stored once by the packet that claimed the slot. max_probe bounds
+// the search as for flow_table_add.
 GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capacity, const flow_key& k,
-                                                uint32_t bytes, uint32_t tcp_flags, uint32_t vlan_meta) {
+                                                uint32_t bytes, uint32_t tcp_flags, uint32_t vlan_meta,
+                                                uint32_t max_probe = ~0u) {
   bool fresh = false;
-  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh);
+  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
   if (e == nullptr) return -1;
   dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
   dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);

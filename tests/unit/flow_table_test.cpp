@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// The flow table's slot protocol (gnio/device/flow_table.hpp) on the host:
+// a bounded find-or-claim gives up after max_probe slots, a full table is
+// reported (not walked), and every key a bounded add placed is found again.
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <gnio/device/flow_table.hpp>
+
+namespace {
+
+using gnio::device::flow_entry;
+using gnio::device::flow_key;
+
+flow_key key_of(uint32_t i) {
+  flow_key k{};
+  k.family = 4;
+  k.proto = 17;
+  k.src[0] = 10;
+  k.src[1] = static_cast<uint8_t>(i >> 16);
+  k.src[2] = static_cast<uint8_t>(i >> 8);
+  k.src[3] = static_cast<uint8_t>(i);
+  k.dst[0] = 192;
+  k.dst[3] = 1;
+  k.src_port = static_cast<uint16_t>(1024 + i % 50000);
+  k.dst_port = 53;
+  return k;
+}
+
+uint32_t home_slot(const flow_key& k, uint32_t capacity) {
+  return static_cast<uint32_t>(gnio::device::flow_key_hash64(k)) & (capacity - 1);
+}
+
+uint32_t used_slots(const std::vector<flow_entry>& t) {
+  uint32_t n = 0;
+  for (const auto& e : t) n += e.state == gnio::device::flow_slot_used;
+  return n;
+}
+
+// The max_probe slots from a key's hash hold other keys and the next one is
+// empty: the bounded search stops short of that empty slot (it looked at
+// exactly max_probe slots), the unbounded one claims it.
+TEST(FlowTable, BoundedSearchGivesUpAfterMaxProbeSlots) {
+  constexpr uint32_t capacity = 1024;
+  constexpr uint32_t max_probe = gnio::device::flow_table_max_probe;
+  std::vector<flow_entry> t(capacity);
+  const flow_key k = key_of(7);
+  const uint32_t h = home_slot(k, capacity);
+  for (uint32_t i = 0; i < max_probe; ++i) {
+    flow_entry& e = t[(h + i) & (capacity - 1)];
+    e.state = gnio::device::flow_slot_used;
+    e.key = key_of(100000 + i);  // any other key: the search compares keys only
+  }
+  const uint32_t next = (h + max_probe) & (capacity - 1);
+
+  bool fresh = true;
+  EXPECT_EQ(gnio::device::flow_slot_find_or_claim(t.data(), capacity, k, &fresh, max_probe), nullptr);
+  EXPECT_FALSE(fresh);
+  EXPECT_EQ(t[next].state, gnio::device::flow_slot_empty);  // not claimed: the search stopped before it
+  EXPECT_EQ(used_slots(t), max_probe);
+  EXPECT_EQ(gnio::device::flow_table_add_meta(t.data(), capacity, k, 60, 0, 0, max_probe), -1);
+  EXPECT_EQ(gnio::device::flow_table_add(t.data(), capacity, k, 60, max_probe), -1);
+  EXPECT_EQ(t[next].state, gnio::device::flow_slot_empty);
+
+  // One slot more and it fits.
+  EXPECT_EQ(gnio::device::flow_slot_find_or_claim(t.data(), capacity, k, &fresh, max_probe + 1), &t[next]);
+  EXPECT_TRUE(fresh);
+}
+
+// A table smaller than the bound is searched once round, never more.
+TEST(FlowTable, AFullTableSmallerThanTheBoundIsSearchedOnce) {
+  constexpr uint32_t capacity = 16;
+  std::vector<flow_entry> t(capacity);
+  for (uint32_t i = 0; i < 1000 && used_slots(t) < capacity; ++i)
+    (void)gnio::device::flow_table_add(t.data(), capacity, key_of(i), 1, gnio::device::flow_table_max_probe);
+  ASSERT_EQ(used_slots(t), capacity);
+  EXPECT_EQ(gnio::device::flow_table_add(t.data(), capacity, key_of(5000), 1, gnio::device::flow_table_max_probe), -1);
+}
+
+// More keys than slots, each added twice, with the bound: a key's two adds
+// agree (placed, then found; or full both times), so what is counted
+// as full is exactly the packets of the keys with no slot, and every packet
+// is in a slot or in that count.
+TEST(FlowTable, BoundedAddsFindEveryPlacedKeyAndCountTheRestExactly) {
+  constexpr uint32_t capacity = 4096, keys = 3 * capacity;
+  std::vector<flow_entry> t(capacity);
+  std::vector<int> first(keys);
+  uint64_t full = 0, placed = 0;
+  for (uint32_t i = 0; i < keys; ++i) {
+    first[i] = gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0,
+                                                 gnio::device::flow_table_max_probe);
+    full += first[i] < 0;
+    placed += first[i] > 0;
+  }
+  for (uint32_t i = 0; i < keys; ++i) {
+    const int again = gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0,
+                                                        gnio::device::flow_table_max_probe);
+    EXPECT_EQ(again, first[i] < 0 ? -1 : 0) << "key " << i;
+    full += again < 0;
+  }
+  EXPECT_EQ(placed, used_slots(t));
+  EXPECT_EQ(full, 2 * (keys - placed));
+  uint64_t packets = 0;
+  for (const auto& e : t)
+    if (e.state == gnio::device::flow_slot_used) {
+      EXPECT_EQ(e.packets, 2u);
+      EXPECT_EQ(e.bytes, 200u);
+      packets += e.packets;
+    }
+  EXPECT_EQ(packets + full, 2u * keys);
+  // Linear probing with a bound of 64 fills most of the table before it
+  // turns keys away (a property of the hash and the bound, not of timing).
+  EXPECT_GT(placed, capacity * 9 / 10);
+}
+
+}  // namespace
