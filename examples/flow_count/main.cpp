@@ -636,6 +636,7 @@ int main(int argc, char** argv) {
     gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
+    gnio::cli::add_version_flag(app, "flow_count");
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);

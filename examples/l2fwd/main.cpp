@@ -422,6 +422,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
+    gnio::cli::add_version_flag(app, "l2fwd");
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("l2fwd", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);

@@ -218,6 +218,16 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
 }
 
+// --version answers as `gnio --version` does (it was "--port is required", rc 2).
+TEST(BadInput, VersionNamesTheProgramAndGnio) {
+  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--version"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out.rfind("l2fwd (gnio ", 0), 0u) << r.describe();
+  EXPECT_NE(r.out.find("\ncuda: "), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err, "") << r.describe();
+}
+
 // ---------------------------------------------------------------------------
 // Outputs: results are always written, write errors are reported
 // ---------------------------------------------------------------------------

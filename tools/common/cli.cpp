@@ -15,7 +15,9 @@
 #include <fmt/format.h>
 
 #include <gnio/console.hpp>
+#include <gnio/device/config.hpp>
 #include <gnio/device/ring.hpp>
+#include <gnio/gpu.hpp>
 #include <gnio/printable.hpp>
 
 namespace gnio::cli {
@@ -170,6 +172,16 @@ uint64_t rx_ring_bytes(uint64_t num_descs, uint64_t stride) noexcept {
 
 uint64_t tx_ring_bytes(uint64_t num_descs, uint64_t stride) noexcept {
   return num_descs * (stride + sizeof(gnio::device::tx_desc));
+}
+
+std::string version_text(std::string_view program) {
+  const std::string name =
+      program == "gnio" ? "gnio " GNIO_VERSION_STRING : fmt::format("{} (gnio {})", program, GNIO_VERSION_STRING);
+  return fmt::format("{}\ncuda: {}", name, gnio::built_with_cuda() ? "yes" : "no");
+}
+
+void add_version_flag(CLI::App& app, std::string_view program) {
+  app.set_version_flag("--version", version_text(program), "print the version and build options, then exit");
 }
 
 int exit_status(const CLI::Error& e) noexcept {

@@ -87,6 +87,13 @@ void apply(const launch_options& o, launch_dims& dims) noexcept;
 // "persistent", "per-burst" or "graph", as --launch spells them.
 [[nodiscard]] std::string_view launch_mode_name(device::launch_mode m) noexcept;
 
+// --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and
+// whether CUDA was built, as `gnio --version` does, and exits with 0.
+void add_version_flag(CLI::App& app, std::string_view program);
+// That text: "gnio 0.1.0\ncuda: no" for gnio itself, "flow_count (gnio
+// 0.1.0)\ncuda: no" for the others.
+[[nodiscard]] std::string version_text(std::string_view program);
+
 // The exit status for an error CLI11 threw while parsing: 0 for help and
 // version, a CLI::RuntimeError's own code, 2 for anything else.
 [[nodiscard]] int exit_status(const CLI::Error& e) noexcept;
