@@ -201,6 +201,9 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--launch", "per-burst", "--burst", "0"}, {"--burst"}},
       {{"--launch", "graph", "--burst", "8192"}, {"--burst 8192 is larger than --ring 4096"}},
       {{"--bogus"}, {"--bogus"}},
+      // A typo names the option meant (it was only "not expected").
+      {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
+      {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args = {"--port", port};
@@ -213,6 +216,10 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
   }
+  // Nothing is near enough to suggest.
+  auto far = l2fwd({"--port", port, "--bogus"}, {});
+  EXPECT_EQ(far.code, 2) << far.describe();
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.describe();
   auto help = gnio::test::run_process({gnio::test::l2fwd_bin(), "--help"});
   EXPECT_EQ(help.code, 0) << help.describe();
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
