@@ -628,8 +628,10 @@ int main(int argc, char** argv) {
     app.add_option("--top", o.top, "flows shown on the console")
         ->check(gnio::cli::whole(0, UINT32_MAX))
         ->capture_default_str();
-    app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-        ->check(gnio::cli::number(0));
+    app.add_option("--duration", o.duration_s,
+                   "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
+                   "ends, or Ctrl-C)")
+        ->transform(gnio::cli::duration());
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
         ->check(gnio::cli::number(0))
         ->capture_default_str();

@@ -204,6 +204,9 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       // A typo names the option meant (it was only "not expected").
       {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
       {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
+      // Units as in gen:duration=.
+      {{"--duration", "2x"}, {"--duration", "2x: unknown unit 'x'"}},
+      {{"--duration", "-5s"}, {"--duration", "-5s is not a duration"}},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args = {"--port", port};

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <gnio/backend/backend.hpp>
 #include <gnio/console.hpp>
 #include <gnio/device/config.hpp>
 #include <gnio/device/ring.hpp>
@@ -50,6 +51,30 @@ CLI::Validator number(double lo, double hi) {
         return {};
       },
       desc);
+}
+
+CLI::Validator duration() {
+  const CLI::Validator seconds = number(0);
+  return CLI::Validator(
+      [seconds](std::string& in) -> std::string {
+        char* end = nullptr;
+        (void)std::strtod(in.c_str(), &end);
+        // No number at all, or a number alone: seconds, with number()'s words.
+        if (blank(in) || end == in.c_str() || *end == '\0') return seconds(in);
+        // With a unit: the device strings' parser, so the units and the range are gen:duration='s.
+        backend::devargs a;
+        a.name = "-";
+        a.kv.emplace_back("d", in);
+        uint64_t ns = 0;
+        if (error e = backend::get_duration_ns(a, "d", &ns); e) {
+          // "-: d=5h: unknown unit ..." without the device string's "-: d=".
+          const std::string& m = e.message();
+          return gnio::printable(m.rfind("-: d=", 0) == 0 ? m.substr(5) : m);
+        }
+        in = fmt::format("{:.17g}", static_cast<double>(ns) / 1e9);
+        return {};
+      },
+      "DURATION: seconds, or with a unit: 500ms, 10s, 1m");
 }
 
 CLI::Validator whole(uint64_t lo, uint64_t hi) {

@@ -29,6 +29,12 @@ namespace gnio::cli {
 // "must be >= 0"), never as a 309-digit DBL_MAX.
 CLI::Validator number(double lo, double hi = std::numeric_limits<double>::infinity());
 
+// --duration: seconds ("10", "0.5"), or with a unit as gen:duration= takes
+// it ("500ms", "10s", "2m"; backend::get_duration_ns parses both). A
+// transform: the option receives seconds. A plain number has number(0)'s
+// messages; "5h" is "5h: unknown unit 'h' (use ms, s or m)".
+CLI::Validator duration();
+
 // A whole number in [lo, hi] ("1.5", "-1" and "abc" are refused as "not a
 // whole number").
 CLI::Validator whole(uint64_t lo, uint64_t hi);
