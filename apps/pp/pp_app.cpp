@@ -1369,8 +1369,10 @@ void add_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
-  sub->add_option("--duration", opt->duration, "stop after S seconds (0: when the stream ends, or Ctrl-C)")
-      ->check(gnio::cli::number(0));
+  sub->add_option("--duration", opt->duration,
+                  "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the stream ends, or "
+                  "Ctrl-C)")
+      ->transform(gnio::cli::duration());
   sub->add_option("--batch", opt->batch, "max packets per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
   sub->add_option("--threads", opt->threads,
                   "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")

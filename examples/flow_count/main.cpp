@@ -713,14 +713,17 @@ int main(int argc, char** argv) {
     app.add_option("--max-flow-rows", o.max_flow_rows,
                    "flow rows in the JSON, most packets first (default: all; the JSON says when the list is cut)")
         ->check(gnio::cli::whole(0, UINT64_MAX));
-    app.add_option("--duration", o.duration_s, "stop after S seconds (0: when the port's stream ends, or Ctrl-C)")
-        ->check(gnio::cli::number(0));
+    app.add_option("--duration", o.duration_s,
+                   "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
+                   "ends, or Ctrl-C)")
+        ->transform(gnio::cli::duration());
     app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
         ->check(gnio::cli::number(0))
         ->capture_default_str();
     gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
+    gnio::cli::add_version_flag(app, "flow_count");
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);

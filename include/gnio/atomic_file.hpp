@@ -92,7 +92,8 @@ struct named_file {
 [[nodiscard]] std::string fifo_output_refusal(const std::string& path);
 
 // What a program checks on an output option (--json FILE) before it runs: a
-// name is given, it is none of `others` (same_file), and prepare() accepts
+// name is given, it is not "-" (refused: standard output carries the
+// program's text), it is none of `others` (same_file), and prepare() accepts
 // it (a FIFO is refused). Errors start with the option and the path, e.g. "--json x.pcap is the
 // same file as file=x.pcap; writing there would destroy it" or
 // "--json /no/dir/x.json: cannot create a file in '/no/dir': No such file or

@@ -265,6 +265,13 @@ std::vector<named_file> device_files(std::string_view device) {
 result<atomic_file> prepare_output(std::string_view option, const std::string& path,
                                    const std::vector<named_file>& others) {
   if (path.empty()) return fail(status::invalid_value, "{} needs a file name (it was given as \"\")", option);
+  // Not "standard output" as in other Unix tools: gnio's programs print their
+  // results there as text, and JSON mixed into it would parse as neither.
+  if (path == "-")
+    return fail(status::invalid_value,
+                "{} -: writing to standard output is not supported (the program prints its results there as text); "
+                "give a file name, e.g. {} out.json (./- for a file named '-')",
+                option, option);
   for (const auto& o : others)
     if (same_file(path, o.path))
       return fail(status::invalid_value, "{} {} is the same file as {}{}; writing there would destroy it", option, path,

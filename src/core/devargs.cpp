@@ -91,9 +91,18 @@ error get_rate(const devargs& a, std::string_view key, double* pps, double* bps)
   if (!split_number(*v, &x, &unit) || x <= 0)
     return fail(status::invalid_value, "{}: {}={} is not a positive rate (e.g. 1000pps, 2.5Mpps, 1Gbps)", a.name, key, *v);
   double mult = 1;
+  const std::string prefix = unit.substr(0, 1);
   if (!unit.empty() && (unit[0] == 'k' || unit[0] == 'K')) mult = 1e3, unit.erase(0, 1);
   else if (!unit.empty() && unit[0] == 'M') mult = 1e6, unit.erase(0, 1);
   else if (!unit.empty() && (unit[0] == 'G' || unit[0] == 'g')) mult = 1e9, unit.erase(0, 1);
+  // "10G" reads as a link speed in bits as often as a packet rate: with a
+  // prefix, the unit must be said. A plain number stays packets per second.
+  if (mult != 1 && unit.empty()) {
+    const std::string number = v->substr(0, v->size() - 1);
+    return fail(status::invalid_value,
+                "{}: {}={} is ambiguous: packets or bits per second? Write {}{}pps (packets) or {}{}bps (bits)", a.name,
+                key, *v, number, prefix, number, prefix);
+  }
   const bool bits = unit == "bps";
   if (!unit.empty() && unit != "pps" && !bits)
     return fail(status::invalid_value, "{}: {}={}: unknown unit '{}' (use pps or bps with k, M or G)", a.name, key, *v, unit);

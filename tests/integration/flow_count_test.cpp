@@ -1006,6 +1006,16 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
 }
 
+// --version answers as `gnio --version` does (it was "--port is required", rc 2).
+TEST(BadInput, VersionNamesTheProgramAndGnio) {
+  auto r = flow_count({"--version"}, false);
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out.rfind("flow_count (gnio ", 0), 0u) << r.describe();
+  EXPECT_NE(r.out.find("\ncuda: "), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err, "") << r.describe();
+}
+
 TEST(BadInput, QueueCountOutOfRange) {
   for (const char* q : {"0", "65"}) {
     SCOPED_TRACE(std::string("--queues ") + q);

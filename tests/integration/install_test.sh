@@ -2,7 +2,10 @@
 # The README's "Using gnio from CMake and pkg-config": install the build into
 # a temporary prefix, then build and run a small program against it both
 # ways. The program opens the host executor and a pcap port on a bundled
-# capture and must see its 43 frames.
+# capture and must see its 43 frames. Both ways, the compile command must
+# carry none of DPDK's own compile flags (-include rte_config.h, -march=...):
+# a program that includes only gnio's headers is built for the machine and
+# configuration its author chose, not DPDK's.
 #
 #   install_test.sh BUILD_DIR DATA_DIR
 set -euo pipefail
@@ -51,10 +54,27 @@ find_package(gnio REQUIRED)
 add_executable(app app.cpp)
 target_link_libraries(app PRIVATE gnio::gnio)
 CMAKE
-cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+# Fails, naming the way in, when a compile command has one of DPDK's flags.
+no_dpdk_cflags() {
+  local how=$1 cmd=$2
+  for flag in rte_config.h -march; do
+    if [[ $cmd == *"$flag"* ]]; then
+      echo "install_test: $how: the compile command of a program that includes only gnio's headers has '$flag'" \
+        "(DPDK's compile flags leak from the installed package):" >&2
+      echo "$cmd" >&2
+      exit 1
+    fi
+  done
+}
+
+cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 cmake --build "$tmp/app/build" >/dev/null
+no_dpdk_cflags "CMake package" "$(cat "$tmp/app/build/compile_commands.json")"
 echo "install_test: CMake package: $("$tmp/app/build/app" "$data/http.pcap")"
 
 pc=$(find "$tmp/prefix" -name gnio.pc -printf '%h')
-PKG_CONFIG_PATH="$pc" g++ -O1 "$tmp/app/app.cpp" $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs gnio) -o "$tmp/app/app_pc"
+# pkg-config --cflags also prints the Cflags of every Requires.private package.
+cflags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags gnio)
+no_dpdk_cflags "pkg-config" "g++ -O1 $cflags -c app.cpp"
+PKG_CONFIG_PATH="$pc" g++ -O1 "$tmp/app/app.cpp" $cflags $(PKG_CONFIG_PATH="$pc" pkg-config --libs gnio) -o "$tmp/app/app_pc"
 echo "install_test: pkg-config: $("$tmp/app/app_pc" "$data/http.pcap")"

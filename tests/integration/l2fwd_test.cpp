@@ -201,6 +201,12 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--launch", "per-burst", "--burst", "0"}, {"--burst"}},
       {{"--launch", "graph", "--burst", "8192"}, {"--burst 8192 is larger than --ring 4096"}},
       {{"--bogus"}, {"--bogus"}},
+      // A typo names the option meant (it was only "not expected").
+      {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
+      {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
+      // Units as in gen:duration=.
+      {{"--duration", "2x"}, {"--duration", "2x: unknown unit 'x'"}},
+      {{"--duration", "-5s"}, {"--duration", "-5s is not a duration"}},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args = {"--port", port};
@@ -213,9 +219,23 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
   }
+  // Nothing is near enough to suggest.
+  auto far = l2fwd({"--port", port, "--bogus"}, {});
+  EXPECT_EQ(far.code, 2) << far.describe();
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.describe();
   auto help = gnio::test::run_process({gnio::test::l2fwd_bin(), "--help"});
   EXPECT_EQ(help.code, 0) << help.describe();
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
+}
+
+// --version answers as `gnio --version` does (it was "--port is required", rc 2).
+TEST(BadInput, VersionNamesTheProgramAndGnio) {
+  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--version"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  EXPECT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out.rfind("l2fwd (gnio ", 0), 0u) << r.describe();
+  EXPECT_NE(r.out.find("\ncuda: "), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err, "") << r.describe();
 }
 
 // ---------------------------------------------------------------------------

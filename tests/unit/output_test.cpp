@@ -193,6 +193,16 @@ TEST(AtomicFile, OutputChecksRefuseAnotherFileOfTheRun) {
   auto empty = gnio::prepare_output("--json", "", files);
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.err().message(), "--json needs a file name (it was given as \"\")");
+  // "-" is not standard output (the programs print their results there as
+  // text) and not silently a file named "-" in the working directory.
+  auto dash = gnio::prepare_output("--json", "-", files);
+  ASSERT_FALSE(dash);
+  EXPECT_EQ(dash.err().code(), gnio::status::invalid_value);
+  EXPECT_NE(dash.err().message().find("--json -: writing to standard output is not supported"), std::string::npos)
+      << dash.err().what();
+  EXPECT_NE(dash.err().message().find("./-"), std::string::npos) << dash.err().what();
+  auto named_dash = gnio::prepare_output("--json", d / "-", files);
+  EXPECT_TRUE(named_dash) << named_dash.err().what();
   auto ok = gnio::prepare_output("--json", d / "r.json", files);
   EXPECT_TRUE(ok) << ok.err().what();
   EXPECT_EQ(slurp(in), "capture");

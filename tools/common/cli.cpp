@@ -8,14 +8,19 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <gnio/backend/backend.hpp>
 #include <gnio/console.hpp>
+#include <gnio/device/config.hpp>
 #include <gnio/device/ring.hpp>
+#include <gnio/gpu.hpp>
 #include <gnio/printable.hpp>
 
 namespace gnio::cli {
@@ -46,6 +51,30 @@ CLI::Validator number(double lo, double hi) {
         return {};
       },
       desc);
+}
+
+CLI::Validator duration() {
+  const CLI::Validator seconds = number(0);
+  return CLI::Validator(
+      [seconds](std::string& in) -> std::string {
+        char* end = nullptr;
+        (void)std::strtod(in.c_str(), &end);
+        // No number at all, or a number alone: seconds, with number()'s words.
+        if (blank(in) || end == in.c_str() || *end == '\0') return seconds(in);
+        // With a unit: the device strings' parser, so the units and the range are gen:duration='s.
+        backend::devargs a;
+        a.name = "-";
+        a.kv.emplace_back("d", in);
+        uint64_t ns = 0;
+        if (error e = backend::get_duration_ns(a, "d", &ns); e) {
+          // "-: d=5h: unknown unit ..." without the device string's "-: d=".
+          const std::string& m = e.message();
+          return gnio::printable(m.rfind("-: d=", 0) == 0 ? m.substr(5) : m);
+        }
+        in = fmt::format("{:.17g}", static_cast<double>(ns) / 1e9);
+        return {};
+      },
+      "DURATION: seconds, or with a unit: 500ms, 10s, 1m");
 }
 
 CLI::Validator whole(uint64_t lo, uint64_t hi) {
@@ -172,11 +201,75 @@ uint64_t tx_ring_bytes(uint64_t num_descs, uint64_t stride) noexcept {
   return num_descs * (stride + sizeof(gnio::device::tx_desc));
 }
 
+std::string version_text(std::string_view program) {
+  const std::string name =
+      program == "gnio" ? "gnio " GNIO_VERSION_STRING : fmt::format("{} (gnio {})", program, GNIO_VERSION_STRING);
+  return fmt::format("{}\ncuda: {}", name, gnio::built_with_cuda() ? "yes" : "no");
+}
+
+void add_version_flag(CLI::App& app, std::string_view program) {
+  app.set_version_flag("--version", version_text(program), "print the version and build options, then exit");
+}
+
 int exit_status(const CLI::Error& e) noexcept {
   if (dynamic_cast<const CLI::RuntimeError*>(&e) != nullptr) return e.get_exit_code();
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return 0;  // --help, --version
   return 2;
 }
+
+namespace {
+
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and swaps of neighbours, one edit each.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The long options of app and of the subcommands given on the command line.
+void option_names(const CLI::App& app, std::vector<std::string>& names) {
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+  for (const CLI::App* sub : app.get_subcommands()) option_names(*sub, names);
+}
+
+// The name in `names` nearest to `word`, if it is close enough to be a typo:
+// one edit for a name of up to 7 characters, two up to 11, three beyond; ""
+// when none is.
+std::string nearest(std::string_view word, const std::vector<std::string>& names) {
+  const size_t most = word.size() <= 7 ? 1 : word.size() <= 11 ? 2 : 3;
+  std::string best;
+  size_t best_distance = most + 1;
+  for (const std::string& n : names)
+    if (const size_t d = edit_distance(word, n); d < best_distance) best_distance = d, best = n;
+  return best;
+}
+
+// "--durration: did you mean --duration?" for each argument CLI11 did not
+// expect that is near a known option ("" when none is).
+std::string did_you_mean(const CLI::App& app) {
+  std::vector<std::string> names;
+  option_names(app, names);
+  std::string hints;
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string typed = arg.substr(0, arg.find('='));
+    const auto start = typed.find_first_not_of('-');
+    if (start == std::string::npos) continue;
+    const std::string near = nearest("--" + typed.substr(start), names);
+    if (!near.empty() && near != typed) hints += fmt::format("{}: did you mean {}?\n", gnio::printable(typed), near);
+  }
+  return hints;
+}
+
+}  // namespace
 
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
@@ -185,8 +278,14 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;
     (void)app.exit(e, out, err);
+    std::string text = err.str();
+    // After CLI11's "The following argument was not expected: ..." line.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const auto nl = text.find('\n');
+      text.insert(nl == std::string::npos ? text.size() : nl + 1, did_you_mean(app));
+    }
     gnio::console::out(out.str());
-    gnio::console::err(err.str());
+    gnio::console::err(text);
     return exit_status(e);
   }
 }

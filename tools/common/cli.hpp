@@ -29,6 +29,12 @@ namespace gnio::cli {
 // "must be >= 0"), never as a 309-digit DBL_MAX.
 CLI::Validator number(double lo, double hi = std::numeric_limits<double>::infinity());
 
+// --duration: seconds ("10", "0.5"), or with a unit as gen:duration= takes
+// it ("500ms", "10s", "2m"; backend::get_duration_ns parses both). A
+// transform: the option receives seconds. A plain number has number(0)'s
+// messages; "5h" is "5h: unknown unit 'h' (use ms, s or m)".
+CLI::Validator duration();
+
 // A whole number in [lo, hi] ("1.5", "-1" and "abc" are refused as "not a
 // whole number").
 CLI::Validator whole(uint64_t lo, uint64_t hi);
@@ -86,6 +92,13 @@ void add_launch_options(CLI::App& app, launch_options& o);
 void apply(const launch_options& o, launch_dims& dims) noexcept;
 // "persistent", "per-burst" or "graph", as --launch spells them.
 [[nodiscard]] std::string_view launch_mode_name(device::launch_mode m) noexcept;
+
+// --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and
+// whether CUDA was built, as `gnio --version` does, and exits with 0.
+void add_version_flag(CLI::App& app, std::string_view program);
+// That text: "gnio 0.1.0\ncuda: no" for gnio itself, "flow_count (gnio
+// 0.1.0)\ncuda: no" for the others.
+[[nodiscard]] std::string version_text(std::string_view program);
 
 // The exit status for an error CLI11 threw while parsing: 0 for help and
 // version, a CLI::RuntimeError's own code, 2 for anything else.

@@ -28,8 +28,7 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"gnio: GPU-initiated packet I/O tools"};
     app.require_subcommand(1);
-    const std::string version_text =
-        fmt::format("gnio {}\ncuda: {}", GNIO_VERSION_STRING, gnio::built_with_cuda() ? "yes" : "no");
+    const std::string version_text = gnio::cli::version_text("gnio");
     app.set_version_flag("--version", version_text, "print gnio's version and build options (as `gnio version`)");
 
     auto* version = app.add_subcommand("version", "print gnio's version and build options");
