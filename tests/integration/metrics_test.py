@@ -310,14 +310,19 @@ def test_prometheus(tmp):
           "all equal to the JSON")
 
 
-def test_bad_input(tmp):
+def short_runs(tmp):
+    """The three programs on a small bundled capture, without --metrics: for option checks."""
     data = env("GNIO_TEST_DATA_DIR", "dir")
     pcap = "pcap:file=" + os.path.join(data, "dns_udp.pcap")
-    cmds = {
+    return {
         "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", GPU],
         "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", EXEC],
         "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", GPU],
     }
+
+
+def test_bad_input(tmp):
+    cmds = short_runs(tmp)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -629,13 +634,7 @@ def test_busy_clients(tmp):
 
 
 def test_link_local(tmp):
-    data = env("GNIO_TEST_DATA_DIR", "dir")
-    pcap = "pcap:file=" + os.path.join(data, "dns_udp.pcap")
-    cmds = {
-        "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", pcap, "--gpu", GPU],
-        "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", pcap, "--exec", EXEC],
-        "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", pcap + ",tx=" + os.path.join(tmp, "o.pcap"), "--gpu", GPU],
-    }
+    cmds = short_runs(tmp)
     port = free_port()
     cases = [
         (f"[fe80::1]:{port}", f"--metrics [fe80::1]:{port}: fe80::1 is a link-local IPv6 address: it needs a scope id"),
