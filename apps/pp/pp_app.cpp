@@ -857,15 +857,15 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       stop_kernels(&stop_err);
       if (stop_err) {
         // A kernel that does not stop keeps its memory: fail closed.
-        new port(std::move(*p));
+        p->release();
         for (auto& o : ctxs) {
-          if (o->runner) new kernel_runner(std::move(*o->runner));
-          if (o->sem) new semaphore(std::move(*o->sem));
+          if (o->runner) o->runner->release();
+          if (o->sem) o->sem->release();
         }
         return report_error(stop_err, "stop after a failed launch (a kernel is still running; its memory is kept)", result);
       }
       for (auto& o : ctxs)
-        if (o->runner) (void)o->runner->destroy();
+        if (o->runner) *o->runner = {};
       (void)p->stop();
       return report_error(e, c->runner ? "launch" : "runner", result);
     }
@@ -1016,10 +1016,10 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     // Keep the semaphores (the kernels write to them), the runners and the
     // port for the life of the process; the port's own teardown also fails closed.
     for (auto& c : ctxs) {
-      new semaphore(std::move(*c->sem));
-      new kernel_runner(std::move(*c->runner));
+      c->sem->release();
+      c->runner->release();
     }
-    new port(std::move(*p));
+    p->release();
     return rc;
   }
 
@@ -1269,15 +1269,13 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
 
   // --- the lifecycle in reverse ----------------------------------------------------
   for (auto& c : ctxs) {
-    (void)c->runner->destroy();
-    (void)c->sem->destroy();
+    *c->runner = {};
+    *c->sem = {};
     for (auto& m : c->mem) (void)c->g.free(m);
   }
   for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
   for (uint32_t q = 0; q < p->num_txq(); ++q) (void)p->destroy_txq(q);
   if (auto e = p->close(); e && !opt.quiet) warn("pp: close: {}\n", e.what());
-  for (auto& c : ctxs)
-    if (auto e = c->g.destroy(); e && !opt.quiet) warn("pp: gpu destroy: {}\n", e.what());
 
   if (engine_err) warn("pp: the port's engine failed: {}\n", engine_err.what());
   return rc;

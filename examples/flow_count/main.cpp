@@ -390,8 +390,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     j["source_errors"] = st.rx_errors;
     const int rc = fail_with(j, run_err, "kernel");
     for (auto& c : ctxs)
-      if (c->runner) new gnio::kernel_runner(std::move(*c->runner));
-    new gnio::port(std::move(*p));
+      if (c->runner) c->runner->release();
+    p->release();
     return rc;
   }
 
@@ -613,13 +613,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
 
   // Reverse order of the lifecycle.
   for (auto& c : ctxs) {
-    (void)c->runner->destroy();
+    c->runner.reset();
     (void)c->g.free(c->table);
     (void)c->g.free(c->tot);
   }
   for (uint32_t i = 0; i < queues; ++i) (void)p->destroy_rxq(i);
   (void)p->close();
-  for (auto& c : ctxs) (void)c->g.destroy();
   if (engine_err) {
     warn("flow_count: the port's engine failed: {}\n", engine_err.what());
     set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");

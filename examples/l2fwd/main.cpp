@@ -189,7 +189,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   if (auto e = l2fwd::launch(*runner, dims, b); e) {
-    (void)runner->destroy();
+    *runner = {};
     (void)p->stop();
     return fail_with(j, e, "launch");
   }
@@ -259,8 +259,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     j["tx_frames"] = st.tx_frames;
     j["tx_errors"] = st.tx_errors;
     const int rc = fail_with(j, run_err, "kernel");
-    new gnio::kernel_runner(std::move(*runner));
-    new gnio::port(std::move(*p));
+    runner->release();
+    p->release();
     return rc;
   }
 
@@ -342,14 +342,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     rc = 1;
   }
 
-  (void)runner->destroy();
+  *runner = {};
   (void)g->free(*tot);
   for (uint32_t i = 0; i < queues; ++i) {
     (void)p->destroy_rxq(i);
     (void)p->destroy_txq(i);
   }
   (void)p->close();
-  (void)g->destroy();
   if (engine_err) {
     warn("l2fwd: the port's engine failed: {}\n", engine_err.what());
     set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");

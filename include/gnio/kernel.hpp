@@ -74,9 +74,18 @@ struct launch_stats {
   uint64_t idle_ns = 0;   // waiting for a burst between launches, summed
 };
 
+// Owns a stream (or host threads) and an exit flag: move-only. Its
+// destructor frees them once the kernel has returned; a runner whose kernel
+// still runs is kept, with the ports and context it uses, until the process
+// exits (fail closed), and says so in the log.
 class kernel_runner {
  public:
   kernel_runner() = default;
+  kernel_runner(kernel_runner&&) noexcept = default;
+  kernel_runner& operator=(kernel_runner&&) noexcept = default;
+  kernel_runner(const kernel_runner&) = delete;
+  kernel_runner& operator=(const kernel_runner&) = delete;
+  ~kernel_runner();
   // The ports the kernel uses must be started before launch and may not be
   // stopped while it runs.
   [[nodiscard]] static result<kernel_runner> create(gpu& g, std::vector<port*> ports = {});
@@ -91,7 +100,9 @@ class kernel_runner {
   // passed. On time_out nothing the kernel may touch is freed (fail closed):
   // the runner, its ports and their memory stay allocated until it ends.
   [[nodiscard]] error stop(std::chrono::nanoseconds deadline);
-  [[nodiscard]] error destroy();
+  // Gives up the runner without freeing it (kept until the process exits);
+  // the handle is empty afterwards.
+  void release() noexcept;
 
   // Launches made by the latest launch() so far (also while it runs).
   [[nodiscard]] launch_stats stats() const;

@@ -797,11 +797,8 @@ error kernel_runner::stop(std::chrono::nanoseconds deadline) {
   return {};
 }
 
-error kernel_runner::destroy() {
-  if (!state_) return fail(status::bad_state, "destroy: the runner was already destroyed");
-  if (running()) return fail(status::bad_state, "destroy: the kernel is still running; stop it first");
-  state_.reset();
-  return {};
-}
+kernel_runner::~kernel_runner() = default;
+
+void kernel_runner::release() noexcept { detail::keep_until_exit(std::move(state_)); }
 
 }  // namespace gnio

@@ -42,7 +42,6 @@ int main(int argc, char** argv) {
   (void)p->stop();
   (void)p->destroy_rxq(*q);
   (void)p->close();
-  (void)g->destroy();
   std::printf("%llu frames\n", static_cast<unsigned long long>(frames));
   return frames == 43 ? 0 : 1;
 }

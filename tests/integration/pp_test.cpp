@@ -888,7 +888,6 @@ class client_port {
     for (uint32_t i = 0; i < p_.num_rxq(); ++i) (void)p_.destroy_rxq(i);
     for (uint32_t i = 0; i < p_.num_txq(); ++i) (void)p_.destroy_txq(i);
     (void)p_.close();
-    (void)g_.destroy();
   }
   const std::string& error() const { return err_; }
 
