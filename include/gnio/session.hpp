@@ -144,13 +144,14 @@ class session {
   // runs at the deadline; the first kernel error otherwise.
   [[nodiscard]] error wait(std::chrono::nanoseconds timeout);
   // Sets every runner's exit flag and waits for all of them until the
-  // deadline, then stops the port. On time_out the session is parked: no
-  // memory a kernel may touch is freed, now or by the destructor, and the
-  // port keeps running (it cannot stop under a kernel). The port's own stop
-  // error (e.g. a TX capture that could not be written) is returned after
-  // the kernels ended; the counters stay readable either way.
+  // deadline. On time_out the session is parked: no memory a kernel may
+  // touch is freed, now or by the destructor, and the port keeps running (it
+  // cannot stop under a kernel). Otherwise the first kernel error, if any.
   [[nodiscard]] error stop(std::chrono::nanoseconds deadline);
-  // Stops the port after the kernels returned by themselves (wait).
+  // Stops the port once the kernels have returned (wait or stop): its
+  // engine's last frames are counted, and its own error (e.g. a TX capture
+  // that could not be written) is returned; the counters stay readable.
+  // bad_state while a kernel runs. The destructor does it when not called.
   [[nodiscard]] error stop_port();
   [[nodiscard]] bool parked() const noexcept;
 

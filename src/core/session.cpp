@@ -214,7 +214,6 @@ error session::stop(std::chrono::nanoseconds deadline) {
       if (!first) first = e;
     }
   }
-  if (auto e = stop_port(); e && !first) first = e;
   return first;
 }
 
