@@ -23,7 +23,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -806,6 +808,34 @@ TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
   EXPECT_FALSE(g.free(processed));
   EXPECT_FALSE(p.destroy_rxq(q));
   EXPECT_FALSE(p.close());
+}
+
+TEST(lifecycle, a_body_past_the_parameter_limit_runs_from_a_copy) {
+  static_assert(!gnio::detail::body_by_value<conf::large_body>, "the test needs a body past the limit");
+  static_assert(gnio::detail::body_by_value<conf::record_body>);
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:size=64,count=3000")).value();
+  auto q = *p.create_rxq();
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  auto sum = *g.alloc(64, gnio::mem_type::gpu);
+  const uint64_t zero[8] = {};
+  ASSERT_FALSE(g.copy_to_block(processed, 0, zero, sizeof zero));
+  ASSERT_FALSE(g.copy_to_block(sum, 0, zero, sizeof zero));
+  ASSERT_FALSE(p.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
+  auto body = std::make_unique<conf::large_body>();
+  body->inner = conf::record_body{*p.rxq(q), nullptr, 0, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  body->table_sum = static_cast<uint64_t*>(sum.exec_ptr);
+  uint64_t expect = 0;
+  for (uint32_t i = 0; i < std::size(body->table); ++i) expect += body->table[i] = i * 2654435761u;
+  ASSERT_FALSE(conf::launch(r, {1, 64, 0}, *body));
+  ASSERT_FALSE(r.wait(30s));
+  uint64_t n = 0, got = 0;
+  ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
+  ASSERT_FALSE(g.copy_to_host(&got, sum, 0, sizeof got));
+  EXPECT_EQ(n, 3000u);
+  EXPECT_EQ(got, expect) << "the kernel saw every word of the " << sizeof(conf::large_body) << "-byte body";
+  ASSERT_FALSE(p.stop());
 }
 
 TEST(lifecycle, kernel_ignoring_the_flag_times_out_and_keeps_memory) {
