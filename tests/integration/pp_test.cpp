@@ -245,6 +245,12 @@ struct count_exception {
 
 #define DNS_PORTS "DNS is counted on port 53 only (not 5353, which tshark calls mDNS); tshark also finds it on other ports by heuristics"
 #define NESTED_5 "five encapsulations, one more than max_encap (4): the innermost packet is left undecoded (encap_limit)"
+#define VLAN_20 \
+  "20 VLAN tags, more than max_vlan_tags (4): the frame is malformed (too_many_vlan_tags) and nothing inside it is " \
+  "decoded; tshark reads every tag"
+#define V6_OPTS_100 \
+  "100 IPv6 destination-option headers, more than max_ipv6_ext_headers (8): malformed (too_many_ext_headers), " \
+  "nothing after them decoded; tshark walks them all"
 #define V6_OVERLAP \
   "an IPv6 datagram with overlapping fragments is dropped (RFC 5722, frag_overlapping); tshark reassembles it"
 
@@ -270,6 +276,19 @@ const count_exception k_count_exceptions[] = {
     {"nested_d5.pcap", "icmp_echo_reply", 0, NESTED_5},
     {"nested_d5.pcap", "tcp_flows", 0, NESTED_5},
     {"nested_d5.pcap", "udp_flows", 3, NESTED_5},
+    {"vlan_deep.pcap", "ipv4", 0, VLAN_20},
+    {"vlan_deep.pcap", "udp", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp", 0, VLAN_20},
+    {"vlan_deep.pcap", "dns_queries", 0, VLAN_20},
+    {"vlan_deep.pcap", "dns_responses", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp_echo_req", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp_echo_reply", 0, VLAN_20},
+    {"vlan_deep.pcap", "udp_flows", 0, VLAN_20},
+    {"ipv6_many_opts.pcap", "udp", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "icmpv6", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "dns_queries", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "dns_responses", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "udp_flows", 0, V6_OPTS_100},
     {"frag6.pcap", "udp", 10, V6_OVERLAP},
     {"frag6.pcap", "dns_responses", 4, V6_OVERLAP},
     {"frag6.pcap", "frag_reassembled", 5, V6_OVERLAP},
@@ -467,8 +486,10 @@ const std::vector<std::string> k_bundled = {
     "gen/geneve.pcap",
     "gen/gre.pcap",
     "gen/gtpu.pcap",
+    "gen/http_chunk_overflow.pcap",
     "gen/http_chunked.pcap",
     "gen/http_content_length.pcap",
+    "gen/http_huge_length.pcap",
     "gen/http_pipelined.pcap",
     "gen/http_post_body.pcap",
     "gen/http_retransmit.pcap",
@@ -477,11 +498,15 @@ const std::vector<std::string> k_bundled = {
     "gen/ipip4in6.pcap",
     "gen/ipip6in4.pcap",
     "gen/ipip6in6.pcap",
+    "gen/ipv6_many_opts.pcap",
     "gen/mpls.pcap",
+    "gen/mpls_deep.pcap",
     "gen/nested_d3.pcap",
     "gen/nested_d4.pcap",
     "gen/nested_d5.pcap",
     "gen/pppoe.pcap",
+    "gen/pppoe_pfc.pcap",
+    "gen/vlan_deep.pcap",
     "gen/vxlan.pcap"};
 
 const std::vector<std::string>& bundled_selection() { return k_bundled; }
