@@ -563,6 +563,60 @@ def http_huge_length():
 
 
 # ---------------------------------------------------------------------------
+# Classes of difference from tshark seen on real captures (issue 31, point 10)
+# ---------------------------------------------------------------------------
+
+def dns_cut_first_fragment():
+    """DNS responses in first fragments (MF set, offset 0) whose frames end
+    long before the IP total length (the sender cut them): never
+    reassembled, tshark decodes the DNS inside what is there."""
+    out = []
+    for i in range(3):
+        name = "cut%d.example.com" % i
+        r = DNS(id=0x900 + i, qr=1, aa=1, rd=1, ra=1, qd=DNSQR(qname=name, qtype="TXT"),
+                an=DNSRR(rrname=name, type="TXT", ttl=300, rdata=[b"x" * 200] * 9))
+        udp = bytes(UDP(sport=53, dport=35000 + i) / r)
+        hdr = bytes(IP(src=S4, dst=C4, ttl=64, id=0x4400 + i, flags="MF", proto=17,
+                       len=1500)/Raw(b""))[:20]
+        out.append(eth(hdr + udp[:150 + 40 * i]))
+    return out
+
+
+def mdns_many_questions():
+    """mDNS queries with 17 questions (more than the 16 a port-53 message
+    may have), over IPv4 and IPv6, as Apple devices send them."""
+    qd = None
+    for i in range(17):
+        q = DNSQR(qname="_svc%d._tcp.local" % i, qtype="PTR")
+        qd = q if qd is None else qd / q
+    m = DNS(id=0, qd=qd)
+    return [eth(l3("192.0.2.50", "224.0.0.251", False, UDP(sport=5353, dport=5353) / m)),
+            eth(l3("fe80::50", "ff02::fb", True, UDP(sport=5353, dport=5353) / m))]
+
+
+def dns_iquery():
+    """An inverse query (opcode 1): no question, one answer record; and its
+    answer, as ndpi's dns_invert_query capture has them."""
+    # Written by hand: scapy adds a question to a DNS() without one.
+    q = struct.pack("!HHHHHH", 0x777, 0x0900, 0, 1, 0, 0) + b"\x00" + struct.pack(
+        "!HHIH", 1, 1, 0, 4) + bytes([192, 0, 2, 9])
+    r = struct.pack("!HHHHHH", 0x777, 0x8804, 0, 0, 0, 0)  # NOTIMP
+    return [eth(l3(C4, S4, False, UDP(sport=18427, dport=53) / Raw(q))),
+            eth(l3(S4, C4, False, UDP(sport=53, dport=18427) / Raw(r)))]
+
+
+def http2_preface():
+    """HTTP/2 with prior knowledge on port 3000: the connection preface
+    "PRI * HTTP/2.0" is not an HTTP/1.x request; then a GET on port 80."""
+    t = Tcp(C4, S4, 41091, 3000)
+    pre = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    u = Tcp(C4, S4, 41092, 80)  # and an HTTP/1.1 exchange beside it
+    return eth_frames(t.handshake() + [t.s(settings), t.c(pre + settings), t.s(settings)] + t.close() +
+                      u.handshake() + [u.c(HTTP_GET), u.s(HTTP_OK)])
+
+
+# ---------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------
 
@@ -641,6 +695,10 @@ def all_files():
     f["pppoe_pfc"] = pppoe_pfc()
     f["http_chunk_overflow"] = http_chunk_overflow()
     f["http_huge_length"] = http_huge_length()
+    f["dns_cut_first_fragment"] = dns_cut_first_fragment()
+    f["mdns_many_questions"] = mdns_many_questions()
+    f["dns_iquery"] = dns_iquery()
+    f["http2_preface"] = http2_preface()
     return f
 
 

@@ -978,6 +978,9 @@ TEST(PktDns, Sanity) {
   EXPECT_FALSE(gd::dns_header_sane(h, 16));  // question cannot fit
   h.qdcount = 0;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
+  h.opcode = 1;  // an inverse query asks with no question (RFC 1035 6.4), as tshark decodes it
+  EXPECT_TRUE(gd::dns_header_sane(h, 512));
+  h.opcode = 0;
   h.qdcount = 17;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
   h.qdcount = 1;
@@ -989,6 +992,15 @@ TEST(PktDns, Sanity) {
   h.z = false;
   h.ancount = 60000;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
+}
+
+TEST(PktHttp, Http2PrefaceIsNotARequest) {
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  const auto* p = reinterpret_cast<const uint8_t*>(preface.data());
+  EXPECT_EQ(gd::http_classify(p, static_cast<uint32_t>(preface.size())), gd::http_kind::not_http);
+  const std::string other = "PROPFIND /dav HTTP/1.1\r\n";  // other methods still count
+  EXPECT_EQ(gd::http_classify(reinterpret_cast<const uint8_t*>(other.data()), static_cast<uint32_t>(other.size())),
+            gd::http_kind::other_request);
 }
 
 TEST(PktDns, CompressionPointerInAnswer) {
