@@ -1447,6 +1447,13 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--frag-table", "48"}, {"--frag-table", "neither 0 nor a power of two"}},
       {{"--frag-table", "2048"}, {"--frag-table", "above the maximum 1024"}},
       {{"--no-such-option"}, {"--no-such-option"}},
+      // A typo names the option meant (issue 31 point 8).
+      {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
+      {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
+      // Units as in gen:duration=, for --stats-interval too.
+      {{"--duration", "2x"}, {"--duration", "2x: unknown unit 'x' (use ms, s or m)"}},
+      {{"--duration", "5h"}, {"--duration", "unknown unit 'h'"}},
+      {{"--stats-interval", "5h"}, {"--stats-interval", "unknown unit 'h'"}},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args = {"pp", "--port", port, "--gpu", "host"};
@@ -1473,6 +1480,23 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const auto bad_poll = run_app(op);
   EXPECT_EQ(bad_poll.rc, 2);
   EXPECT_NE(bad_poll.j.value("error", "").find("--poll often"), std::string::npos) << bad_poll.j.dump(2);
+}
+
+// --duration and --stats-interval take gen:duration='s units (5s, 500ms, 1m)
+// as well as plain seconds (issue 31 point 8).
+TEST(Cli, DurationsTakeTheUnitsOfGenDuration) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  for (const char* d : {"5s", "500ms", "1m", "0.5", "0"}) {
+    SCOPED_TRACE(d);
+    auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--duration", d, "--stats-interval", d});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->value("packets", 0), 43) << r.j->dump(2);
+  }
+  auto far = run_tool({"pp", "--port", port, "--gpu", "host", "--bogus"}, false);
+  EXPECT_EQ(far.code, 2) << far.describe();
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing is near --bogus\n" << far.describe();
 }
 
 // --frag-table 0 and --tcp-streams 0 turn reassembly and per-message framing
