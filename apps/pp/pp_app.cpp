@@ -1362,8 +1362,9 @@ void add_command(CLI::App& app) {
   sub->add_flag("--http-server", opt->http_server,
                 "serve HTTP on --ip port 80: SYN/FIN/RST on a CPU thread, GET answered by the GPU");
   sub->add_flag("--reply-all", opt->reply_all, "answer every ICMP echo request, whatever its address (capture replay)");
-  sub->add_option("--stats-interval", opt->stats_interval, "seconds between stats lines on stdout (0: none)")
-      ->check(gnio::cli::number(0))
+  sub->add_option("--stats-interval", opt->stats_interval,
+                  "time between stats lines on stdout: seconds, or 500ms, 10s, 1m as --duration (0: none)")
+      ->transform(gnio::cli::duration())
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");

@@ -319,8 +319,9 @@ int main(int argc, char** argv) {
                    "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
                    "ends, or Ctrl-C)")
         ->transform(gnio::cli::duration());
-    app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
-        ->check(gnio::cli::number(0))
+    app.add_option("--stats-interval", o.interval_s,
+                   "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
+        ->transform(gnio::cli::duration())
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
