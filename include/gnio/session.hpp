@@ -156,6 +156,8 @@ class session {
   [[nodiscard]] bool parked() const noexcept;
 
   [[nodiscard]] port_stats stats() const;
+  // The identity over the port's counters: exact once the port stopped
+  // (stop_port); while its engine runs, the counters move between reads.
   [[nodiscard]] accounting account(std::span<const uint64_t> processed) const;
 
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }

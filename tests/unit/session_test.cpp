@@ -127,6 +127,8 @@ TEST(Session, StopEndsAnEndlessSourceAndTheIdentityHolds) {
   ASSERT_FALSE(s.stop(5s));
   EXPECT_FALSE(s.parked());
   EXPECT_FALSE(s.running());
+  // The port's counters are one snapshot only once its engine stopped.
+  ASSERT_FALSE(s.stop_port());
   const auto per_queue = s.read(*processed).value();
   EXPECT_GT(per_queue[0], 0u);
   const gnio::accounting a = s.account(per_queue);
