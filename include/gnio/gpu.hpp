@@ -81,7 +81,7 @@ class gpu {
   [[nodiscard]] const gpu_info& info() const;
   [[nodiscard]] executor_kind executor() const { return info().executor; }
 
-  // Allocates memory of the given type; a type this device cannot provide
+  // Allocates zeroed memory of the given type; a type this device cannot provide
   // returns not_supported with the reason.
   [[nodiscard]] result<mem_block> alloc(size_t bytes, mem_type type);
   [[nodiscard]] error free(mem_block& block);

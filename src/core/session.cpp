@@ -125,11 +125,7 @@ result<mem_block> session::alloc_bytes(size_t g, size_t bytes, mem_type type) {
   auto& gp = state_->gpus[g];
   auto b = gp.alloc(bytes, type);
   if (!b) return b.err();
-  state_->ctx[g].mem.push_back(*b);
-  // Zeroed, so a kernel's counters start at 0 whatever the memory type.
-  std::vector<uint8_t> zero(std::min<size_t>(bytes, size_t{1} << 20));
-  for (size_t off = 0; off < bytes; off += zero.size())
-    if (auto e = gp.copy_to_block(*b, off, zero.data(), std::min(zero.size(), bytes - off)); e) return e;
+  state_->ctx[g].mem.push_back(*b);  // zeroed by gpu::alloc
   return *b;
 }
 
