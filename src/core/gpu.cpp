@@ -249,23 +249,18 @@ result<gpu> gpu::open(std::string_view selector) {
 }
 
 result<std::vector<gpu>> gpu::open_list(std::string_view selectors) {
-  std::vector<gpu> out;
-  auto undo = [&] {
-    out.clear();  // nothing was made from them yet
-  };
+  std::vector<gpu> out;  // on a failure, the contexts opened so far end with it
   size_t pos = 0;
   for (;;) {
     const size_t comma = selectors.find(',', pos);
     const std::string_view sel =
         selectors.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     if (sel.empty()) {
-      undo();
       return fail(status::invalid_value, "gpu list '{}': entry {} is empty; give selectors separated by commas (0,1)",
                   selectors, out.size() + 1);
     }
     auto g = open(sel);
     if (!g) {
-      undo();
       return error(g.err().code(), fmt::format("gpu list entry {} ({}): {}", out.size() + 1, sel, g.err().message()));
     }
     out.push_back(std::move(g).value());
