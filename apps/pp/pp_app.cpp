@@ -37,6 +37,7 @@
 #include "pp.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "pp_plan.hpp"
 
 namespace gnio::pp {
 
@@ -75,16 +76,6 @@ uint64_t& at(counters& c, uint32_t i) { return reinterpret_cast<uint64_t*>(&c)[i
 uint64_t at(const counters& c, uint32_t i) { return reinterpret_cast<const uint64_t*>(&c)[i]; }
 void add_into(counters& dst, const counters& src) {
   for (uint32_t i = 0; i < num_counters; ++i) at(dst, i) += at(src, i);
-}
-
-const char* role_name(role r) {
-  switch (r) {
-    case role::udp: return "udp";
-    case role::tcp: return "tcp";
-    case role::icmp: return "icmp";
-    case role::arp_other: return "arp_other";
-  }
-  return "?";
 }
 
 // --metrics: gnio pp's own families (docs/monitoring.md): every counter of
@@ -571,44 +562,28 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     }
   }
   const uint32_t num_ctx = static_cast<uint32_t>(ctxs.size());
-  if (n < num_ctx)
-    return bad_option(fmt::format("--queues {} is fewer than the {} GPUs: each GPU needs at least one queue of every "
-                                  "class, so give --queues {} or more",
-                                  n, num_ctx, num_ctx),
-                      result);
   const gpu_info& info = ctxs.front()->info;
   const bool can_tx = p->caps().tx;
+  // Blocks, queues, GPUs and steering (pp_plan.hpp): udp[n], tcp[n], icmp[n],
+  // arp_other, then the CPU's TCP control queue; queue i of each class runs
+  // on GPU i mod N, arp/other on the first.
+  pp_plan plan;
+  if (const std::string why = make_plan(plan_input{n, num_ctx, opt.http_server, can_tx}, &plan); !why.empty())
+    return bad_option(why, result);
   if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
     con.out("pp: port {} cannot transmit: replies are counted, not sent\n", printable(opt.port));
-
-  // RX queues: udp[n], tcp[n], icmp[n], arp_other, then the CPU's TCP control queue.
-  struct rxq_info {
-    std::string cls;
-    uint32_t index;
-    int block;  // -1: the CPU thread
-  };
-  std::vector<rxq_info> rxqs;
-  auto role_of = [&](uint32_t blk) {
-    if (blk < n) return role::udp;
-    if (blk < 2 * n) return role::tcp;
-    if (blk < 3 * n) return role::icmp;
-    return role::arp_other;
-  };
-  // Queue i of each class runs on GPU i mod N; arp/other on the first.
-  std::vector<uint32_t> block_ctx(num_blocks), block_local(num_blocks);
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    block_ctx[blk] = role_of(blk) == role::arp_other ? 0 : (blk % n) % num_ctx;
-    auto& c = *ctxs[block_ctx[blk]];
-    block_local[blk] = static_cast<uint32_t>(c.global.size());
-    c.global.push_back(blk);
-  }
+  const std::vector<plan_rxq>& rxqs = plan.rxqs;
+  auto role_of = [&](uint32_t blk) { return plan.blocks[blk].r; };
+  std::vector<uint32_t> block_ctx(num_blocks);
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) block_ctx[blk] = plan.blocks[blk].ctx;
+  for (uint32_t k = 0; k < num_ctx; ++k) ctxs[k]->global = plan.ctx_blocks[k];
   for (auto& c : ctxs) {
     c->b.num_blocks = static_cast<uint32_t>(c->global.size());
     c->b.cfg = cfg;
     c->b.batch = opt.batch;
     c->b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
   }
-  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[block_local[blk]]; };
+  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[plan.blocks[blk].local]; };
 
   // Counted before it is taken (F19, R8): every ring slot is touched, and so
   // are the TCP stream and reassembly tables, one of each per block, zeroed
@@ -616,10 +591,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   // refused here rather than by the OOM killer (or a failed allocation after
   // gigabytes were zeroed).
   {
-    uint64_t num_txq = 0;
-    if (can_tx)
-      for (uint32_t blk = 0; blk < num_blocks; ++blk)
-        num_txq += role_of(blk) == role::udp || (role_of(blk) == role::tcp && !opt.http_server) ? 0 : 1;
+    const uint64_t num_txq = plan.num_block_txq;
     const uint64_t ring_bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
     // The tables live in each executor's memory: host memory only on the host executor.
     uint64_t host_blocks = 0;
@@ -650,7 +622,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     }
   }
 
-  std::vector<uint32_t> group[4];
+  // The queues in the plan's order: its positions are the port's queue ids.
   for (uint32_t blk = 0; blk < num_blocks; ++blk) {
     auto& c = *ctxs[block_ctx[blk]];
     rxq_config rc;
@@ -659,63 +631,51 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     rc.owner = &c.g;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);
+    if (*id != blk) return report_error(error(status::unexpected, "RX queue ids out of the plan's order"), "create_rxq", result);
     auto v = p->rxq(*id);
     if (!v) return report_error(v.err(), "rxq", result);
-    const role r = role_of(blk);
-    block_of(blk).r = r;
+    block_of(blk).r = role_of(blk);
     block_of(blk).rx = *v;
     c.rx_ids.push_back(*id);
-    group[static_cast<uint32_t>(r)].push_back(*id);
-    rxqs.push_back({role_name(r), static_cast<uint32_t>(group[static_cast<uint32_t>(r)].size() - 1), static_cast<int>(blk)});
   }
   int ctrl_rxq = -1;
-  if (opt.http_server) {
+  if (plan.ctrl) {
     rxq_config rc;
     rc.num_descs = k_ctrl_ring;
     rc.host_consumer = true;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq (TCP control, CPU)", result);
     ctrl_rxq = static_cast<int>(*id);
-    rxqs.push_back({"tcp_ctrl", 0, -1});
   }
 
-  // TX queues: one per icmp block, one for arp_other, one per tcp block with
-  // the HTTP server (each in its block's GPU context), and one the CPU thread fills.
+  // TX queues: one per block that replies (each in its block's GPU
+  // context), and one the CPU thread fills.
   int ctrl_txq = -1;
-  if (can_tx) {
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-      const role r = role_of(blk);
-      if (r == role::udp || (r == role::tcp && !opt.http_server)) continue;
-      txq_config tc;
-      tc.owner = &ctxs[block_ctx[blk]]->g;
-      auto id = p->create_txq(tc);
-      if (!id) return report_error(id.err(), "create_txq", result);
-      auto v = p->txq(*id);
-      if (!v) return report_error(v.err(), "txq", result);
-      block_of(blk).tx = *v;
-      block_of(blk).has_tx = 1;
-    }
-    if (opt.http_server) {
-      txq_config tc;
-      tc.num_descs = 256;
-      tc.host_producer = true;
-      auto id = p->create_txq(tc);
-      if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
-      ctrl_txq = static_cast<int>(*id);
-    }
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    if (!plan.blocks[blk].has_tx) continue;
+    txq_config tc;
+    tc.owner = &ctxs[block_ctx[blk]]->g;
+    auto id = p->create_txq(tc);
+    if (!id) return report_error(id.err(), "create_txq", result);
+    auto v = p->txq(*id);
+    if (!v) return report_error(v.err(), "txq", result);
+    block_of(blk).tx = *v;
+    block_of(blk).has_tx = 1;
+  }
+  if (plan.ctrl_tx) {
+    txq_config tc;
+    tc.num_descs = 256;
+    tc.host_producer = true;
+    auto id = p->create_txq(tc);
+    if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
+    ctrl_txq = static_cast<int>(*id);
   }
 
   // Steering: each class to its group (RSS by 5-tuple hash inside a group).
   {
     std::vector<steering_rule> rules;
-    auto rule = [&](device::rx_class c, const std::vector<uint32_t>& qs) { rules.push_back({c, qs}); };
-    rule(device::rx_class_udp, group[0]);
-    rule(device::rx_class_tcp, group[1]);
-    rule(device::rx_class_tcp_ctrl, ctrl_rxq >= 0 ? std::vector<uint32_t>{static_cast<uint32_t>(ctrl_rxq)} : group[1]);
-    rule(device::rx_class_icmp, group[2]);
-    rule(device::rx_class_arp, group[3]);
-    rule(device::rx_class_other, group[3]);
-    if (auto e = p->set_steering(std::move(rules), group[3]); e) return report_error(e, "set_steering", result);
+    for (const plan_rule& r : plan.steering) rules.push_back({r.cls, r.rxqs});
+    if (auto e = p->set_steering(std::move(rules), plan.steering_default); e) return report_error(e, "set_steering", result);
   }
 
   // --- the session: from here on it owns the port, the contexts and all ----
@@ -1201,7 +1161,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   json per_class = json::object();
   for (size_t q = 0; q < st.rxq.size() && q < rxqs.size(); ++q) {
     const auto& s = st.rxq[q];
-    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].index}, {"offered", s.offered},
+    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].class_queue}, {"offered", s.offered},
                   {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
                   {"processed", processed_q[q]}});
     json& c = per_class[rxqs[q].cls];
