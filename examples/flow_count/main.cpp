@@ -200,11 +200,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     std::optional<flow_count::flow_expiry> expiry;
   };
   // Expiry (expiry.hpp): two tables per GPU, flipped every flip_s or when the
-  // one in use is half full; the host table keeps the flows between.
+  // one in use is half full; the host table keeps the flows between. Each
+  // flip copies a table to the host: every half idle timeout, or every
+  // --ipfix-scan-interval when exporting (the records' time resolution).
   const bool expiry = o.flow_idle_s > 0;
   const uint32_t tables = expiry ? 2 : 1;
   const uint64_t idle_ms = static_cast<uint64_t>(o.flow_idle_s * 1000);
-  const double flip_s = std::min(o.flow_idle_s / 2, o.ipfix.scan_interval_s);
+  const double flip_s = ipfix.enabled() ? std::min(o.flow_idle_s / 2, o.ipfix.scan_interval_s) : o.flow_idle_s / 2;
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
   auto gpus = gnio::gpu::open_list(gpu_sel);
   if (!gpus) return fail_with(j, gpus.err(), "gpu");

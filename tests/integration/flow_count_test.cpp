@@ -583,9 +583,9 @@ TEST(FlowCount, ChurningFlowsAreGivenBackAndEveryPacketStaysCounted) {
 }
 
 // TCP flows that sent FIN or RST end once a flip passes without their
-// packets (end_of_flow), long before the idle timeout; a flow still
-// sending, and a quiet UDP flow, stay. The paced UDP flow keeps the run
-// going for about four flips (one a second: --ipfix-scan-interval).
+// packets (end_of_flow), before the idle timeout; flows still sending stay,
+// with or without flags. --flow-idle-timeout 2 flips every second; the
+// paced run lasts about four, and every other flow sends every 0.4 s.
 TEST(FlowCount, FinAndRstEndTcpFlowsBeforeTheIdleTimeout) {
   REQUIRE_EXECUTOR();
   const std::string pcap = temp_path("finrst.pcap");
@@ -593,11 +593,17 @@ TEST(FlowCount, FinAndRstEndTcpFlowsBeforeTheIdleTimeout) {
   std::vector<std::vector<uint8_t>> frames = {
       flow_frame(1, true, syn), flow_frame(1, true, ack | psh), flow_frame(1, true, fin | ack),  // closed with FIN
       flow_frame(2, true, syn), flow_frame(2, true, rst),                                       // reset
-      flow_frame(3, true, syn), flow_frame(3, false)};                                          // open, and UDP
-  for (int k = 0; k < 400; ++k) frames.push_back(flow_frame(k % 40 == 0 ? 4 : 5, k % 40 == 0));
+      flow_frame(3, true, syn)};                                                                // open
+  for (int k = 0; k < 400; ++k) {
+    const int m = k % 40;
+    frames.push_back(m == 0    ? flow_frame(3, true, ack)
+                     : m == 10 ? flow_frame(3, false)
+                     : m == 20 ? flow_frame(4, true, ack | psh)
+                               : flow_frame(5, false));
+  }
   write_pcap(pcap, frames);
-  auto r = flow_count({"--port", "pcap:file=" + pcap + ",rate=100pps", "--exec", k_exec, "--flow-idle-timeout", "60",
-                       "--ipfix-scan-interval", "1", "--stats-interval", "0"});
+  auto r = flow_count({"--port", "pcap:file=" + pcap + ",rate=100pps", "--exec", k_exec, "--flow-idle-timeout", "2",
+                       "--stats-interval", "0"});
   std::remove(pcap.c_str());
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
   ASSERT_EQ(r.code, 0) << r.describe();
