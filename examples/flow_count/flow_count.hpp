@@ -36,10 +36,14 @@ using sys_atomic = gnio::device::sys_atomic_ref<T>;
 // an empty recv too, and ack_idle when its body returns: once every block
 // acks the new epoch (or is idle), no block writes the old table any more,
 // and the host copies it, adds it to its own flow table and zeroes it.
+// With each ack a block also publishes its totals::claimed, so that the
+// host sees how full the table in use is without copying the totals (and
+// the claims in a table it takes back are final by then).
 inline constexpr uint64_t ack_idle = ~uint64_t{0};
 struct flip_ctl {
   uint64_t epoch;
   uint64_t ack[max_queues];
+  uint64_t claimed[max_queues][2];
 };
 
 // Thread 0's side of the flip: acks the epoch it read and reads it again, so
@@ -60,16 +64,29 @@ GNIO_HOST_DEVICE inline uint64_t announce_epoch(flip_ctl* c, uint32_t block) {
   }
 }
 
+// Thread 0 copies the block's claims (every thread's adds are done: the
+// barrier before) to flip_ctl; relaxed, the ack after it releases them.
+GNIO_HOST_DEVICE inline void publish_claims(flip_ctl* c, uint32_t block, totals& t) {
+  for (uint32_t w = 0; w < 2; ++w)
+    sys_atomic<uint64_t>(c->claimed[block][w])
+        .store(dev_atomic<uint64_t>(t.claimed[w]).load(cuda::std::memory_order_relaxed),
+               cuda::std::memory_order_relaxed);
+}
+
 // The epoch the whole block writes until its next call, after every thread
 // finished the batch before (the barrier, then thread 0 announces).
-GNIO_HOST_DEVICE inline uint64_t enter_epoch(flip_ctl* c, uint32_t block) {
+GNIO_HOST_DEVICE inline uint64_t enter_epoch(flip_ctl* c, uint32_t block, totals& t) {
 #if defined(__CUDA_ARCH__)
   __shared__ uint64_t s_epoch;
-  __syncthreads();  // every thread's writes to the table are done, and everyone read the last s_epoch
-  if (threadIdx.x == 0) s_epoch = announce_epoch(c, block);
+  __syncthreads();  // every thread's writes to the table and its claims are done, and everyone read the last s_epoch
+  if (threadIdx.x == 0) {
+    publish_claims(c, block, t);
+    s_epoch = announce_epoch(c, block);
+  }
   __syncthreads();
   return s_epoch;
 #else
+  publish_claims(c, block, t);
   return announce_epoch(c, block);
 #endif
 }
@@ -98,7 +115,7 @@ struct body {
     const rxq& rq = q[ctx.block];
     totals& t = tot[ctx.block];
     uint64_t packets = 0, nbytes = 0, malformed = 0;
-    uint64_t epoch = flip ? enter_epoch(flip, ctx.block) : 0;
+    uint64_t epoch = flip ? enter_epoch(flip, ctx.block, t) : 0;
     for (;;) {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
@@ -129,15 +146,14 @@ struct body {
         nbytes += wire;
       }
       // Relaxed: the host's live read (the stats line) only needs each value
-      // to come eventually; it reads claimed[] of a table it took back after
-      // the block's ack (enter_epoch), which orders these adds before it; the
-      // final read follows the kernel's end, which orders everything (runner
-      // wait/stop).
+      // to come eventually; claimed[] reaches it through flip_ctl, published
+      // with the next ack (enter_epoch); the final read follows the kernel's
+      // end, which orders everything (runner wait/stop).
       if (full != 0) dev_atomic<uint64_t>(t.table_full).fetch_add(full, cuda::std::memory_order_relaxed);
       if (claimed != 0) dev_atomic<uint64_t>(t.claimed[which]).fetch_add(claimed, cuda::std::memory_order_relaxed);
       // Every round acks, an empty one (recv timed out) too: a quiet queue
       // holds a flip back one recv timeout at most.
-      if (flip) epoch = enter_epoch(flip, ctx.block);
+      if (flip) epoch = enter_epoch(flip, ctx.block, t);
     }
     if (thread_rank() == 0) release_all(rq);
     if (flip) leave_epoch(flip, ctx.block);

@@ -131,6 +131,19 @@ struct flipper {
     ++flips;
     at = std::chrono::steady_clock::now();
   }
+  // The slots claimed in table t, as the blocks last published them: final
+  // for the table before the flip once poll() is true.
+  [[nodiscard]] uint64_t claimed(uint32_t t) const {
+    uint64_t n = 0;
+    for (uint32_t b = 0; b < blocks; ++b)
+      n += gnio::device::sys_atomic_ref<uint64_t>(ctl->claimed[b][t]).load(cuda::std::memory_order_relaxed);
+    return n;
+  }
+  // Slots holding flows in the table new flows go to.
+  [[nodiscard]] uint64_t active_slots() const {
+    const uint32_t t = static_cast<uint32_t>(epoch & 1u);
+    return claimed(t) - base[t];
+  }
   [[nodiscard]] bool poll() const {
     for (uint32_t b = 0; b < blocks; ++b) {
       // Pairs with the blocks' seq_cst stores of ack (announce_epoch,
@@ -387,8 +400,15 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     c.totals.resize(c.queue_ids.size());
     return c.g.copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
   };
-  // Slots holding flows in the table new flows go to (after read_totals).
-  auto active_slots = [&](const gpu_ctx& c) {
+  // Slots holding flows in the table new flows go to: from the blocks' last
+  // acks while they run (a flipper), from the totals after (read_totals).
+  auto active_slots = [&](const gpu_ctx& c, bool running) -> uint64_t {
+    if (!expiry) {
+      uint64_t claimed = 0;
+      for (const auto& x : c.totals) claimed += x.claimed[0];
+      return claimed;
+    }
+    if (running) return c.flip.active_slots();
     const uint32_t t = static_cast<uint32_t>(c.flip.epoch & 1u);
     uint64_t claimed = 0;
     for (const auto& x : c.totals) claimed += x.claimed[t];
@@ -402,10 +422,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     gnio::mem_block& tab = c.table[old];
     c.flows.resize(table_cap);
     if (auto e = c.g.copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return e;
-    // claimed[old] is final: every block added to it before its ack.
-    if (auto e = read_totals(c); e) return e;
-    uint64_t claimed = 0;
-    for (const auto& x : c.totals) claimed += x.claimed[old];
+    // claimed(old) is final: every block published it with its ack.
+    const uint64_t claimed = c.flip.claimed(old);
     c.expiry->merge(c.flows.data(), table_cap, ms);
     c.expiry->expire(ms, false);
     for (size_t off = 0; off < tab.bytes; off += c.zeros.bytes)
@@ -460,11 +478,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
           }
           continue;
         }
-        if (auto e = read_totals(c); e) {
-          run_err = e;
-          break;
-        }
-        if (active_slots(c) * 2 >= table_cap || now - c.flip.at >= flip_every) c.flip.flip();
+        if (c.flip.active_slots() * 2 >= table_cap || now - c.flip.at >= flip_every) c.flip.flip();
       }
     } else if (const uint64_t ms = gnio::ipfix::now_ms(); ipfix.due(ms)) {
       // A copy of each table while the kernels run, for the IPFIX timeouts.
@@ -483,7 +497,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       uint64_t slots_used = 0, table_full = 0;
       for (auto& c : ctxs) {
         if (auto e = read_totals(*c); e && !run_err) run_err = e;
-        slots_used += active_slots(*c);
+        slots_used += active_slots(*c, true);
         for (const auto& t : c->totals) table_full += t.table_full;
       }
       warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n",
@@ -565,7 +579,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     gpu_ctx& c = *ctxs[i];
     if (auto e = read_totals(c); e) return fail_with(j, e, "read totals");
     for (size_t k = 0; k < c.queue_ids.size(); ++k) totals[c.queue_ids[k]] = c.totals[k];
-    slots_used += active_slots(c);
+    slots_used += active_slots(c, false);
     for (const auto& t : c.totals) slots_claimed += t.claimed[0] + t.claimed[1];
     c.flows.resize(table_cap);
     if (!expiry) {
