@@ -477,28 +477,27 @@ TEST(FlowCount, MoreFlowsThanSlotsAreCountedAsTableFullExactly) {
 // Flow i has source 10.1.(i>>8).(i&255) port 30000 + i (no tunnel's port:
 // 1024 + i met VXLAN's and GTP's, and their parsers found 'x's).
 std::vector<uint8_t> flow_frame(uint32_t i, bool tcp, uint8_t flags = 0) {
-  std::vector<uint8_t> f(14, 0);
-  for (int k = 0; k < 6; ++k) f[k] = 0x02, f[6 + k] = 0x04;
-  f[12] = 0x08;
   const uint16_t l4_len = tcp ? 20 + 6 : 8 + 18;
   const uint16_t total = 20 + l4_len;
+  std::vector<uint8_t> f(14 + total, 'x');  // the payload stays 'x'
+  for (int k = 0; k < 6; ++k) f[k] = 0x02, f[6 + k] = 0x04;
+  f[12] = 0x08, f[13] = 0x00;
   uint8_t ip[20] = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 0, 0, 0, 64, uint8_t(tcp ? 6 : 17), 0, 0,
                     10, 1, uint8_t(i >> 8), uint8_t(i), 192, 0, 2, 1};
   uint32_t sum = 0;
   for (int k = 0; k < 20; k += 2) sum += uint32_t{ip[k]} << 8 | ip[k + 1];
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   ip[10] = uint8_t(~sum >> 8), ip[11] = uint8_t(~sum);
-  f.insert(f.end(), ip, ip + 20);
+  std::memcpy(f.data() + 14, ip, sizeof ip);
   const uint16_t sport = static_cast<uint16_t>(30000 + i);
   if (tcp) {
     const uint8_t th[20] = {uint8_t(sport >> 8), uint8_t(sport), 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 4, 0,
                             0, 0, 0, 0};
-    f.insert(f.end(), th, th + 20);
+    std::memcpy(f.data() + 34, th, sizeof th);
   } else {
     const uint8_t uh[8] = {uint8_t(sport >> 8), uint8_t(sport), 0, 9, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0};
-    f.insert(f.end(), uh, uh + 8);
+    std::memcpy(f.data() + 34, uh, sizeof uh);
   }
-  f.resize(14 + total, 'x');
   return f;
 }
 
