@@ -131,8 +131,10 @@ struct flipper {
     ++flips;
     at = std::chrono::steady_clock::now();
   }
-  // The slots claimed in table t, as the blocks last published them: final
-  // for the table before the flip once poll() is true.
+  // The slots claimed in table t, as the blocks last published them
+  // (publish_claims, before each ack). Relaxed: the fill check only needs a
+  // recent value; for the table before the flip the count is final once
+  // poll() is true, whose seq_cst loads of the acks order these after them.
   [[nodiscard]] uint64_t claimed(uint32_t t) const {
     uint64_t n = 0;
     for (uint32_t b = 0; b < blocks; ++b)
@@ -361,7 +363,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   // processed frames (its kernel's published consumer index while running,
   // the kernel's own count at the end), and flow_count's totals at the end.
   auto publish_metrics = [&](const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
-                             const flow_count::totals* sum, size_t num_flows) {
+                             const flow_count::totals* sum, size_t num_flows, uint64_t flows_expired,
+                             uint64_t table_flips) {
     gnio::metrics::text t;
     std::vector<gnio::metrics::rxq_label> labels(queues, {"all", "0"});
     for (size_t k = 0; k < ctxs.size(); ++k)
@@ -382,6 +385,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
           .sample({}, sum->table_full);
       t.family("gnio_flow_count_flows", "gauge", "Flows in the table at the end (the JSON's flows).")
           .sample({}, static_cast<uint64_t>(num_flows));
+      t.family("gnio_flow_count_flows_expired_total", "counter",
+               "Flows that ended during the run: FIN/RST or idle (the JSON's flows_expired).")
+          .sample({}, flows_expired);
+      t.family("gnio_flow_count_table_flips_total", "counter",
+               "Times new packets were sent to the other flow table (the JSON's table_flips).")
+          .sample({}, table_flips);
     }
     mx->publish(t, sum != nullptr);
   };
@@ -389,7 +398,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const auto st = p->stats();
     std::vector<uint64_t> processed;
     for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-    publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0);
+    publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0, 0, 0);
   };
   // IPFIX: one observation domain per GPU's flow table; templates first.
   // A paced send that sees a stop request gets --ipfix-flush-timeout more.
@@ -780,7 +789,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (mx) {
     std::vector<uint64_t> processed;
     for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
-    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size());
+    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size(), flows_expired, flips);
   }
   ipfix.add_json(j);
   if (lost != 0) {
