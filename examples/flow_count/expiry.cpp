@@ -19,6 +19,7 @@ flow_expiry::flow_expiry(uint64_t idle_ms, gnio::ipfix::session* ipfix, uint32_t
     : idle_ms_(idle_ms), ipfix_(ipfix), domain_(domain) {}
 
 void flow_expiry::merge(const dev::flow_entry* table, size_t capacity, uint64_t now_ms) {
+  ++merges_;
   for (size_t i = 0; i < capacity; ++i) {
     const dev::flow_entry& f = table[i];
     if (f.state != dev::flow_slot_used || f.packets == 0) continue;
@@ -34,6 +35,7 @@ void flow_expiry::merge(const dev::flow_entry* table, size_t capacity, uint64_t 
       r.e.meta |= f.meta & dev::flow_meta_tcp_flags;
     }
     r.last_ms = now_ms;
+    it->second.merged = merges_;
     packets_ += f.packets;
   }
 }
@@ -46,7 +48,7 @@ void flow_expiry::expire(uint64_t now_ms, bool final) {
     live_flow& lf = it->second;
     flow_end end = flow_end::live;
     if (!final) {
-      const bool grew = lf.row.last_ms == now_ms;
+      const bool grew = lf.merged > merges_at_expire_;
       // A FIN or RST ends a TCP flow once a harvest passes without its
       // packets: the ACKs that close the connection still count in it.
       if (!grew && lf.row.e.key.proto == dev::ipproto_tcp && (lf.row.e.meta & (dev::tcp_fin | dev::tcp_rst)) != 0)
@@ -70,6 +72,7 @@ void flow_expiry::expire(uint64_t now_ms, bool final) {
     finished_.push_back(lf.row);
     it = live_.erase(it);
   }
+  merges_at_expire_ = merges_;
   if (ipfix_ != nullptr) ipfix_->flush(domain_, now_ms);
 }
 

@@ -48,11 +48,13 @@ class flow_expiry {
   // end of the run, of every table) at now_ms.
   void merge(const gnio::device::flow_entry* table, size_t capacity, uint64_t now_ms);
 
-  // After the merges of one harvest at now_ms: finished flows leave for
+  // After one or more merges, at now_ms: finished flows leave for
   // finished() with their final IPFIX record (end_of_flow: FIN or RST seen
-  // and no packet in this harvest; idle_timeout: no packet for idle_ms); the
-  // others get the records their IPFIX timeouts make due. final (the end of
-  // the run): every open record is sent (forced_end) and the flows stay.
+  // and no packet merged since the previous expire; idle_timeout: no packet
+  // for idle_ms); the others get the records their IPFIX timeouts make due.
+  // final (the end of the run): every open record is sent (forced_end) and
+  // the flows stay. It looks at every live flow, so a caller that merges
+  // often (a table filling fast) calls it less often than merge.
   void expire(uint64_t now_ms, bool final);
 
   [[nodiscard]] const std::vector<flow_row>& finished() const noexcept { return finished_; }
@@ -70,6 +72,7 @@ class flow_expiry {
   struct live_flow {
     flow_row row;
     gnio::ipfix::flow_state ipfix;
+    uint64_t merged = 0;  // the last merge that added to it (merges_)
   };
   uint64_t idle_ms_;
   gnio::ipfix::session* ipfix_;
@@ -77,6 +80,7 @@ class flow_expiry {
   std::unordered_map<gnio::device::flow_key, live_flow, flow_key_hash> live_;
   std::vector<flow_row> finished_;
   uint64_t ended_end_of_flow_ = 0, ended_idle_ = 0, packets_ = 0;
+  uint64_t merges_ = 0, merges_at_expire_ = 0;
 };
 
 }  // namespace flow_count

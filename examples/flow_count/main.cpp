@@ -213,6 +213,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     std::vector<flow_count::totals> totals;
     flipper flip;
     std::optional<flow_count::flow_expiry> expiry;
+    uint64_t expired_ms = 0;  // the last flow_expiry::expire (ipfix::now_ms)
   };
   // Expiry (expiry.hpp): two tables per GPU, flipped every flip_s or when the
   // one in use is half full; the host table keeps the flows between. Each
@@ -404,6 +405,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   // A paced send that sees a stop request gets --ipfix-flush-timeout more.
   ipfix.on_stop_request([&sig] { return sig.requested(); });
   ipfix.start(static_cast<uint32_t>(ctxs.size()), gnio::ipfix::now_ms());
+  const auto flip_every = std::chrono::duration<double>(flip_s);
+  // Not quite flip_s: a time-driven flip is taken back a little after it is made.
+  const uint64_t flip_ms = static_cast<uint64_t>(flip_s * 1000 * 0.9);
   // The totals as the kernels have them now (their counters only grow).
   auto read_totals = [&](gpu_ctx& c) {
     c.totals.resize(c.queue_ids.size());
@@ -434,7 +438,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     // claimed(old) is final: every block published it with its ack.
     const uint64_t claimed = c.flip.claimed(old);
     c.expiry->merge(c.flows.data(), table_cap, ms);
-    c.expiry->expire(ms, false);
+    // Ends and IPFIX timeouts at the flip interval, not at every flip a
+    // filling table makes (expire looks at every live flow).
+    if (ms - c.expired_ms >= flip_ms) {
+      c.expiry->expire(ms, false);
+      c.expired_ms = ms;
+    }
     for (size_t off = 0; off < tab.bytes; off += c.zeros.bytes)
       if (auto e = c.g.copy_to_block(tab, off, c.zeros.host_ptr, std::min(c.zeros.bytes, tab.bytes - off)); e)
         return e;
@@ -443,8 +452,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     c.flip.stall_warned = false;
     return {};
   };
-  const auto flip_every = std::chrono::duration<double>(flip_s);
-  for (auto& c : ctxs) c->flip.at = t0;
+  for (auto& c : ctxs) {
+    c->flip.at = t0;
+    c->expired_ms = gnio::ipfix::now_ms();
+  }
   auto last = t0;
   uint64_t last_delivered = 0;
   bool stopped_early = false;

@@ -97,6 +97,25 @@ TEST(FlowExpiry, FinAndRstEndTcpFlowsOnceQuiet) {
   EXPECT_EQ(x.packets(), 11u);
 }
 
+// Several merges between two expires (a table filling fast is flipped more
+// often than flows are looked at): a FIN flow that grew in any of them is
+// not quiet yet.
+TEST(FlowExpiry, GrowthInAnyMergeSinceTheLastExpireCounts) {
+  flow_expiry x(60'000, nullptr, 0);
+  std::vector<dev::flow_entry> fin(4), empty(4);
+  fin[0] = entry(1, 6, 2, dev::tcp_fin);
+  x.merge(empty.data(), empty.size(), 1000);
+  x.expire(1000, false);
+  x.merge(fin.data(), fin.size(), 1100);
+  x.merge(empty.data(), empty.size(), 1200);
+  x.expire(1200, false);
+  EXPECT_TRUE(x.finished().empty());
+  x.merge(empty.data(), empty.size(), 2200);
+  x.expire(2200, false);
+  ASSERT_EQ(x.finished().size(), 1u);
+  EXPECT_EQ(x.finished()[0].end, flow_end::end_of_flow);
+}
+
 // Idle for the timeout: ended; the end of the run ends nothing.
 TEST(FlowExpiry, IdleFlowsEndAndTheFinalHarvestKeepsTheRest) {
   flow_expiry x(1500, nullptr, 0);
