@@ -924,7 +924,8 @@ int main(int argc, char** argv) {
     auto* idle_opt =
         app.add_option("--flow-idle-timeout", o.flow_idle_s,
                        "a flow with no packet for this long ends and its table slot is given back, as does a TCP flow "
-                       "that sent FIN or RST once half this passes without its packets (seconds, or 500ms, 10s, 1m; "
+                       "that sent FIN or RST once half this (or --ipfix-scan-interval when exporting) passes without its "
+                       "packets (seconds, or 500ms, 10s, 1m; "
                        "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
                        "stays full)")
             ->transform(gnio::cli::duration());
