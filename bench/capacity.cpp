@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
           b.capacity = 1u << 16;
           table = take(sizeof(flow_count::flow_entry) * b.capacity);
           tot = take(sizeof(flow_count::totals) * nr);
-          b.table = static_cast<flow_count::flow_entry*>(table.exec_ptr);
+          b.table[0] = static_cast<flow_count::flow_entry*>(table.exec_ptr);  // one table, never flipped (flip null)
           b.tot = static_cast<flow_count::totals*>(tot.exec_ptr);
           b.batch = batch;
           le = launch_flow_count(*runner, dims, b);

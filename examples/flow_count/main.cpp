@@ -37,6 +37,7 @@
 #include "cli.hpp"
 #include "launch_report.hpp"
 #include "metrics.hpp"
+#include "expiry.hpp"
 #include "flow_count.hpp"
 #include "ipfix.hpp"
 
@@ -108,12 +109,65 @@ int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step,
   return 1;
 }
 
+// The host's side of the table flip (flow_count.hpp's flip_ctl): one per
+// GPU context. flip() sends new packets to the other table; poll() says when
+// no block writes the table before the flip any more.
+struct flipper {
+  flow_count::flip_ctl* ctl = nullptr;  // the CPU's address of the cpu_gpu block
+  uint32_t blocks = 0;
+  uint64_t epoch = 0;    // new packets go to table[epoch & 1]
+  bool pending = false;  // flipped; the table before is not taken back yet
+  std::chrono::steady_clock::time_point at{};  // the last flip, or the start
+  uint64_t base[2] = {0, 0};  // claimed[t] summed over the blocks when table t was last zeroed
+  uint64_t flips = 0, stalls = 0;
+  bool stall_warned = false;
+
+  void flip() {
+    // Pairs with the blocks' seq_cst loads of epoch (announce_epoch): a block
+    // that reads an older epoch after this has acked it first, and poll()
+    // sees that ack.
+    gnio::device::sys_atomic_ref<uint64_t>(ctl->epoch).store(++epoch, cuda::std::memory_order_seq_cst);
+    pending = true;
+    ++flips;
+    at = std::chrono::steady_clock::now();
+  }
+  // The slots claimed in table t, as the blocks last published them
+  // (publish_claims, before each ack). Relaxed: the fill check only needs a
+  // recent value; for the table before the flip the count is final once
+  // poll() is true, whose seq_cst loads of the acks order these after them.
+  [[nodiscard]] uint64_t claimed(uint32_t t) const {
+    uint64_t n = 0;
+    for (uint32_t b = 0; b < blocks; ++b)
+      n += gnio::device::sys_atomic_ref<uint64_t>(ctl->claimed[b][t]).load(cuda::std::memory_order_relaxed);
+    return n;
+  }
+  // Slots holding flows in the table new flows go to.
+  [[nodiscard]] uint64_t active_slots() const {
+    const uint32_t t = static_cast<uint32_t>(epoch & 1u);
+    return claimed(t) - base[t];
+  }
+  [[nodiscard]] bool poll() const {
+    for (uint32_t b = 0; b < blocks; ++b) {
+      // Pairs with the blocks' seq_cst stores of ack (announce_epoch,
+      // leave_epoch): their writes to the old table happen before this sees
+      // the new epoch or ack_idle.
+      const uint64_t a =
+          gnio::device::sys_atomic_ref<uint64_t>(ctl->ack[b]).load(cuda::std::memory_order_seq_cst);
+      if (a != flow_count::ack_idle && a < epoch) return false;
+    }
+    return true;
+  }
+};
+
 struct options {
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
+  // A flow with no packet for this long is given back (expiry.hpp); 0: the
+  // table keeps every flow for the whole run.
+  double flow_idle_s = 15;
   gnio::cli::launch_options launch;
   gnio::metrics::options metrics;
   gnio::ipfix::options ipfix;
@@ -150,14 +204,25 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
   struct gpu_ctx {
-    gnio::gpu g;
+    gnio::gpu g;                // until the session owns it
+    gnio::gpu* dev = nullptr;   // the session's, from then on
     std::vector<uint32_t> queue_ids;
     flow_count::body b{};
-    gnio::mem_block table, tot;
-    std::optional<gnio::kernel_runner> runner;
+    gnio::mem_block table[2], tot, ctl, zeros;  // table[1], ctl and zeros only with expiry
     std::vector<flow_count::flow_entry> flows;
     std::vector<flow_count::totals> totals;
+    flipper flip;
+    std::optional<flow_count::flow_expiry> expiry;
+    uint64_t expired_ms = 0;  // the last flow_expiry::expire (ipfix::now_ms)
   };
+  // Expiry (expiry.hpp): two tables per GPU, flipped every flip_s or when the
+  // one in use is half full; the host table keeps the flows between. Each
+  // flip copies a table to the host: every half idle timeout, or every
+  // --ipfix-scan-interval when exporting (the records' time resolution).
+  const bool expiry = o.flow_idle_s > 0;
+  const uint32_t tables = expiry ? 2 : 1;
+  const uint64_t idle_ms = static_cast<uint64_t>(o.flow_idle_s * 1000);
+  const double flip_s = ipfix.enabled() ? std::min(o.flow_idle_s / 2, o.ipfix.scan_interval_s) : o.flow_idle_s / 2;
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
   auto gpus = gnio::gpu::open_list(gpu_sel);
   if (!gpus) return fail_with(j, gpus.err(), "gpu");
@@ -206,12 +271,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     uint64_t host_tables = 0;
     for (const auto& c : ctxs)
       if (c->g.info().executor == gnio::executor_kind::host) ++host_tables;
-    const uint64_t table_bytes = host_tables * sizeof(flow_count::flow_entry) * table_cap;
+    const uint64_t table_bytes = host_tables * tables * sizeof(flow_count::flow_entry) * table_cap;
     const uint64_t ring_bytes = uint64_t{queues} * gnio::cli::rx_ring_bytes(ring, o.rx_slot);
     const gnio::cli::memory_room room = gnio::cli::available_memory();
     std::string why = gnio::cli::memory_refusal(
-        fmt::format("--table {} ({} slots of {} bytes on {} host executor(s))", table_cap, table_cap,
-                    sizeof(flow_count::flow_entry), host_tables),
+        fmt::format("--table {} ({} table(s) of {} slots of {} bytes on {} host executor(s))", table_cap, tables,
+                    table_cap, sizeof(flow_count::flow_entry), host_tables),
         table_bytes, room);
     if (why.empty())
       why = gnio::cli::memory_refusal(fmt::format("--ring {} on {} queue(s)", ring, queues), ring_bytes, room);
@@ -239,36 +304,64 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     c.b.q[c.queue_ids.size()] = *v;
     c.queue_ids.push_back(*id);
   }
-  for (auto& c : ctxs) {
+  // The session owns the port, the contexts and all the kernels use from
+  // here on: it tears them down in reverse, or keeps them whole when a
+  // kernel does not stop (gnio/session.hpp).
+  std::vector<gnio::gpu> owned;
+  for (auto& c : ctxs) owned.push_back(std::move(c->g));
+  auto made = gnio::session::create(std::move(owned), std::move(*p));
+  if (!made) return fail_with(j, made.err(), "session");
+  gnio::session& s = *made;
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    auto& c = ctxs[k];
+    c->dev = &s.gpu_at(k);
     c->b.num_queues = static_cast<uint32_t>(c->queue_ids.size());
     c->b.capacity = table_cap;
     // Launched per burst, a launch takes at most a burst per queue.
     c->b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
-    auto table = c->g.alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);
-    if (!table) return fail_with(j, table.err(), "flow table");
-    auto tot = c->g.alloc(sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
+    for (uint32_t t = 0; t < tables; ++t) {
+      auto table = s.alloc_bytes(k, sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);  // zeroed
+      if (!table) return fail_with(j, table.err(), "flow table");
+      c->table[t] = *table;
+      c->b.table[t] = static_cast<flow_count::flow_entry*>(c->table[t].exec_ptr);
+    }
+    auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
     if (!tot) return fail_with(j, tot.err(), "totals");
-    c->table = *table;
     c->tot = *tot;
-    c->b.table = static_cast<flow_count::flow_entry*>(c->table.exec_ptr);
     c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
+    if (expiry) {
+      // Both sides reach it: the host writes the epoch, the blocks their acks.
+      auto ctl = s.alloc_bytes(k, sizeof(flow_count::flip_ctl), gnio::mem_type::cpu_gpu);
+      if (!ctl) return fail_with(j, ctl.err(), "flow table flip");
+      c->ctl = *ctl;
+      flow_count::flip_ctl init{};
+      for (auto& a : init.ack) a = flow_count::ack_idle;
+      // Before the launch, which orders it before the kernel's reads.
+      if (auto e = c->dev->copy_to_block(c->ctl, 0, &init, sizeof init); e) return fail_with(j, e, "flow table flip");
+      c->b.flip = static_cast<flow_count::flip_ctl*>(c->ctl.exec_ptr);
+      c->flip.ctl = static_cast<flow_count::flip_ctl*>(c->ctl.host_ptr);
+      c->flip.blocks = c->b.num_queues;
+      c->expiry.emplace(idle_ms, &ipfix, static_cast<uint32_t>(k));
+      // Zeros copied over a table given back: pinned memory, so the copy has
+      // finished when copy_to_block returns, before the table is used again.
+      auto z = s.alloc_bytes(k, std::min<size_t>(sizeof(flow_count::flow_entry) * table_cap, 4u << 20),
+                          gnio::mem_type::cpu_gpu);
+      if (!z) return fail_with(j, z.err(), "flow table flip");
+      c->zeros = *z;
+    }
   }
 
-  if (auto e = p->start(); e) return fail_with(j, e, "start");
+  if (auto e = s.start(); e) return fail_with(j, e, "start");
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
-  for (auto& c : ctxs) {
-    auto runner = gnio::kernel_runner::create(c->g, {&*p});
-    if (!runner) return fail_with(j, runner.err(), "runner");
-    c->runner = std::move(runner).value();
+  for (size_t k = 0; k < ctxs.size(); ++k) {
     gnio::launch_dims dims = launch_dims;
-    dims.blocks = c->b.num_queues;
+    dims.blocks = ctxs[k]->b.num_queues;
     dims.threads = threads;
     dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
-    if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
-      for (auto& oc : ctxs)
-        if (oc->runner && oc->runner->running()) (void)oc->runner->stop(std::chrono::seconds(5));
-      (void)p->stop();
+    if (auto e = flow_count::launch(s.runner(k), dims, ctxs[k]->b); e) {
+      // The kernels launched so far are stopped; one that does not stop keeps the session.
+      (void)s.stop(std::chrono::seconds(5));
       return fail_with(j, e, "launch");
     }
   }
@@ -277,7 +370,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   // processed frames (its kernel's published consumer index while running,
   // the kernel's own count at the end), and flow_count's totals at the end.
   auto publish_metrics = [&](const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
-                             const flow_count::totals* sum, size_t num_flows) {
+                             const flow_count::totals* sum, size_t num_flows, uint64_t flows_expired,
+                             uint64_t table_flips) {
     gnio::metrics::text t;
     std::vector<gnio::metrics::rxq_label> labels(queues, {"all", "0"});
     for (size_t k = 0; k < ctxs.size(); ++k)
@@ -285,7 +379,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     gnio::metrics::add_port(t, port_dev, st, labels, processed, engine_failed);
     t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
     for (size_t k = 0; k < ctxs.size(); ++k) {
-      const gnio::gpu_info info = ctxs[k]->g.info();
+      const gnio::gpu_info info = ctxs[k]->dev->info();
       gnio::metrics::add_gpu_info(t, std::to_string(k), info.name, info.bus_id, gnio::to_string(info.executor));
     }
     if (sum) {  // the kernels keep these until they return
@@ -298,19 +392,76 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
           .sample({}, sum->table_full);
       t.family("gnio_flow_count_flows", "gauge", "Flows in the table at the end (the JSON's flows).")
           .sample({}, static_cast<uint64_t>(num_flows));
+      t.family("gnio_flow_count_flows_expired_total", "counter",
+               "Flows that ended during the run: FIN/RST or idle (the JSON's flows_expired).")
+          .sample({}, flows_expired);
+      t.family("gnio_flow_count_table_flips_total", "counter",
+               "Times new packets were sent to the other flow table (the JSON's table_flips).")
+          .sample({}, table_flips);
     }
     mx->publish(t, sum != nullptr);
   };
   auto publish_live = [&] {
-    const auto st = p->stats();
+    const auto st = s.stats();
     std::vector<uint64_t> processed;
     for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-    publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0);
+    publish_metrics(st, processed, static_cast<bool>(s.get_port().engine_error()), nullptr, 0, 0, 0);
   };
   // IPFIX: one observation domain per GPU's flow table; templates first.
   // A paced send that sees a stop request gets --ipfix-flush-timeout more.
   ipfix.on_stop_request([&sig] { return sig.requested(); });
   ipfix.start(static_cast<uint32_t>(ctxs.size()), gnio::ipfix::now_ms());
+  const auto flip_every = std::chrono::duration<double>(flip_s);
+  // Not quite flip_s: a time-driven flip is taken back a little after it is made.
+  const uint64_t flip_ms = static_cast<uint64_t>(flip_s * 1000 * 0.9);
+  // The totals as the kernels have them now (their counters only grow).
+  auto read_totals = [&](gpu_ctx& c) {
+    c.totals.resize(c.queue_ids.size());
+    return c.dev->copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
+  };
+  // Slots holding flows in the table new flows go to: from the blocks' last
+  // acks while they run (a flipper), from the totals after (read_totals).
+  auto active_slots = [&](const gpu_ctx& c, bool running) -> uint64_t {
+    if (!expiry) {
+      uint64_t claimed = 0;
+      for (const auto& x : c.totals) claimed += x.claimed[0];
+      return claimed;
+    }
+    if (running) return c.flip.active_slots();
+    const uint32_t t = static_cast<uint32_t>(c.flip.epoch & 1u);
+    uint64_t claimed = 0;
+    for (const auto& x : c.totals) claimed += x.claimed[t];
+    return claimed - c.flip.base[t];
+  };
+  // The table before the last flip, which no block writes any more
+  // (flipper::poll): its flows go to the host table, where they may end,
+  // and it is zeroed for the next flip.
+  auto take_back = [&](gpu_ctx& c, uint64_t ms) -> gnio::error {
+    const uint32_t old = static_cast<uint32_t>((c.flip.epoch + 1) & 1u);
+    gnio::mem_block& tab = c.table[old];
+    c.flows.resize(table_cap);
+    if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return e;
+    // claimed(old) is final: every block published it with its ack.
+    const uint64_t claimed = c.flip.claimed(old);
+    c.expiry->merge(c.flows.data(), table_cap, ms);
+    // Ends and IPFIX timeouts at the flip interval, not at every flip a
+    // filling table makes (expire looks at every live flow).
+    if (ms - c.expired_ms >= flip_ms) {
+      c.expiry->expire(ms, false);
+      c.expired_ms = ms;
+    }
+    for (size_t off = 0; off < tab.bytes; off += c.zeros.bytes)
+      if (auto e = c.dev->copy_to_block(tab, off, c.zeros.host_ptr, std::min(c.zeros.bytes, tab.bytes - off)); e)
+        return e;
+    c.flip.base[old] = claimed;
+    c.flip.pending = false;
+    c.flip.stall_warned = false;
+    return {};
+  };
+  for (auto& c : ctxs) {
+    c->flip.at = t0;
+    c->expired_ms = gnio::ipfix::now_ms();
+  }
   auto last = t0;
   uint64_t last_delivered = 0;
   bool stopped_early = false;
@@ -318,8 +469,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   size_t done = 0;
   while (done < ctxs.size() && !run_err) {
     done = 0;
-    for (auto& c : ctxs) {
-      auto w = c->runner->wait(std::chrono::milliseconds(ctxs.size() > 1 ? 10 : 50));
+    for (size_t k = 0; k < ctxs.size(); ++k) {
+      // Table flips want a quick look: a half-full table at a high rate fills up fast.
+      auto w = s.runner(k).wait(std::chrono::milliseconds(ctxs.size() > 1 || expiry ? 10 : 50));
       if (!w) ++done;
       else if (w.code() != gnio::status::time_out) run_err = w;
     }
@@ -330,33 +482,47 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
       ipfix.stopping();
-      for (auto& c : ctxs)
-        if (c->runner->running())
-          if (auto e = c->runner->stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
+      if (auto e = s.stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
       break;
     }
-    // A copy of each table while the kernels run, for the IPFIX timeouts.
-    if (const uint64_t ms = gnio::ipfix::now_ms(); ipfix.due(ms)) {
+    if (expiry) {
+      // Flip each GPU's tables when the one in use is half full or flip_s
+      // has passed; take the table before back once every block acked.
+      const uint64_t ms = gnio::ipfix::now_ms();
+      for (auto& cp : ctxs) {
+        gpu_ctx& c = *cp;
+        if (c.flip.pending) {
+          if (c.flip.poll()) {
+            if (auto e = take_back(c, ms); e) run_err = e;
+          } else if (now - c.flip.at > std::chrono::seconds(5) && !c.flip.stall_warned) {
+            c.flip.stall_warned = true;
+            ++c.flip.stalls;
+            warn("flow_count: a kernel block has not moved to the new flow table for 5 s; flows are not given back "
+                 "until it does\n");
+          }
+          continue;
+        }
+        if (c.flip.active_slots() * 2 >= table_cap || now - c.flip.at >= flip_every) c.flip.flip();
+      }
+    } else if (const uint64_t ms = gnio::ipfix::now_ms(); ipfix.due(ms)) {
+      // A copy of each table while the kernels run, for the IPFIX timeouts.
       for (size_t i = 0; i < ctxs.size() && !run_err; ++i) {
         auto& c = *ctxs[i];
         c.flows.resize(table_cap);
-        if (auto e = c.g.copy_to_host(c.flows.data(), c.table, 0, c.table.bytes); e) run_err = e;
+        if (auto e = c.dev->copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e) run_err = e;
         else ipfix.scan(static_cast<uint32_t>(i), c.flows.data(), table_cap, ms, false);
       }
       ipfix.scanned(ms);
     }
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
-      auto st = p->stats();
+      auto st = s.stats();
       const double dt = std::chrono::duration<double>(now - last).count();
-      // The kernels add to table_full and slots_used after every batch (flow_count.hpp).
+      // The kernels add to table_full and claimed after every batch (flow_count.hpp).
       uint64_t slots_used = 0, table_full = 0;
       for (auto& c : ctxs) {
-        c->totals.resize(c->queue_ids.size());
-        if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e && !run_err) run_err = e;
-        for (const auto& t : c->totals) {
-          slots_used += t.slots_used;
-          table_full += t.table_full;
-        }
+        if (auto e = read_totals(*c); e && !run_err) run_err = e;
+        slots_used += active_slots(*c, true);
+        for (const auto& t : c->totals) table_full += t.table_full;
       }
       warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n",
            elapsed, st.rx_delivered, (st.rx_delivered - last_delivered) / dt / 1e6, st.rx_missed, slots_used,
@@ -373,8 +539,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["seconds"] = seconds;
   j["stopped_early"] = stopped_early;
   gnio::launch_stats ls;
-  for (auto& c : ctxs) {
-    const auto one = c->runner->stats();
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    const auto one = s.runner(k).stats();
     ls.launches += one.launches;
     ls.packets += one.packets;
     ls.busy_ns += one.busy_ns;
@@ -384,72 +550,93 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (run_err) {
     // Fail closed: nothing is freed while a kernel may run. What the port
     // counted so far goes into the JSON.
-    const auto st = p->stats();
+    const auto st = s.stats();
     j["received"] = st.rx_frames;
     j["missed"] = st.rx_missed;
     j["source_errors"] = st.rx_errors;
-    const int rc = fail_with(j, run_err, "kernel");
-    for (auto& c : ctxs)
-      if (c->runner) c->runner->release();
-    p->release();
-    return rc;
+    // A kernel still running keeps the session (and all it may touch) alive.
+    return fail_with(j, run_err, "kernel");
   }
 
   // A port that fails to stop (a TX capture that could not be written) has
   // still counted everything: the error is reported and the results kept.
   int rc = 0;
-  if (auto e = p->stop(); e) rc = fail_with(j, e, "stop");
-  const auto st = p->stats();
-  const auto engine_err = p->engine_error();
+  if (auto e = s.stop_port(); e) rc = fail_with(j, e, "stop");
+  const auto st = s.stats();
+  const auto engine_err = s.get_port().engine_error();
 
   // Merge the per-GPU tables: a flow's packets may have reached several GPUs
-  // only if its queue changed, which RSS never does; summing keeps it exact anyway.
-  std::vector<flow_count::flow_entry> flows;
-  // Index of each flow in `flows` by its key's bytes (flow_key has no
+  // only if its queue changed, which RSS never does; summing keeps it exact
+  // anyway. Flows that ended during the run (expiry.hpp) are rows of their
+  // own: a key that came back after its flow ended has a row for each.
+  std::vector<flow_count::flow_row> flows;
+  // Index of each live flow in `flows` by its key's bytes (flow_key has no
   // padding and reserved is always 0), so merging is linear in the
   // table size rather than quadratic.
   std::unordered_map<std::string, size_t> index;
   const auto key_bytes = [](const gnio::device::flow_key& k) {
     return std::string(reinterpret_cast<const char*>(&k), sizeof k);  // no padding; reserved stays 0
   };
+  const auto add_live = [&](const flow_count::flow_row& r) {
+    if (ctxs.size() == 1) {  // one table holds each key once: nothing to merge
+      flows.push_back(r);
+      return;
+    }
+    auto [it, fresh] = index.try_emplace(key_bytes(r.e.key), flows.size());
+    if (fresh) {
+      flows.push_back(r);
+    } else {
+      flows[it->second].e.packets += r.e.packets;
+      flows[it->second].e.bytes += r.e.bytes;
+      flows[it->second].e.meta |= r.e.meta & gnio::device::flow_meta_tcp_flags;
+    }
+  };
   std::vector<flow_count::totals> totals(queues);
   flow_count::totals sum{};
-  for (auto& c : ctxs) {
-    c->flows.resize(table_cap);
-    c->totals.resize(c->queue_ids.size());
-    if (auto e = c->g.copy_to_host(c->flows.data(), c->table, 0, c->table.bytes); e)
-      return fail_with(j, e, "read flow table");
-    if (auto e = c->g.copy_to_host(c->totals.data(), c->tot, 0, c->tot.bytes); e) return fail_with(j, e, "read totals");
-    for (size_t k = 0; k < c->queue_ids.size(); ++k) totals[c->queue_ids[k]] = c->totals[k];
-    for (const auto& f : c->flows) {
-      if (f.state != gnio::device::flow_slot_used) continue;
-      if (ctxs.size() == 1) {  // one table holds each key once: nothing to merge
-        flows.push_back(f);
-        continue;
-      }
-      auto [it, fresh] = index.try_emplace(key_bytes(f.key), flows.size());
-      if (fresh) {
-        flows.push_back(f);
-      } else {
-        flows[it->second].packets += f.packets;
-        flows[it->second].bytes += f.bytes;
-        flows[it->second].meta |= f.meta & gnio::device::flow_meta_tcp_flags;
-      }
+  uint64_t slots_used = 0, slots_claimed = 0, flows_expired = 0, ended_end_of_flow = 0, ended_idle = 0, flips = 0,
+           flip_stalls = 0;
+  const uint64_t end_ms = gnio::ipfix::now_ms();
+  for (size_t i = 0; i < ctxs.size(); ++i) {
+    gpu_ctx& c = *ctxs[i];
+    if (auto e = read_totals(c); e) return fail_with(j, e, "read totals");
+    for (size_t k = 0; k < c.queue_ids.size(); ++k) totals[c.queue_ids[k]] = c.totals[k];
+    slots_used += active_slots(c, false);
+    for (const auto& t : c.totals) slots_claimed += t.claimed[0] + t.claimed[1];
+    c.flows.resize(table_cap);
+    if (!expiry) {
+      if (auto e = c.dev->copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e)
+        return fail_with(j, e, "read flow table");
+      for (const auto& f : c.flows)
+        if (f.state == gnio::device::flow_slot_used) add_live(flow_count::flow_row{f});
+      // Every flow's last record: the table is final now.
+      ipfix.scan(static_cast<uint32_t>(i), c.flows.data(), table_cap, end_ms, true);
+      continue;
     }
+    // Every block has returned, so both tables are final: the one in use,
+    // and the one before a flip not taken back yet (zeroed otherwise). Every
+    // open record is sent (forced_end); the flows stay live rows.
+    for (const auto& tab : c.table) {
+      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return fail_with(j, e, "read flow table");
+      c.expiry->merge(c.flows.data(), table_cap, end_ms);
+    }
+    c.expiry->expire(end_ms, true);
+    flows_expired += c.expiry->finished().size();
+    ended_end_of_flow += c.expiry->ended_end_of_flow();
+    ended_idle += c.expiry->ended_idle();
+    flips += c.flip.flips;
+    flip_stalls += c.flip.stalls;
+    for (const auto& r : c.expiry->finished()) flows.push_back(r);
+    c.expiry->for_each_live(add_live);
   }
-  // Every flow's last record: the tables are final now.
-  for (size_t i = 0; i < ctxs.size(); ++i)
-    ipfix.scan(static_cast<uint32_t>(i), ctxs[i]->flows.data(), table_cap, gnio::ipfix::now_ms(), true);
   for (const auto& t : totals) {
     sum.packets += t.packets;
     sum.bytes += t.bytes;
     sum.malformed += t.malformed;
     sum.table_full += t.table_full;
-    sum.slots_used += t.slots_used;
   }
-  std::vector<const flow_count::flow_entry*> used;
+  std::vector<const flow_count::flow_row*> used;
   for (const auto& f : flows) used.push_back(&f);
-  std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->packets > b->packets; });
+  std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->e.packets > b->e.packets; });
 
   // Conversations: both directions of a 5-tuple together, as tshark's streams
   // count them. Each is its two (address, port) ends in a fixed order and the
@@ -458,18 +645,18 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   using conv_key = std::array<uint8_t, 2 * sizeof(conv_end) + 1>;
   std::vector<conv_key> tcp_conv, udp_conv;
   for (const auto* f : used) {
-    if (!f->key.family || (f->key.proto != 6 && f->key.proto != 17)) continue;
+    if (!f->e.key.family || (f->e.key.proto != 6 && f->e.key.proto != 17)) continue;
     conv_end a{}, b{};
-    std::memcpy(a.data(), f->key.src, 16);
-    std::memcpy(b.data(), f->key.dst, 16);
-    a[16] = static_cast<uint8_t>(f->key.src_port >> 8), a[17] = static_cast<uint8_t>(f->key.src_port);
-    b[16] = static_cast<uint8_t>(f->key.dst_port >> 8), b[17] = static_cast<uint8_t>(f->key.dst_port);
+    std::memcpy(a.data(), f->e.key.src, 16);
+    std::memcpy(b.data(), f->e.key.dst, 16);
+    a[16] = static_cast<uint8_t>(f->e.key.src_port >> 8), a[17] = static_cast<uint8_t>(f->e.key.src_port);
+    b[16] = static_cast<uint8_t>(f->e.key.dst_port >> 8), b[17] = static_cast<uint8_t>(f->e.key.dst_port);
     if (b < a) std::swap(a, b);
     conv_key k{};
     std::copy(a.begin(), a.end(), k.begin());
     std::copy(b.begin(), b.end(), k.begin() + a.size());
-    k.back() = f->key.family;
-    (f->key.proto == 6 ? tcp_conv : udp_conv).push_back(k);
+    k.back() = f->e.key.family;
+    (f->e.key.proto == 6 ? tcp_conv : udp_conv).push_back(k);
   }
   for (auto* conv : {&tcp_conv, &udp_conv}) {
     std::sort(conv->begin(), conv->end());
@@ -499,8 +686,11 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (const auto& q : st.rxq) truncated += q.truncated;
   if (const std::string w = gnio::cli::truncation_warning("flow_count", truncated, o.rx_slot); !w.empty()) warn("{}", w);
   if (sum.malformed) say("flow_count: {} malformed packets (counted, flowed as far as parsed)\n", sum.malformed);
-  say("flow_count: table {}/{} slots used ({} per GPU), {} table_full\n", sum.slots_used,
+  say("flow_count: table {}/{} slots used ({} per GPU), {} table_full\n", slots_used,
       uint64_t{table_cap} * ctxs.size(), table_cap, sum.table_full);
+  if (expiry)
+    say("flow_count: {} flows ended during the run ({} FIN/RST, {} idle {} s), {} table flips\n", flows_expired,
+        ended_end_of_flow, ended_idle, o.flow_idle_s, flips);
   if (sum.table_full)
     say("flow_count: {} packets found no slot for their flow within {} slots of its hash (counted in packets, not in "
         "a flow; raise --table)\n",
@@ -513,12 +703,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
         "packets", "bytes");
     for (uint32_t i = 0; i < std::min<size_t>(top, used.size()); ++i) {
       const auto& f = *used[i];
-      const std::string tunnel = f.key.tunnel == gnio::device::encap_kind::none
+      const std::string tunnel = f.e.key.tunnel == gnio::device::encap_kind::none
                                      ? std::string()
-                                     : fmt::format("  {} {}", gnio::device::to_string(f.key.tunnel), f.key.tunnel_id);
-      say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}{}\n", i + 1, proto_text(f.key.proto, f.key.family),
-          addr_text(f.key, f.key.src), f.key.src_port, addr_text(f.key, f.key.dst), f.key.dst_port, f.packets, f.bytes,
-          tunnel);
+                                     : fmt::format("  {} {}", gnio::device::to_string(f.e.key.tunnel), f.e.key.tunnel_id);
+      say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}{}\n", i + 1, proto_text(f.e.key.proto, f.e.key.family),
+          addr_text(f.e.key, f.e.key.src), f.e.key.src_port, addr_text(f.e.key, f.e.key.dst), f.e.key.dst_port, f.e.packets,
+          f.e.bytes, tunnel);
     }
   }
 
@@ -526,8 +716,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (const auto& c : ctxs) {
     uint64_t pk = 0;
     for (const auto& t : c->totals) pk += t.packets;
-    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->g.info().executor))}, {"device", c->g.info().name},
-                       {"bus_id", c->g.info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
+    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->dev->info().executor))}, {"device", c->dev->info().name},
+                       {"bus_id", c->dev->info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
                        {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
   }
   j["per_gpu"] = per_gpu;
@@ -545,7 +735,15 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["source_dropped"] = st.rx_dropped;
   j["malformed"] = sum.malformed;
   j["table_full"] = sum.table_full;
-  j["table_slots_used"] = sum.slots_used;
+  j["table_slots_used"] = slots_used;
+  j["table_slots_claimed"] = slots_claimed;
+  j["flow_idle_timeout_s"] = o.flow_idle_s;
+  j["flow_tables"] = tables;
+  j["table_flips"] = flips;
+  j["table_flip_stalls"] = flip_stalls;
+  j["flows_expired"] = flows_expired;
+  j["flows_expired_end_of_flow"] = ended_end_of_flow;
+  j["flows_expired_idle"] = ended_idle;
   j["table_slots"] = uint64_t{table_cap} * ctxs.size();
   j["truncated"] = truncated;
   j["rx_slot"] = o.rx_slot;
@@ -575,16 +773,17 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
         signalled = true;
         break;
       }
-      json row = {{"proto", proto_text(f->key.proto, f->key.family)}, {"family", f->key.family},
-                  {"src", addr_text(f->key, f->key.src)}, {"dst", addr_text(f->key, f->key.dst)},
-                  {"src_port", f->key.src_port}, {"dst_port", f->key.dst_port}, {"packets", f->packets},
-                  {"bytes", f->bytes}};
-      if (f->key.proto == 6 && f->key.family) row["tcp_flags"] = f->meta & gnio::device::flow_meta_tcp_flags;
-      if (f->meta & gnio::device::flow_meta_tagged)
-        row["vlan"] = (f->meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
-      if (f->key.tunnel != gnio::device::encap_kind::none) {
-        row["tunnel"] = gnio::device::to_string(f->key.tunnel);
-        row["tunnel_id"] = f->key.tunnel_id;
+      json row = {{"proto", proto_text(f->e.key.proto, f->e.key.family)}, {"family", f->e.key.family},
+                  {"src", addr_text(f->e.key, f->e.key.src)}, {"dst", addr_text(f->e.key, f->e.key.dst)},
+                  {"src_port", f->e.key.src_port}, {"dst_port", f->e.key.dst_port}, {"packets", f->e.packets},
+                  {"bytes", f->e.bytes}};
+      if (f->e.key.proto == 6 && f->e.key.family) row["tcp_flags"] = f->e.meta & gnio::device::flow_meta_tcp_flags;
+      if (f->e.meta & gnio::device::flow_meta_tagged)
+        row["vlan"] = (f->e.meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
+      if (f->end != flow_count::flow_end::live) row["expired"] = flow_count::to_string(f->end);
+      if (f->e.key.tunnel != gnio::device::encap_kind::none) {
+        row["tunnel"] = gnio::device::to_string(f->e.key.tunnel);
+        row["tunnel_id"] = f->e.key.tunnel_id;
       }
       out += written == 0 ? "\n    " : ",\n    ";
       out += row.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -602,7 +801,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (mx) {
     std::vector<uint64_t> processed;
     for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
-    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size());
+    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size(), flows_expired, flips);
   }
   ipfix.add_json(j);
   if (lost != 0) {
@@ -611,14 +810,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     rc = 1;
   }
 
-  // Reverse order of the lifecycle.
-  for (auto& c : ctxs) {
-    c->runner.reset();
-    (void)c->g.free(c->table);
-    (void)c->g.free(c->tot);
-  }
-  for (uint32_t i = 0; i < queues; ++i) (void)p->destroy_rxq(i);
-  (void)p->close();
+  // The session tears down the lifecycle in reverse when it goes.
   if (engine_err) {
     warn("flow_count: the port's engine failed: {}\n", engine_err.what());
     set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
@@ -720,6 +912,14 @@ int main(int argc, char** argv) {
                    "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
         ->transform(gnio::cli::duration())
         ->capture_default_str();
+    auto* idle_opt =
+        app.add_option("--flow-idle-timeout", o.flow_idle_s,
+                       "a flow with no packet for this long ends and its table slot is given back, as does a TCP flow "
+                       "that sent FIN or RST once half this (or --ipfix-scan-interval when exporting) passes without its "
+                       "packets (seconds, or 500ms, 10s, 1m; "
+                       "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
+                       "stays full)")
+            ->transform(gnio::cli::duration());
     gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
@@ -727,6 +927,9 @@ int main(int argc, char** argv) {
     // Usage errors exit with 2, --help with 0.
     if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("flow_count", *usage);
     for (int i = 0; i < argc; ++i) o.command += (i ? " " : "") + std::string(argv[i]);
+    // One idle timeout for the flows and their IPFIX records unless both are given.
+    if (idle_opt->count() == 0 && app.get_option("--ipfix-idle-timeout")->count() > 0)
+      o.flow_idle_s = o.ipfix.idle_timeout_s;
     if (o.launch.mode != "persistent" && o.launch.burst > o.ring) {
       warn("flow_count: --burst {} is larger than --ring {}: a burst that big can never be ready in one queue\n",
            o.launch.burst, o.ring);

@@ -434,15 +434,16 @@ TEST(FlowCount, QuarterMillionFlowsMergeAndReportExactly) {
 // More flows than slots (R6 of the 2026-12-07 reliability report): a full
 // table once cost each new flow's packet a walk of every slot. The search is
 // bounded now (flow_table_max_probe; flow_table_test checks the bound). The
-// generator sends each of its flows the same number of packets, and a flow
-// that found no slot never finds one later (slots are not given back), so
-// table_full is exactly the packets of the flows left out, every frame sent
-// is processed, and the identity holds.
+// generator sends each of its flows the same number of packets, and with
+// --flow-idle-timeout 0 a flow that found no slot never finds one later
+// (slots are not given back), so table_full is exactly the packets of the
+// flows left out, every frame sent is processed, and the identity holds.
 TEST(FlowCount, MoreFlowsThanSlotsAreCountedAsTableFullExactly) {
   REQUIRE_EXECUTOR();
   constexpr uint64_t flows = 4096, per_flow = 4, slots = 1024;
   auto r = flow_count({"--port", "gen:flows=" + std::to_string(flows) + ",count=" + std::to_string(flows * per_flow),
-                       "--exec", k_exec, "--queues", "2", "--table", std::to_string(slots), "--stats-interval", "0"});
+                       "--exec", k_exec, "--queues", "2", "--table", std::to_string(slots), "--stats-interval", "0",
+                       "--flow-idle-timeout", "0"});
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
   ASSERT_EQ(r.code, 0) << r.describe();
   ASSERT_TRUE(r.j) << r.describe();
@@ -466,6 +467,183 @@ TEST(FlowCount, MoreFlowsThanSlotsAreCountedAsTableFullExactly) {
   EXPECT_EQ(rows + j.at("table_full").get<uint64_t>(), flows * per_flow);
   EXPECT_NE(r.out.find(fmt_table_line(placed, slots, j.at("table_full").get<uint64_t>())), std::string::npos)
       << r.describe();
+}
+
+// ---------------------------------------------------------------------------
+// Flow expiry (R6, second half): slots given back during the run
+// ---------------------------------------------------------------------------
+
+// One IPv4 frame of a synthetic flow: UDP, or TCP with the given flags.
+// Flow i has source 10.1.(i>>8).(i&255) port 30000 + i (no tunnel's port:
+// 1024 + i met VXLAN's and GTP's, and their parsers found 'x's).
+std::vector<uint8_t> flow_frame(uint32_t i, bool tcp, uint8_t flags = 0) {
+  const uint16_t l4_len = tcp ? 20 + 6 : 8 + 18;
+  const uint16_t total = 20 + l4_len;
+  std::vector<uint8_t> f(14 + total, 'x');  // the payload stays 'x'
+  for (int k = 0; k < 6; ++k) f[k] = 0x02, f[6 + k] = 0x04;
+  f[12] = 0x08, f[13] = 0x00;
+  uint8_t ip[20] = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 0, 0, 0, 64, uint8_t(tcp ? 6 : 17), 0, 0,
+                    10, 1, uint8_t(i >> 8), uint8_t(i), 192, 0, 2, 1};
+  uint32_t sum = 0;
+  for (int k = 0; k < 20; k += 2) sum += uint32_t{ip[k]} << 8 | ip[k + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = uint8_t(~sum >> 8), ip[11] = uint8_t(~sum);
+  std::memcpy(f.data() + 14, ip, sizeof ip);
+  const uint16_t sport = static_cast<uint16_t>(30000 + i);
+  if (tcp) {
+    const uint8_t th[20] = {uint8_t(sport >> 8), uint8_t(sport), 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 4, 0,
+                            0, 0, 0, 0};
+    std::memcpy(f.data() + 34, th, sizeof th);
+  } else {
+    const uint8_t uh[8] = {uint8_t(sport >> 8), uint8_t(sport), 0, 9, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0};
+    std::memcpy(f.data() + 34, uh, sizeof uh);
+  }
+  return f;
+}
+
+// A classic pcap of the frames, one microsecond apart (the port paces them
+// with rate=, not by their timestamps).
+void write_pcap(const std::string& path, const std::vector<std::vector<uint8_t>>& frames) {
+  std::ofstream out(path, std::ios::binary);
+  const auto put32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+  const auto put16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+  put32(0xa1b2c3d4);
+  put16(2);
+  put16(4);
+  put32(0);
+  put32(0);
+  put32(65535);
+  put32(1);  // Ethernet
+  uint32_t t = 0;
+  for (const auto& f : frames) {
+    ++t;
+    put32(t / 1000000);
+    put32(t % 1000000);
+    put32(static_cast<uint32_t>(f.size()));
+    put32(static_cast<uint32_t>(f.size()));
+    out.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  }
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// Flows that come and go, four times as many over the run as --table holds
+// (R6: slots were never given back, so once the table was full every new
+// flow was table_full: here three quarters of the packets). Each flow sends
+// two packets and stops; the port paces them so that the table is flipped
+// (half full, or every half idle timeout) long before it fills. The counts
+// stay exact: every packet is in one flow row or in table_full, and the
+// flows that ended are rows like the rest, marked "expired". table_full is
+// checked loosely, not for 0: a host that falls a quarter of a second
+// behind lets a few flows meet a full table.
+TEST(FlowCount, ChurningFlowsAreGivenBackAndEveryPacketStaysCounted) {
+  REQUIRE_EXECUTOR();
+  constexpr uint32_t flows = 4096, slots = 1024;
+  const std::string pcap = temp_path("churn.pcap");
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint32_t i = 1; i <= flows; ++i)
+    for (int k = 0; k < 2; ++k) frames.push_back(flow_frame(i, false));
+  write_pcap(pcap, frames);
+  auto r = flow_count({"--port", "pcap:file=" + pcap + ",rate=4000pps", "--exec", k_exec, "--table",
+                       std::to_string(slots), "--flow-idle-timeout", "1s", "--stats-interval", "0"});
+  std::remove(pcap.c_str());
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const json& j = *r.j;
+  expect_accounting(j, r.describe());
+  EXPECT_EQ(j.at("packets").get<uint64_t>(), 2u * flows);
+  EXPECT_EQ(j.at("malformed").get<uint64_t>(), 0u);
+  const auto full = j.at("table_full").get<uint64_t>();
+  EXPECT_LT(full, 2u * flows / 20) << r.describe();
+  EXPECT_EQ(j.at("flow_tables").get<uint64_t>(), 2u);
+  EXPECT_GT(j.at("table_flips").get<uint64_t>(), 0u);
+  EXPECT_EQ(j.at("flow_idle_timeout_s").get<double>(), 1.0);
+  EXPECT_GT(j.at("flows_expired_idle").get<uint64_t>(), 0u);
+  EXPECT_EQ(j.at("flows_expired").get<uint64_t>(),
+            j.at("flows_expired_idle").get<uint64_t>() + j.at("flows_expired_end_of_flow").get<uint64_t>());
+  uint64_t rows = 0, expired = 0;
+  std::map<std::string, uint64_t> per_flow;
+  for (const auto& f : j.at("flow_rows")) {
+    rows += f.at("packets").get<uint64_t>();
+    per_flow[f.at("src").get<std::string>() + ":" + std::to_string(f.at("src_port").get<uint32_t>())] +=
+        f.at("packets").get<uint64_t>();
+    if (f.contains("expired")) {
+      EXPECT_EQ(f.at("expired"), "idle_timeout");
+      ++expired;
+    }
+  }
+  EXPECT_EQ(rows + full, 2u * flows);
+  EXPECT_EQ(expired, j.at("flows_expired").get<uint64_t>());
+  // A flow's two packets may sit in two tables (a flip between them): the
+  // host table adds them up, and no flow has more than its two.
+  for (const auto& [k, n] : per_flow) EXPECT_LE(n, 2u) << k;
+  EXPECT_EQ(j.at("flows").get<uint64_t>(), j.at("flow_rows").size());
+  EXPECT_GE(per_flow.size(), flows - full);
+}
+
+// TCP flows that sent FIN or RST end once a flip passes without their
+// packets (end_of_flow), before the idle timeout; flows still sending stay,
+// with or without flags. --flow-idle-timeout 2 flips every second; the
+// paced run lasts about four, and every other flow sends every 0.4 s.
+TEST(FlowCount, FinAndRstEndTcpFlowsBeforeTheIdleTimeout) {
+  REQUIRE_EXECUTOR();
+  const std::string pcap = temp_path("finrst.pcap");
+  constexpr uint8_t syn = 0x02, ack = 0x10, fin = 0x01, rst = 0x04, psh = 0x08;
+  std::vector<std::vector<uint8_t>> frames = {
+      flow_frame(1, true, syn), flow_frame(1, true, ack | psh), flow_frame(1, true, fin | ack),  // closed with FIN
+      flow_frame(2, true, syn), flow_frame(2, true, rst),                                       // reset
+      flow_frame(3, true, syn)};                                                                // open
+  for (int k = 0; k < 400; ++k) {
+    const int m = k % 40;
+    frames.push_back(m == 0    ? flow_frame(3, true, ack)
+                     : m == 10 ? flow_frame(3, false)
+                     : m == 20 ? flow_frame(4, true, ack | psh)
+                               : flow_frame(5, false));
+  }
+  write_pcap(pcap, frames);
+  auto r = flow_count({"--port", "pcap:file=" + pcap + ",rate=100pps", "--exec", k_exec, "--flow-idle-timeout", "2",
+                       "--stats-interval", "0"});
+  std::remove(pcap.c_str());
+  ASSERT_TRUE(r.exited_cleanly()) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const json& j = *r.j;
+  expect_accounting(j, r.describe());
+  EXPECT_EQ(j.at("table_full").get<uint64_t>(), 0u);
+  EXPECT_EQ(j.at("flows_expired_end_of_flow").get<uint64_t>(), 2u) << r.describe();
+  EXPECT_EQ(j.at("flows_expired_idle").get<uint64_t>(), 0u);
+  std::map<std::string, json> by_flow;  // "proto src_port"
+  uint64_t rows = 0;
+  for (const auto& f : j.at("flow_rows")) {
+    by_flow[f.at("proto").get<std::string>() + " " + std::to_string(f.at("src_port").get<uint32_t>())] = f;
+    rows += f.at("packets").get<uint64_t>();
+  }
+  EXPECT_EQ(rows, frames.size());
+  ASSERT_EQ(by_flow.size(), 6u) << j.at("flow_rows").dump();
+  EXPECT_EQ(by_flow["tcp 30001"].value("expired", ""), "end_of_flow");
+  EXPECT_EQ(by_flow["tcp 30001"].at("packets").get<uint64_t>(), 3u);
+  EXPECT_EQ(by_flow["tcp 30002"].value("expired", ""), "end_of_flow");
+  EXPECT_EQ(by_flow["tcp 30002"].at("tcp_flags").get<uint32_t>(), uint32_t{syn | rst});
+  for (const char* live : {"tcp 30003", "udp 30003", "tcp 30004", "udp 30005"}) {
+    ASSERT_TRUE(by_flow.count(live)) << live;
+    EXPECT_FALSE(by_flow[live].contains("expired")) << live;
+  }
+}
+
+// --flow-idle-timeout takes the units --duration takes; a negative value is a usage error.
+TEST(BadInput, FlowIdleTimeoutTakesDurations) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  auto ok = flow_count({"--port", port, "--exec", "host", "--flow-idle-timeout", "500ms"});
+  ASSERT_EQ(ok.code, 0) << ok.describe();
+  ASSERT_TRUE(ok.j);
+  EXPECT_EQ(ok.j->at("flow_idle_timeout_s").get<double>(), 0.5);
+  auto bad = flow_count({"--port", port, "--exec", "host", "--flow-idle-timeout", "-1"}, false);
+  EXPECT_EQ(bad.code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("--flow-idle-timeout"), std::string::npos) << bad.describe();
+  // Without it, the IPFIX idle timeout is the flows' too.
+  auto follow = flow_count({"--port", port, "--exec", "host", "--ipfix-idle-timeout", "7"});
+  ASSERT_EQ(follow.code, 0) << follow.describe();
+  EXPECT_EQ(follow.j->at("flow_idle_timeout_s").get<double>(), 7.0);
 }
 
 // A capture on a FIFO that no one writes blocks in open(). --duration and
@@ -709,14 +887,15 @@ TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
 TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
   if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than any limit this test can set";
   // 2^23 slots of 64 bytes: 512 MiB in the executor (host memory). The copy
-  // read back after the run needs as much again, past the limit.
+  // read back after the run needs as much again, past the limit. One table
+  // (--flow-idle-timeout 0): with two, the second would not fit either.
   const uint64_t table = 1ull << 29;
   const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
   gnio::test::run_options o{.with_json = true};
   o.address_space_limit = table + table / 2 + (64ull << 20) + threads * (16ull << 20);
   o.env = {"MALLOC_ARENA_MAX=2"};  // arenas reserve address space per thread
   auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
-                                    std::to_string(table / 64), "--stats-interval", "0"},
+                                    std::to_string(table / 64), "--stats-interval", "0", "--flow-idle-timeout", "0"},
                                    o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 1) << r.describe();

@@ -12,7 +12,9 @@ to the JSON's counts; gnio pp --ipfix must export its conversations; a bad
 collector is a usage error (exit 2). A 65,536-flow end-of-run flush to nfcapd
 with its default socket buffer (the documented command) must arrive whole,
 which needs the exporter's pacing; a stop (--duration) with a low rate must
-leave records unsent within --ipfix-flush-timeout, and count them.
+leave records unsent within --ipfix-flush-timeout, and count them. Flows that
+come and go, four times as many as --table holds, end during the run (flow
+expiry) and each arrives as one record whose counts are its JSON row's.
 
 Environment (ctest sets it): GNIO_FLOW_COUNT_BIN, GNIO_TOOL_BIN,
 GNIO_TEST_DATA_DIR, GNIO_SOURCE_DIR.
@@ -21,6 +23,7 @@ import collections
 import ipaddress
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -229,6 +232,53 @@ def test_stop_leaves_unsent(tmp):
     check(len(records) == ipx["records_sent"], f"stop: nfdump has the {ipx['records_sent']} records sent ({len(records)})")
 
 
+def write_churn_pcap(path, flows):
+    """flows two-packet UDP flows, one after another: 10.1.x.y:30000+i to 192.0.2.1:9."""
+    def frame(i):
+        l4 = struct.pack("!HHHH", 30000 + i, 9, 8 + 18, 0) + b"x" * 18
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0, 0, 64, 17, 0, bytes([10, 1, i >> 8, i & 255]),
+                         bytes([192, 0, 2, 1]))
+        s = sum(struct.unpack("!10H", ip))
+        s = (s & 0xffff) + (s >> 16)
+        s = (s & 0xffff) + (s >> 16)
+        ip = ip[:10] + struct.pack("!H", ~s & 0xffff) + ip[12:]
+        return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + l4
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        t = 0
+        for i in range(1, flows + 1):
+            p = frame(i)
+            for _ in range(2):
+                t += 1
+                f.write(struct.pack("<IIII", t // 1000000, t % 1000000, len(p), len(p)) + p)
+
+
+def test_churn(tmp):
+    """2,048 flows through --table 512 (two tables of it), paced: flows end by the idle timeout while the run goes
+    on, each with one record; the records add up to the JSON's rows, which add up to its packets."""
+    flows = 2048
+    pcap = os.path.join(tmp, "churn.pcap")
+    write_churn_pcap(pcap, flows)
+    with Collector(tmp, "churn") as c:
+        out_json = os.path.join(tmp, "churn.json")
+        r = run([FLOW_COUNT, "--port", f"pcap:file={pcap},rate=4000pps", "--exec", EXEC, "--table", "512",
+                 "--flow-idle-timeout", "500ms", "--top", "0", "--json", out_json, "--ipfix", f"127.0.0.1:{c.port}"])
+        c.stop()
+        check(r.returncode == 0, f"churn: flow_count exits 0 ({r.returncode}: {r.stderr.strip()[-300:]})")
+        j = json.load(open(out_json))
+        records = c.records()
+    want, got = json_flows(j), nfdump_flows(records)
+    rows = sum(v[4] for v in want.values())
+    check(j["flows_expired"] > 0 and j["table_flips"] > 0,
+          f"churn: flows ended during the run ({j['flows_expired']}, {j['table_flips']} flips)")
+    check(j["table_full"] < flows // 10, f"churn: the table kept room ({j['table_full']} table_full)")
+    check(sum(v[0] for v in want.values()) + j["table_full"] == j["packets"] == 2 * flows,
+          f"churn: rows and table_full add up to the {j['packets']} packets")
+    check(j["ipfix"]["records"] == rows and len(records) == rows,
+          f"churn: one record per row ({j['ipfix']['records']} sent, {len(records)} read, {rows} rows)")
+    check(got == want, "churn: nfdump's flows, packets and bytes are the JSON's rows")
+
+
 def test_bad_collector():
     for prog in ([FLOW_COUNT], [GNIO, "pp"]):
         for bad, why in (("no-such-host.invalid:4739", "cannot resolve"), ("127.0.0.1:0", "port 0"),
@@ -251,6 +301,7 @@ def main():
         test_live_timeouts(tmp)
         test_burst_default_buffers(tmp)
         test_stop_leaves_unsent(tmp)
+        test_churn(tmp)
         test_pp(tmp)
         test_bad_collector()
     if failures:

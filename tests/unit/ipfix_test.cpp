@@ -276,6 +276,51 @@ TEST(Ipfix, TrackerTimeouts) {
   EXPECT_EQ(out[0].packets, 1u);
 }
 
+// observe(): the state kept by the caller (flow_count's host table, by key),
+// the same timeouts as scan(), and an end the caller decides (a flow given
+// back) closing the record with its reason. Records add up to the counters.
+TEST(Ipfix, TrackerObserveClosesWithTheCallersReason) {
+  ipfix::options o;
+  o.active_timeout_s = 10;
+  o.idle_timeout_s = 3;
+  const ipfix::flow_tracker t(o, ipfix::layout{});
+  gnio::device::flow_entry e{};
+  e.state = gnio::device::flow_slot_used;
+  e.key.family = 4;
+  e.key.proto = 6;
+  e.meta = gnio::device::tcp_fin | gnio::device::tcp_ack;
+  ipfix::flow_state s;
+  std::vector<ipfix::record> out;
+  e.packets = 3;
+  e.bytes = 180;
+  t.observe(s, e, 1000, nullptr, out);
+  EXPECT_TRUE(out.empty());
+  e.packets = 4;
+  e.bytes = 240;
+  t.observe(s, e, 2000, nullptr, out);
+  EXPECT_TRUE(out.empty());
+  const auto fin = ipfix::end_reason::end_of_flow;
+  t.observe(s, e, 3000, &fin, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, ipfix::end_reason::end_of_flow);
+  EXPECT_EQ(out[0].packets, 4u);
+  EXPECT_EQ(out[0].octets, 240u);
+  EXPECT_EQ(out[0].start_ms, 1000u);
+  EXPECT_EQ(out[0].end_ms, 2000u);
+  EXPECT_EQ(out[0].tcp_flags, gnio::device::tcp_fin | gnio::device::tcp_ack);
+  // Closed with nothing new: no second record, whatever the reason.
+  out.clear();
+  const auto forced = ipfix::end_reason::forced_end;
+  t.observe(s, e, 4000, &forced, out);
+  EXPECT_TRUE(out.empty());
+  // Frames without an IP header have no IPFIX key: never a record.
+  gnio::device::flow_entry arp{};
+  arp.packets = 1;
+  ipfix::flow_state sa;
+  t.observe(sa, arp, 5000, &forced, out);
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(Ipfix, HostPort) {
   std::string host, why;
   uint16_t port = 0;

@@ -185,39 +185,45 @@ flow_tracker::flow_tracker(const options& o, const layout& l)
 
 void flow_tracker::scan(const device::flow_entry* table, size_t capacity, uint64_t now, bool final,
                         std::vector<record>& out) {
+  const end_reason forced = end_reason::forced_end;
   for (size_t i = 0; i < capacity; ++i) {
     const device::flow_entry& e = table[i];
     // Frames without an IP header (ARP, ...) have no IPFIX flow key here.
     if (e.state != device::flow_slot_used || (e.key.family != 4 && e.key.family != 6)) continue;
-    slot& s = slots_[static_cast<uint32_t>(i)];
-    // A copy taken while the kernel runs may hold a packet's count without
-    // its bytes yet: either counter growing is growth, caught up next scan.
-    if (e.packets > s.seen_packets || e.bytes > s.seen_bytes) {
-      if (!s.open) {
-        s.open = true;
-        s.start_ms = now;
-      }
-      s.last_ms = now;
-      s.seen_packets = e.packets;
-      s.seen_bytes = e.bytes;
-    }
-    if (!s.open) continue;
-    end_reason why{};
-    if (final) why = end_reason::forced_end;
-    else if (now - s.last_ms >= idle_ms_) why = end_reason::idle_timeout;
-    else if (now - s.start_ms >= active_ms_) why = end_reason::active_timeout;
-    else continue;
-    record r = record_of(e, layout_);
-    r.packets = s.seen_packets - s.sent_packets;
-    r.octets = s.seen_bytes - s.sent_bytes;
-    r.start_ms = s.start_ms;
-    r.end_ms = s.last_ms;
-    r.reason = why;
-    out.push_back(r);
-    s.sent_packets = s.seen_packets;
-    s.sent_bytes = s.seen_bytes;
-    s.open = false;
+    observe(slots_[static_cast<uint32_t>(i)], e, now, final ? &forced : nullptr, out);
   }
+}
+
+void flow_tracker::observe(flow_state& s, const device::flow_entry& e, uint64_t now, const end_reason* end,
+                           std::vector<record>& out) const {
+  if (e.key.family != 4 && e.key.family != 6) return;
+  // A copy taken while the kernel runs may hold a packet's count without
+  // its bytes yet: either counter growing is growth, caught up next scan.
+  if (e.packets > s.seen_packets || e.bytes > s.seen_bytes) {
+    if (!s.open) {
+      s.open = true;
+      s.start_ms = now;
+    }
+    s.last_ms = now;
+    s.seen_packets = e.packets;
+    s.seen_bytes = e.bytes;
+  }
+  if (!s.open) return;
+  end_reason why{};
+  if (end != nullptr) why = *end;
+  else if (now - s.last_ms >= idle_ms_) why = end_reason::idle_timeout;
+  else if (now - s.start_ms >= active_ms_) why = end_reason::active_timeout;
+  else return;
+  record r = record_of(e, layout_);
+  r.packets = s.seen_packets - s.sent_packets;
+  r.octets = s.seen_bytes - s.sent_bytes;
+  r.start_ms = s.start_ms;
+  r.end_ms = s.last_ms;
+  r.reason = why;
+  out.push_back(r);
+  s.sent_packets = s.seen_packets;
+  s.sent_bytes = s.seen_bytes;
+  s.open = false;
 }
 
 }  // namespace gnio::ipfix

@@ -145,6 +145,15 @@ void add_options(CLI::App& app, options& o);
 // flow_entry::meta as flow_count's kernel fills it (gnio/device/flow_table.hpp).
 [[nodiscard]] record record_of(const device::flow_entry& e, const layout& l);
 
+// The export state of one flow: its counters at the last look, what records
+// already carried, and the open record's first and last growth.
+struct flow_state {
+  uint64_t seen_packets = 0, seen_bytes = 0;  // at the last look
+  uint64_t sent_packets = 0, sent_bytes = 0;  // in records already exported
+  uint64_t start_ms = 0, last_ms = 0;
+  bool open = false;
+};
+
 // Turns successive copies of one flow table (slots never move or empty) into
 // records: counters that grew since the last record are exported when the
 // flow has been idle idle_timeout_s, when its record has been open
@@ -157,17 +166,19 @@ class flow_tracker {
   flow_tracker(const options& o, const layout& l);
   // Appends the records due at now_ms to out; final: every open record.
   void scan(const device::flow_entry* table, size_t capacity, uint64_t now_ms, bool final, std::vector<record>& out);
+  // One look at one flow whose state the caller keeps (flow_count's host
+  // table, which holds flows by key while its device tables are given back):
+  // e's cumulative counters grow the open record, and it is appended to out
+  // when a timeout is due, as scan() does. `end` closes it now with that
+  // reason (a flow given back: end_of_flow or idle_timeout; the end of the
+  // run: forced_end); a record with nothing new is not sent.
+  void observe(flow_state& s, const device::flow_entry& e, uint64_t now_ms, const end_reason* end,
+               std::vector<record>& out) const;
 
  private:
-  struct slot {
-    uint64_t seen_packets = 0, seen_bytes = 0;       // at the last scan
-    uint64_t sent_packets = 0, sent_bytes = 0;       // in records already exported
-    uint64_t start_ms = 0, last_ms = 0;
-    bool open = false;
-  };
   uint64_t active_ms_ = 60000, idle_ms_ = 15000;
   layout layout_{};
-  std::unordered_map<uint32_t, slot> slots_;
+  std::unordered_map<uint32_t, flow_state> slots_;
 };
 
 // What an exporter sent, for the console and the JSON. Every record handed
@@ -265,6 +276,10 @@ class session {
   // True once scan_interval_s has passed since the last scan (then call scan for every table, then scanned()).
   [[nodiscard]] bool due(uint64_t now) const noexcept;
   void scan(uint32_t table, const device::flow_entry* entries, size_t capacity, uint64_t now, bool final);
+  // flow_tracker::observe for one flow of table `table`; what is due waits
+  // for flush(table, now), which sends it in that table's domain.
+  void observe(uint32_t table, flow_state& s, const device::flow_entry& e, uint64_t now, const end_reason* end);
+  void flush(uint32_t table, uint64_t now);
   void scanned(uint64_t now) noexcept { last_scan_ms_ = now; }
   // The program was asked to stop (a signal, --duration): what is still to
   // be sent gets --ipfix-flush-timeout. stop_requested as exporter's.

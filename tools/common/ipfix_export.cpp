@@ -432,6 +432,17 @@ void session::scan(uint32_t table, const device::flow_entry* entries, size_t cap
   ex_.send(opt_.domain + table, pending_, layout_, now);
 }
 
+void session::observe(uint32_t table, flow_state& s, const device::flow_entry& e, uint64_t now, const end_reason* end) {
+  if (!enabled_ || table >= trackers_.size()) return;
+  trackers_[table].observe(s, e, now, end, pending_);
+}
+
+void session::flush(uint32_t table, uint64_t now) {
+  if (!enabled_ || table >= trackers_.size() || pending_.empty()) return;
+  ex_.send(opt_.domain + table, pending_, layout_, now);
+  pending_.clear();
+}
+
 std::string session::summary() const {
   const export_stats& s = ex_.stats();
   const std::string pace =
