@@ -5,7 +5,7 @@
 #pragma once
 
 #include "gnio/device/exec.hpp"
-#include "gnio/status.hpp"
+#include "gnio/device/status_code.hpp"
 
 namespace gnio::device {
 
