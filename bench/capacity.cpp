@@ -397,7 +397,7 @@ int main(int argc, char** argv) {
           (void)g->copy_to_host(c.data(), ctr, 0, sizeof(gnio::pp::counters) * nr);
           for (auto& x : c) counted += x.packets;
         }
-        (void)runner->destroy();
+        *runner = {};
         producer_free(prod);
         for (auto* b : {&table, &tot, &ctr, &conv, &dns})
           if (!b->empty()) (void)g->free(*b);

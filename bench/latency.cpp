@@ -291,7 +291,7 @@ run_result run_flag(const std::string& exec, const config& c) {
   }
   r.sent -= std::min(r.sent, c.warmup);
   if (auto e = runner->stop(std::chrono::seconds(5)); e && r.error.empty()) r.error = e.what();
-  (void)runner->destroy();
+  *runner = {};
   (void)g->free(*words);
   return r;
 }
@@ -411,10 +411,10 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   r.extra["kernel_timed"] = got.timed;
   r.extra["kernel_other"] = got.other;
   r.extra["rx_missed"] = b->stats().rx_missed;
-  (void)runner->destroy();
+  *runner = {};
   (void)a->stop();
   (void)b->stop();
-  (void)sem->destroy();
+  *sem = {};
   (void)g->free(*counts);
   return r;
 }
@@ -736,7 +736,6 @@ int main(int argc, char** argv) {
     auto g = gnio::gpu::open(c.gpu);
     if (g && g->executor() == gnio::executor_kind::cuda) {
       gpu_name = g->info().name;
-      (void)g->destroy();
     } else {
       fmt::print("latency: no CUDA GPU ({}); the cuda runs are skipped\n",
                  g ? std::string("not a CUDA device") : g.err().what());

@@ -37,6 +37,7 @@
 #include "pp.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "pp_plan.hpp"
 
 namespace gnio::pp {
 
@@ -75,16 +76,6 @@ uint64_t& at(counters& c, uint32_t i) { return reinterpret_cast<uint64_t*>(&c)[i
 uint64_t at(const counters& c, uint32_t i) { return reinterpret_cast<const uint64_t*>(&c)[i]; }
 void add_into(counters& dst, const counters& src) {
   for (uint32_t i = 0; i < num_counters; ++i) at(dst, i) += at(src, i);
-}
-
-const char* role_name(role r) {
-  switch (r) {
-    case role::udp: return "udp";
-    case role::tcp: return "tcp";
-    case role::icmp: return "icmp";
-    case role::arp_other: return "arp_other";
-  }
-  return "?";
 }
 
 // --metrics: gnio pp's own families (docs/monitoring.md): every counter of
@@ -508,11 +499,9 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     body b{};
     std::vector<uint32_t> global;  // local block -> the app's block number
     std::vector<uint32_t> rx_ids;  // the port's RX queues its kernel consumes
-    std::vector<mem_block> mem;
     mem_block ctr_mem, conv_mem, dns_mem, frag_mem, frag_tables_mem, stream_mem, stream_tables_mem;
-    std::optional<semaphore> sem;
+    semaphore* sem = nullptr;  // the session's
     device::sem sem_host{};
-    std::optional<kernel_runner> runner;
     bool returned = false;  // the kernel returned by itself (or was stopped)
   };
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
@@ -573,44 +562,28 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     }
   }
   const uint32_t num_ctx = static_cast<uint32_t>(ctxs.size());
-  if (n < num_ctx)
-    return bad_option(fmt::format("--queues {} is fewer than the {} GPUs: each GPU needs at least one queue of every "
-                                  "class, so give --queues {} or more",
-                                  n, num_ctx, num_ctx),
-                      result);
   const gpu_info& info = ctxs.front()->info;
   const bool can_tx = p->caps().tx;
+  // Blocks, queues, GPUs and steering (pp_plan.hpp): udp[n], tcp[n], icmp[n],
+  // arp_other, then the CPU's TCP control queue; queue i of each class runs
+  // on GPU i mod N, arp/other on the first.
+  pp_plan plan;
+  if (const std::string why = make_plan(plan_input{n, num_ctx, opt.http_server, can_tx}, &plan); !why.empty())
+    return bad_option(why, result);
   if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
     con.out("pp: port {} cannot transmit: replies are counted, not sent\n", printable(opt.port));
-
-  // RX queues: udp[n], tcp[n], icmp[n], arp_other, then the CPU's TCP control queue.
-  struct rxq_info {
-    std::string cls;
-    uint32_t index;
-    int block;  // -1: the CPU thread
-  };
-  std::vector<rxq_info> rxqs;
-  auto role_of = [&](uint32_t blk) {
-    if (blk < n) return role::udp;
-    if (blk < 2 * n) return role::tcp;
-    if (blk < 3 * n) return role::icmp;
-    return role::arp_other;
-  };
-  // Queue i of each class runs on GPU i mod N; arp/other on the first.
-  std::vector<uint32_t> block_ctx(num_blocks), block_local(num_blocks);
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    block_ctx[blk] = role_of(blk) == role::arp_other ? 0 : (blk % n) % num_ctx;
-    auto& c = *ctxs[block_ctx[blk]];
-    block_local[blk] = static_cast<uint32_t>(c.global.size());
-    c.global.push_back(blk);
-  }
+  const std::vector<plan_rxq>& rxqs = plan.rxqs;
+  auto role_of = [&](uint32_t blk) { return plan.blocks[blk].r; };
+  std::vector<uint32_t> block_ctx(num_blocks);
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) block_ctx[blk] = plan.blocks[blk].ctx;
+  for (uint32_t k = 0; k < num_ctx; ++k) ctxs[k]->global = plan.ctx_blocks[k];
   for (auto& c : ctxs) {
     c->b.num_blocks = static_cast<uint32_t>(c->global.size());
     c->b.cfg = cfg;
     c->b.batch = opt.batch;
     c->b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
   }
-  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[block_local[blk]]; };
+  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[plan.blocks[blk].local]; };
 
   // Counted before it is taken (F19, R8): every ring slot is touched, and so
   // are the TCP stream and reassembly tables, one of each per block, zeroed
@@ -618,10 +591,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   // refused here rather than by the OOM killer (or a failed allocation after
   // gigabytes were zeroed).
   {
-    uint64_t num_txq = 0;
-    if (can_tx)
-      for (uint32_t blk = 0; blk < num_blocks; ++blk)
-        num_txq += role_of(blk) == role::udp || (role_of(blk) == role::tcp && !opt.http_server) ? 0 : 1;
+    const uint64_t num_txq = plan.num_block_txq;
     const uint64_t ring_bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
     // The tables live in each executor's memory: host memory only on the host executor.
     uint64_t host_blocks = 0;
@@ -652,7 +622,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     }
   }
 
-  std::vector<uint32_t> group[4];
+  // The queues in the plan's order: its positions are the port's queue ids.
   for (uint32_t blk = 0; blk < num_blocks; ++blk) {
     auto& c = *ctxs[block_ctx[blk]];
     rxq_config rc;
@@ -661,64 +631,61 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     rc.owner = &c.g;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);
+    if (*id != blk) return report_error(error(status::unexpected, "RX queue ids out of the plan's order"), "create_rxq", result);
     auto v = p->rxq(*id);
     if (!v) return report_error(v.err(), "rxq", result);
-    const role r = role_of(blk);
-    block_of(blk).r = r;
+    block_of(blk).r = role_of(blk);
     block_of(blk).rx = *v;
     c.rx_ids.push_back(*id);
-    group[static_cast<uint32_t>(r)].push_back(*id);
-    rxqs.push_back({role_name(r), static_cast<uint32_t>(group[static_cast<uint32_t>(r)].size() - 1), static_cast<int>(blk)});
   }
   int ctrl_rxq = -1;
-  if (opt.http_server) {
+  if (plan.ctrl) {
     rxq_config rc;
     rc.num_descs = k_ctrl_ring;
     rc.host_consumer = true;
     auto id = p->create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq (TCP control, CPU)", result);
     ctrl_rxq = static_cast<int>(*id);
-    rxqs.push_back({"tcp_ctrl", 0, -1});
   }
 
-  // TX queues: one per icmp block, one for arp_other, one per tcp block with
-  // the HTTP server (each in its block's GPU context), and one the CPU thread fills.
+  // TX queues: one per block that replies (each in its block's GPU
+  // context), and one the CPU thread fills.
   int ctrl_txq = -1;
-  if (can_tx) {
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-      const role r = role_of(blk);
-      if (r == role::udp || (r == role::tcp && !opt.http_server)) continue;
-      txq_config tc;
-      tc.owner = &ctxs[block_ctx[blk]]->g;
-      auto id = p->create_txq(tc);
-      if (!id) return report_error(id.err(), "create_txq", result);
-      auto v = p->txq(*id);
-      if (!v) return report_error(v.err(), "txq", result);
-      block_of(blk).tx = *v;
-      block_of(blk).has_tx = 1;
-    }
-    if (opt.http_server) {
-      txq_config tc;
-      tc.num_descs = 256;
-      tc.host_producer = true;
-      auto id = p->create_txq(tc);
-      if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
-      ctrl_txq = static_cast<int>(*id);
-    }
+  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
+    if (!plan.blocks[blk].has_tx) continue;
+    txq_config tc;
+    tc.owner = &ctxs[block_ctx[blk]]->g;
+    auto id = p->create_txq(tc);
+    if (!id) return report_error(id.err(), "create_txq", result);
+    auto v = p->txq(*id);
+    if (!v) return report_error(v.err(), "txq", result);
+    block_of(blk).tx = *v;
+    block_of(blk).has_tx = 1;
+  }
+  if (plan.ctrl_tx) {
+    txq_config tc;
+    tc.num_descs = 256;
+    tc.host_producer = true;
+    auto id = p->create_txq(tc);
+    if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
+    ctrl_txq = static_cast<int>(*id);
   }
 
   // Steering: each class to its group (RSS by 5-tuple hash inside a group).
   {
     std::vector<steering_rule> rules;
-    auto rule = [&](device::rx_class c, const std::vector<uint32_t>& qs) { rules.push_back({c, qs}); };
-    rule(device::rx_class_udp, group[0]);
-    rule(device::rx_class_tcp, group[1]);
-    rule(device::rx_class_tcp_ctrl, ctrl_rxq >= 0 ? std::vector<uint32_t>{static_cast<uint32_t>(ctrl_rxq)} : group[1]);
-    rule(device::rx_class_icmp, group[2]);
-    rule(device::rx_class_arp, group[3]);
-    rule(device::rx_class_other, group[3]);
-    if (auto e = p->set_steering(std::move(rules), group[3]); e) return report_error(e, "set_steering", result);
+    for (const plan_rule& r : plan.steering) rules.push_back({r.cls, r.rxqs});
+    if (auto e = p->set_steering(std::move(rules), plan.steering_default); e) return report_error(e, "set_steering", result);
   }
+
+  // --- the session: from here on it owns the port, the contexts and all ----
+  // the kernels use, tears them down in reverse, and keeps them whole when a
+  // kernel does not stop (gnio/session.hpp).
+  std::vector<gpu> owned;
+  for (auto& c : ctxs) owned.push_back(std::move(c->g));
+  auto made = session::create(std::move(owned), std::move(*p));
+  if (!made) return report_error(made.err(), "session", result);
+  session& s = *made;
 
   // --- executor memory, one set per context ----------------------------------
   std::string pages = index_page();
@@ -732,13 +699,12 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   page_index.missing_len = static_cast<uint32_t>(missing_page().size());
   pages += missing_page();
   std::snprintf(page_index.second_path, sizeof page_index.second_path, "%s", "/hello");
-  for (auto& cp : ctxs) {
-    gpu_ctx& c = *cp;
+  for (uint32_t k = 0; k < num_ctx; ++k) {
+    gpu_ctx& c = *ctxs[k];
     auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
-      auto m = c.g.alloc(bytes, mem_type::gpu);
+      auto m = s.alloc_bytes(k, bytes, mem_type::gpu);
       if (!m) return error(m.err().code(), fmt::format("{} on {}: {}", what, c.info.name, m.err().message()));
       *out = *m;
-      c.mem.push_back(*m);
       return {};
     };
     mem_block pages_mem;
@@ -748,7 +714,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &c.dns_mem); e)
       return report_error(e, "alloc", result);
     if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
-    if (auto e = c.g.copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
+    if (auto e = s.gpu_at(k).copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
     c.b.pages = page_index;
     c.b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
     c.b.ctr = static_cast<counters*>(c.ctr_mem.exec_ptr);
@@ -768,7 +734,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
         if (!device::frag_table_layout(base, per, opt.frag_table, k_frag_max_datagram, k_frag_timeout_ns, views[k]))
           return report_error(error(status::unexpected, "reassembly table layout"), "alloc", result);
       }
-      if (auto e = c.g.copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
+      if (auto e = s.gpu_at(k).copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
         return report_error(e, "copy reassembly tables", result);
       c.b.frag = static_cast<device::frag_table*>(c.frag_tables_mem.exec_ptr);
     }
@@ -784,15 +750,15 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       for (uint32_t k = 0; k < c.b.num_blocks; ++k)
         views[k] = {reinterpret_cast<device::tcp_conn*>(static_cast<uint8_t*>(c.stream_mem.exec_ptr) + per * k),
                     opt.tcp_streams};
-      if (auto e = c.g.copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
+      if (auto e = s.gpu_at(k).copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
           e)
         return report_error(e, "copy TCP stream tables", result);
       c.b.streams = static_cast<device::stream_table*>(c.stream_tables_mem.exec_ptr);
     }
 
-    auto sem = semaphore::create(c.g, c.b.num_blocks, sizeof(report));
+    auto sem = s.add_semaphore(k, c.b.num_blocks, sizeof(report));
     if (!sem) return report_error(sem.err(), "semaphore", result);
-    c.sem = std::move(sem).value();
+    c.sem = *sem;
     c.b.sem = c.sem->view();
     c.sem_host = c.sem->host_view();
   }
@@ -800,13 +766,13 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   // --- the CPU thread's queues ---------------------------------------------
   auto ctrl = std::make_unique<ctrl_state>();
   if (ctrl_rxq >= 0) {
-    auto rv = p->rxq_host(static_cast<uint32_t>(ctrl_rxq));
+    auto rv = s.get_port().rxq_host(static_cast<uint32_t>(ctrl_rxq));
     if (!rv) return report_error(rv.err(), "rxq_host", result);
     ctrl->rx = *rv;
     if (ctrl_txq >= 0) {
-      auto th = p->txq_host(static_cast<uint32_t>(ctrl_txq));
+      auto th = s.get_port().txq_host(static_cast<uint32_t>(ctrl_txq));
       if (!th) return report_error(th.err(), "txq_host", result);
-      auto tv = p->txq(static_cast<uint32_t>(ctrl_txq));
+      auto tv = s.get_port().txq(static_cast<uint32_t>(ctrl_txq));
       if (!tv) return report_error(tv.err(), "txq", result);
       ctrl->tx = *th;
       ctrl->tx_exec = *tv;
@@ -831,43 +797,26 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       ctrl_thread.join();
     }
   };
-  // Stops every kernel still running; the first error wins.
+  // Stops every kernel still running; the first error wins. A kernel that
+  // does not stop parks the session: nothing it may touch is freed.
   auto stop_kernels = [&](error* first) {
-    for (auto& c : ctxs)
-      if (c->runner && !c->returned && c->runner->running())
-        if (auto e = c->runner->stop(k_stop_deadline); e && first && !*first) *first = e;
+    if (auto e = s.stop(k_stop_deadline); e && first && !*first) *first = e;
   };
-  if (auto e = p->start(); e) return report_error(e, "start", result);
+  if (auto e = s.start(); e) return report_error(e, "start", result);
   if (ctrl_rxq >= 0) ctrl_thread = std::thread(ctrl_main, ctrl.get());
   const auto t0 = clock_type::now();
-  for (auto& c : ctxs) {
-    auto runner = kernel_runner::create(c->g, {&*p});
-    error e = runner ? error{} : runner.err();
-    if (runner) {
-      c->runner = std::move(runner).value();
-      launch_dims dims;
-      dims.blocks = c->b.num_blocks;
-      dims.threads = opt.threads;
-      dims.poll = opt.poll == "busy" ? device::poll_policy::busy : device::poll_policy::adaptive;
-      e = launch(*c->runner, dims, c->b);
-    }
-    if (e) {
+  for (uint32_t k = 0; k < num_ctx; ++k) {
+    launch_dims dims;
+    dims.blocks = ctxs[k]->b.num_blocks;
+    dims.threads = opt.threads;
+    dims.poll = opt.poll == "busy" ? device::poll_policy::busy : device::poll_policy::adaptive;
+    if (error e = launch(s.runner(k), dims, ctxs[k]->b); e) {
       stop_ctrl();
       error stop_err;
       stop_kernels(&stop_err);
-      if (stop_err) {
-        // A kernel that does not stop keeps its memory: fail closed.
-        new port(std::move(*p));
-        for (auto& o : ctxs) {
-          if (o->runner) new kernel_runner(std::move(*o->runner));
-          if (o->sem) new semaphore(std::move(*o->sem));
-        }
+      if (stop_err)
         return report_error(stop_err, "stop after a failed launch (a kernel is still running; its memory is kept)", result);
-      }
-      for (auto& o : ctxs)
-        if (o->runner) (void)o->runner->destroy();
-      (void)p->stop();
-      return report_error(e, c->runner ? "launch" : "runner", result);
+      return report_error(e, "launch", result);
     }
   }
 
@@ -902,11 +851,11 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       std::lock_guard lk(ctrl->mu);
       ctrl_c = ctrl->snap;
     }
-    const port_stats st = p->stats();
+    const port_stats st = s.stats();
     std::vector<uint64_t> processed_q(st.rxq.size(), 0);
     for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
       processed_q[q] = rxqs[q].block >= 0 ? blocks[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl_c.packets;
-    publish_metrics(blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st, processed_q, static_cast<bool>(p->engine_error()),
+    publish_metrics(blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st, processed_q, static_cast<bool>(s.get_port().engine_error()),
                     false);
   };
   auto drain_sem = [&] {
@@ -945,9 +894,10 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   const auto wait_slice = std::chrono::milliseconds(num_ctx > 1 ? 10 : 50);
   for (;;) {
     uint32_t done = 0;
-    for (auto& c : ctxs) {
+    for (uint32_t k = 0; k < num_ctx; ++k) {
+      gpu_ctx* c = ctxs[k].get();
       if (!c->returned) {
-        const error w = c->runner->wait(wait_slice);
+        const error w = s.runner(k).wait(wait_slice);
         if (!w) c->returned = true;  // returned by itself: its queues ended
         else if (w.code() != status::time_out) {
           run_err = w;
@@ -961,7 +911,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (const uint64_t ms = ipfix::now_ms(); ipx.due(ms)) {
       ipx_copy.resize(k_conv_capacity);
       for (uint32_t i = 0; i < num_ctx && !run_err; ++i) {
-        if (auto e = ctxs[i]->g.copy_to_host(ipx_copy.data(), ctxs[i]->conv_mem, 0, ctxs[i]->conv_mem.bytes); e) run_err = e;
+        if (auto e = s.gpu_at(i).copy_to_host(ipx_copy.data(), ctxs[i]->conv_mem, 0, ctxs[i]->conv_mem.bytes); e) run_err = e;
         else ipx.scan(i, ipx_copy.data(), k_conv_capacity, ms, false);
       }
       ipx.scanned(ms);
@@ -1013,13 +963,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       j["last_reports"] = partial;
     }
     const int rc = report_error(run_err, timed_out ? "stop (kernel still running; its memory is kept)" : "kernel", result);
-    // Keep the semaphores (the kernels write to them), the runners and the
-    // port for the life of the process; the port's own teardown also fails closed.
-    for (auto& c : ctxs) {
-      new semaphore(std::move(*c->sem));
-      new kernel_runner(std::move(*c->runner));
-    }
-    new port(std::move(*p));
+    // A kernel still running keeps the whole session (semaphores, memory,
+    // runners, port) until the process exits; the session sees to it.
     return rc;
   }
 
@@ -1027,24 +972,26 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   // still counted everything: the error is reported, the results are kept.
   json failure = json::object();  // the first failure from here on, for the JSON
   int rc = 0;
-  if (auto e = p->stop(); e) rc = report_error(e, "port stop", &failure);
-  const port_stats st = p->stats();
-  const error engine_err = p->engine_error();
+  if (auto e = s.stop_port(); e) rc = report_error(e, "port stop", &failure);
+  const port_stats st = s.stats();
+  const error engine_err = s.get_port().engine_error();
 
   // --- the authoritative totals ----------------------------------------------
   std::vector<counters> per_block(num_blocks);
   std::vector<std::vector<device::flow_entry>> conv_tables;
   std::vector<std::vector<dns_entry>> dns_tables;
-  for (auto& c : ctxs) {
+  for (uint32_t k = 0; k < num_ctx; ++k) {
+    gpu_ctx* c = ctxs[k].get();
+    gpu& g = s.gpu_at(k);
     std::vector<counters> local(c->b.num_blocks);
-    if (auto e = c->g.copy_to_host(local.data(), c->ctr_mem, 0, c->ctr_mem.bytes); e)
+    if (auto e = g.copy_to_host(local.data(), c->ctr_mem, 0, c->ctr_mem.bytes); e)
       return report_error(e, "read counters", result);
-    for (uint32_t k = 0; k < c->b.num_blocks; ++k) per_block[c->global[k]] = local[k];
+    for (uint32_t b = 0; b < c->b.num_blocks; ++b) per_block[c->global[b]] = local[b];
     conv_tables.emplace_back(k_conv_capacity);
     dns_tables.emplace_back(k_dns_capacity);
-    if (auto e = c->g.copy_to_host(conv_tables.back().data(), c->conv_mem, 0, c->conv_mem.bytes); e)
+    if (auto e = g.copy_to_host(conv_tables.back().data(), c->conv_mem, 0, c->conv_mem.bytes); e)
       return report_error(e, "read conversations", result);
-    if (auto e = c->g.copy_to_host(dns_tables.back().data(), c->dns_mem, 0, c->dns_mem.bytes); e)
+    if (auto e = g.copy_to_host(dns_tables.back().data(), c->dns_mem, 0, c->dns_mem.bytes); e)
       return report_error(e, "read DNS names", result);
   }
   conv_tables.push_back(ctrl->conv);
@@ -1214,7 +1161,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   json per_class = json::object();
   for (size_t q = 0; q < st.rxq.size() && q < rxqs.size(); ++q) {
     const auto& s = st.rxq[q];
-    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].index}, {"offered", s.offered},
+    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].class_queue}, {"offered", s.offered},
                   {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
                   {"processed", processed_q[q]}});
     json& c = per_class[rxqs[q].cls];
@@ -1267,18 +1214,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   *result = std::move(j);
   if (mx) publish_metrics(per_block, ctrl_rxq >= 0 ? &ctrl->c : nullptr, st, processed_q, static_cast<bool>(engine_err), true);
 
-  // --- the lifecycle in reverse ----------------------------------------------------
-  for (auto& c : ctxs) {
-    (void)c->runner->destroy();
-    (void)c->sem->destroy();
-    for (auto& m : c->mem) (void)c->g.free(m);
-  }
-  for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
-  for (uint32_t q = 0; q < p->num_txq(); ++q) (void)p->destroy_txq(q);
-  if (auto e = p->close(); e && !opt.quiet) warn("pp: close: {}\n", e.what());
-  for (auto& c : ctxs)
-    if (auto e = c->g.destroy(); e && !opt.quiet) warn("pp: gpu destroy: {}\n", e.what());
-
+  // The session tears down the lifecycle in reverse when it goes.
   if (engine_err) warn("pp: the port's engine failed: {}\n", engine_err.what());
   return rc;
 }
@@ -1364,8 +1300,9 @@ void add_command(CLI::App& app) {
   sub->add_flag("--http-server", opt->http_server,
                 "serve HTTP on --ip port 80: SYN/FIN/RST on a CPU thread, GET answered by the GPU");
   sub->add_flag("--reply-all", opt->reply_all, "answer every ICMP echo request, whatever its address (capture replay)");
-  sub->add_option("--stats-interval", opt->stats_interval, "seconds between stats lines on stdout (0: none)")
-      ->check(gnio::cli::number(0))
+  sub->add_option("--stats-interval", opt->stats_interval,
+                  "time between stats lines on stdout: seconds, or 500ms, 10s, 1m as --duration (0: none)")
+      ->transform(gnio::cli::duration())
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");

@@ -269,12 +269,15 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
   dns_header h;
   if (!dns_parse_header(msg, cap_len, h)) return false;
   if (!dns_header_sane(h, decl_len)) {
-    // mDNS announcements carry records and no question.
+    // mDNS announcements carry records and no question, and an mDNS query
+    // may ask more than 16 questions at once (RFC 6762 5.3): checked as one
+    // question in what the others leave (5 bytes at least each).
     dns_header q = h;
     q.qdcount = 1;
-    const bool announce = multicast && h.qdcount == 0 && (h.ancount | h.nscount | h.arcount) != 0 &&
-                          decl_len >= dns_header_len + 5u && dns_header_sane(q, decl_len);
-    if (!announce) return false;
+    const uint32_t more = h.qdcount > 1 ? (h.qdcount - 1u) * 5u : 0u;
+    const bool mdns = multicast && (h.qdcount != 0 || (h.ancount | h.nscount | h.arcount) != 0) &&
+                      decl_len >= dns_header_len + 5u + more && dns_header_sane(q, decl_len - more);
+    if (!mdns) return false;
   }
   if (h.qr) {
     c.dns_responses += 1;

@@ -204,11 +204,11 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
 
   // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
   struct gpu_ctx {
-    gnio::gpu g;
+    gnio::gpu g;                // until the session owns it
+    gnio::gpu* dev = nullptr;   // the session's, from then on
     std::vector<uint32_t> queue_ids;
     flow_count::body b{};
     gnio::mem_block table[2], tot, ctl, zeros;  // table[1], ctl and zeros only with expiry
-    std::optional<gnio::kernel_runner> runner;
     std::vector<flow_count::flow_entry> flows;
     std::vector<flow_count::totals> totals;
     flipper flip;
@@ -304,13 +304,23 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     c.b.q[c.queue_ids.size()] = *v;
     c.queue_ids.push_back(*id);
   }
-  for (auto& c : ctxs) {
+  // The session owns the port, the contexts and all the kernels use from
+  // here on: it tears them down in reverse, or keeps them whole when a
+  // kernel does not stop (gnio/session.hpp).
+  std::vector<gnio::gpu> owned;
+  for (auto& c : ctxs) owned.push_back(std::move(c->g));
+  auto made = gnio::session::create(std::move(owned), std::move(*p));
+  if (!made) return fail_with(j, made.err(), "session");
+  gnio::session& s = *made;
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    auto& c = ctxs[k];
+    c->dev = &s.gpu_at(k);
     c->b.num_queues = static_cast<uint32_t>(c->queue_ids.size());
     c->b.capacity = table_cap;
     // Launched per burst, a launch takes at most a burst per queue.
     c->b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
     for (uint32_t t = 0; t < tables; ++t) {
-      auto table = c->g.alloc(sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);  // zeroed
+      auto table = s.alloc_bytes(k, sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);  // zeroed
       if (!table) return fail_with(j, table.err(), "flow table");
       c->table[t] = *table;
       c->b.table[t] = static_cast<flow_count::flow_entry*>(c->table[t].exec_ptr);
@@ -319,48 +329,44 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     // live reads below are atomic loads rather than a copy racing the
     // kernels' adds; a GPU's stay in GPU memory, next to the kernel.
     const gnio::mem_type tot_mem =
-        c->g.info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
-    auto tot = c->g.alloc(sizeof(flow_count::totals) * c->queue_ids.size(), tot_mem);
+        c->dev->info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
+    auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), tot_mem);
     if (!tot) return fail_with(j, tot.err(), "totals");
     c->tot = *tot;
     c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
     if (expiry) {
       // Both sides reach it: the host writes the epoch, the blocks their acks.
-      auto ctl = c->g.alloc(sizeof(flow_count::flip_ctl), gnio::mem_type::cpu_gpu);
+      auto ctl = s.alloc_bytes(k, sizeof(flow_count::flip_ctl), gnio::mem_type::cpu_gpu);
       if (!ctl) return fail_with(j, ctl.err(), "flow table flip");
       c->ctl = *ctl;
       flow_count::flip_ctl init{};
       for (auto& a : init.ack) a = flow_count::ack_idle;
       // Before the launch, which orders it before the kernel's reads.
-      if (auto e = c->g.copy_to_block(c->ctl, 0, &init, sizeof init); e) return fail_with(j, e, "flow table flip");
+      if (auto e = c->dev->copy_to_block(c->ctl, 0, &init, sizeof init); e) return fail_with(j, e, "flow table flip");
       c->b.flip = static_cast<flow_count::flip_ctl*>(c->ctl.exec_ptr);
       c->flip.ctl = static_cast<flow_count::flip_ctl*>(c->ctl.host_ptr);
       c->flip.blocks = c->b.num_queues;
-      c->expiry.emplace(idle_ms, &ipfix, static_cast<uint32_t>(&c - ctxs.data()));
+      c->expiry.emplace(idle_ms, &ipfix, static_cast<uint32_t>(k));
       // Zeros copied over a table given back: pinned memory, so the copy has
       // finished when copy_to_block returns, before the table is used again.
-      auto z = c->g.alloc(std::min<size_t>(sizeof(flow_count::flow_entry) * table_cap, 4u << 20),
+      auto z = s.alloc_bytes(k, std::min<size_t>(sizeof(flow_count::flow_entry) * table_cap, 4u << 20),
                           gnio::mem_type::cpu_gpu);
       if (!z) return fail_with(j, z.err(), "flow table flip");
       c->zeros = *z;
     }
   }
 
-  if (auto e = p->start(); e) return fail_with(j, e, "start");
+  if (auto e = s.start(); e) return fail_with(j, e, "start");
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
-  for (auto& c : ctxs) {
-    auto runner = gnio::kernel_runner::create(c->g, {&*p});
-    if (!runner) return fail_with(j, runner.err(), "runner");
-    c->runner = std::move(runner).value();
+  for (size_t k = 0; k < ctxs.size(); ++k) {
     gnio::launch_dims dims = launch_dims;
-    dims.blocks = c->b.num_queues;
+    dims.blocks = ctxs[k]->b.num_queues;
     dims.threads = threads;
     dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
-    if (auto e = flow_count::launch(*c->runner, dims, c->b); e) {
-      for (auto& oc : ctxs)
-        if (oc->runner && oc->runner->running()) (void)oc->runner->stop(std::chrono::seconds(5));
-      (void)p->stop();
+    if (auto e = flow_count::launch(s.runner(k), dims, ctxs[k]->b); e) {
+      // The kernels launched so far are stopped; one that does not stop keeps the session.
+      (void)s.stop(std::chrono::seconds(5));
       return fail_with(j, e, "launch");
     }
   }
@@ -378,7 +384,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     gnio::metrics::add_port(t, port_dev, st, labels, processed, engine_failed);
     t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
     for (size_t k = 0; k < ctxs.size(); ++k) {
-      const gnio::gpu_info info = ctxs[k]->g.info();
+      const gnio::gpu_info info = ctxs[k]->dev->info();
       gnio::metrics::add_gpu_info(t, std::to_string(k), info.name, info.bus_id, gnio::to_string(info.executor));
     }
     if (sum) {  // the kernels keep these until they return
@@ -401,10 +407,10 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     mx->publish(t, sum != nullptr);
   };
   auto publish_live = [&] {
-    const auto st = p->stats();
+    const auto st = s.stats();
     std::vector<uint64_t> processed;
     for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-    publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr, 0, 0, 0);
+    publish_metrics(st, processed, static_cast<bool>(s.get_port().engine_error()), nullptr, 0, 0, 0);
   };
   // IPFIX: one observation domain per GPU's flow table; templates first.
   // A paced send that sees a stop request gets --ipfix-flush-timeout more.
@@ -416,7 +422,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   // The totals as the kernels have them now (their counters only grow).
   auto read_totals = [&](gpu_ctx& c) -> gnio::error {
     c.totals.resize(c.queue_ids.size());
-    if (c.tot.host_ptr == nullptr) return c.g.copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
+    if (c.tot.host_ptr == nullptr) return c.dev->copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
     // Relaxed, as the kernels' adds (flow_count.hpp): each value only needs to come eventually.
     auto* live = static_cast<flow_count::totals*>(c.tot.host_ptr);
     const auto load = [](uint64_t& v) {
@@ -450,7 +456,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const uint32_t old = static_cast<uint32_t>((c.flip.epoch + 1) & 1u);
     gnio::mem_block& tab = c.table[old];
     c.flows.resize(table_cap);
-    if (auto e = c.g.copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return e;
+    if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return e;
     // claimed(old) is final: every block published it with its ack.
     const uint64_t claimed = c.flip.claimed(old);
     c.expiry->merge(c.flows.data(), table_cap, ms);
@@ -461,7 +467,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       c.expired_ms = ms;
     }
     for (size_t off = 0; off < tab.bytes; off += c.zeros.bytes)
-      if (auto e = c.g.copy_to_block(tab, off, c.zeros.host_ptr, std::min(c.zeros.bytes, tab.bytes - off)); e)
+      if (auto e = c.dev->copy_to_block(tab, off, c.zeros.host_ptr, std::min(c.zeros.bytes, tab.bytes - off)); e)
         return e;
     c.flip.base[old] = claimed;
     c.flip.pending = false;
@@ -479,9 +485,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   size_t done = 0;
   while (done < ctxs.size() && !run_err) {
     done = 0;
-    for (auto& c : ctxs) {
+    for (size_t k = 0; k < ctxs.size(); ++k) {
       // Table flips want a quick look: a half-full table at a high rate fills up fast.
-      auto w = c->runner->wait(std::chrono::milliseconds(ctxs.size() > 1 || expiry ? 10 : 50));
+      auto w = s.runner(k).wait(std::chrono::milliseconds(ctxs.size() > 1 || expiry ? 10 : 50));
       if (!w) ++done;
       else if (w.code() != gnio::status::time_out) run_err = w;
     }
@@ -492,9 +498,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
       stopped_early = true;
       ipfix.stopping();
-      for (auto& c : ctxs)
-        if (c->runner->running())
-          if (auto e = c->runner->stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
+      if (auto e = s.stop(std::chrono::seconds(5)); e && !run_err) run_err = e;
       break;
     }
     if (expiry) {
@@ -521,13 +525,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       for (size_t i = 0; i < ctxs.size() && !run_err; ++i) {
         auto& c = *ctxs[i];
         c.flows.resize(table_cap);
-        if (auto e = c.g.copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e) run_err = e;
+        if (auto e = c.dev->copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e) run_err = e;
         else ipfix.scan(static_cast<uint32_t>(i), c.flows.data(), table_cap, ms, false);
       }
       ipfix.scanned(ms);
     }
     if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
-      auto st = p->stats();
+      auto st = s.stats();
       const double dt = std::chrono::duration<double>(now - last).count();
       // The kernels add to table_full and claimed after every batch (flow_count.hpp).
       uint64_t slots_used = 0, table_full = 0;
@@ -551,8 +555,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["seconds"] = seconds;
   j["stopped_early"] = stopped_early;
   gnio::launch_stats ls;
-  for (auto& c : ctxs) {
-    const auto one = c->runner->stats();
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    const auto one = s.runner(k).stats();
     ls.launches += one.launches;
     ls.packets += one.packets;
     ls.busy_ns += one.busy_ns;
@@ -562,23 +566,20 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   if (run_err) {
     // Fail closed: nothing is freed while a kernel may run. What the port
     // counted so far goes into the JSON.
-    const auto st = p->stats();
+    const auto st = s.stats();
     j["received"] = st.rx_frames;
     j["missed"] = st.rx_missed;
     j["source_errors"] = st.rx_errors;
-    const int rc = fail_with(j, run_err, "kernel");
-    for (auto& c : ctxs)
-      if (c->runner) new gnio::kernel_runner(std::move(*c->runner));
-    new gnio::port(std::move(*p));
-    return rc;
+    // A kernel still running keeps the session (and all it may touch) alive.
+    return fail_with(j, run_err, "kernel");
   }
 
   // A port that fails to stop (a TX capture that could not be written) has
   // still counted everything: the error is reported and the results kept.
   int rc = 0;
-  if (auto e = p->stop(); e) rc = fail_with(j, e, "stop");
-  const auto st = p->stats();
-  const auto engine_err = p->engine_error();
+  if (auto e = s.stop_port(); e) rc = fail_with(j, e, "stop");
+  const auto st = s.stats();
+  const auto engine_err = s.get_port().engine_error();
 
   // Merge the per-GPU tables: a flow's packets may have reached several GPUs
   // only if its queue changed, which RSS never does; summing keeps it exact
@@ -619,7 +620,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     for (const auto& t : c.totals) slots_claimed += t.claimed[0] + t.claimed[1];
     c.flows.resize(table_cap);
     if (!expiry) {
-      if (auto e = c.g.copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e)
+      if (auto e = c.dev->copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e)
         return fail_with(j, e, "read flow table");
       for (const auto& f : c.flows)
         if (f.state == gnio::device::flow_slot_used) add_live(flow_count::flow_row{f});
@@ -631,7 +632,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     // and the one before a flip not taken back yet (zeroed otherwise). Every
     // open record is sent (forced_end); the flows stay live rows.
     for (const auto& tab : c.table) {
-      if (auto e = c.g.copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return fail_with(j, e, "read flow table");
+      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return fail_with(j, e, "read flow table");
       c.expiry->merge(c.flows.data(), table_cap, end_ms);
     }
     c.expiry->expire(end_ms, true);
@@ -731,8 +732,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (const auto& c : ctxs) {
     uint64_t pk = 0;
     for (const auto& t : c->totals) pk += t.packets;
-    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->g.info().executor))}, {"device", c->g.info().name},
-                       {"bus_id", c->g.info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
+    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->dev->info().executor))}, {"device", c->dev->info().name},
+                       {"bus_id", c->dev->info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
                        {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
   }
   j["per_gpu"] = per_gpu;
@@ -825,18 +826,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     rc = 1;
   }
 
-  // Reverse order of the lifecycle.
-  for (auto& c : ctxs) {
-    (void)c->runner->destroy();
-    for (auto& tab : c->table)
-      if (!tab.empty()) (void)c->g.free(tab);
-    if (!c->ctl.empty()) (void)c->g.free(c->ctl);
-    if (!c->zeros.empty()) (void)c->g.free(c->zeros);
-    (void)c->g.free(c->tot);
-  }
-  for (uint32_t i = 0; i < queues; ++i) (void)p->destroy_rxq(i);
-  (void)p->close();
-  for (auto& c : ctxs) (void)c->g.destroy();
+  // The session tears down the lifecycle in reverse when it goes.
   if (engine_err) {
     warn("flow_count: the port's engine failed: {}\n", engine_err.what());
     set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
@@ -934,8 +924,9 @@ int main(int argc, char** argv) {
                    "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
                    "ends, or Ctrl-C)")
         ->transform(gnio::cli::duration());
-    app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
-        ->check(gnio::cli::number(0))
+    app.add_option("--stats-interval", o.interval_s,
+                   "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
+        ->transform(gnio::cli::duration())
         ->capture_default_str();
     auto* idle_opt =
         app.add_option("--flow-idle-timeout", o.flow_idle_s,

@@ -25,6 +25,7 @@
 #include <gnio/console.hpp>
 #include <gnio/signals.hpp>
 
+#include "app.hpp"
 #include "cli.hpp"
 #include "metrics.hpp"
 #include "launch_report.hpp"
@@ -37,46 +38,8 @@ gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const bod
 namespace {
 
 using json = nlohmann::json;
-
-// Console output that never throws: a failed write is remembered and
-// reported once at the end (gnio/console.hpp).
-template <class... A>
-void say(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::out(fmt::format(f, std::forward<A>(a)...));
-}
-template <class... A>
-void warn(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
-}
-
-// The JSON names the first failure: its message, status and step.
-void set_error(json& j, const std::string& message, std::string_view status, std::string_view step) {
-  if (j.contains("error")) return;
-  j["error"] = message;
-  j["error_status"] = std::string(status);
-  j["error_step"] = std::string(step);
-}
-
-int fail_with(json& j, const gnio::error& e, std::string_view step) {
-  warn("l2fwd: {}: {}\n", step, e.what());
-  warn("l2fwd: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where), gnio::describe(e.code()).next);
-  set_error(j, e.what(), gnio::to_string(e.code()), step);
-  return 1;
-}
-
-// A stop signal or the --duration deadline came while a setup step was
-// blocked (e.g. opening a FIFO that no one writes): says so, rather than
-// passing the interrupted call's error off as the cause.
-int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
-  std::string msg;
-  if (sig.signal() != 0)
-    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
-  else
-    msg = fmt::format("--duration passed while {} ({})", step, e.what());
-  warn("l2fwd: {}\n", msg);
-  set_error(j, msg, gnio::to_string(e.code()), step);
-  return 1;
-}
+using gnio::app::say;
+using gnio::app::warn;
 
 struct options {
   std::string port_dev, gpu_sel = "auto", json_path, poll = "adaptive";
@@ -90,17 +53,50 @@ struct options {
   std::string command;
 };
 
-// The run itself, from opening the GPU to the lifecycle in reverse. Fills j
-// with everything known (the error too, when a step fails) and returns the
-// exit status.
-int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx) {
-  const auto& port_dev = o.port_dev;
-  const auto& gpu_sel = o.gpu_sel;
-  const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads;
-  const double duration_s = o.duration_s, interval_s = o.interval_s;
-  const bool no_swap = o.no_swap;
+// A port l2fwd can use receives and transmits; the refusal names what is
+// missing (and, for pcap, the device argument that gives it). Empty when fine.
+std::string port_refusal(const std::string& port_dev, const gnio::port_caps& caps) {
+  if (caps.rx && caps.tx) return {};
+  const bool pcap = port_dev.substr(0, port_dev.find(':')) == "pcap";
+  const std::string missing = !caps.rx && !caps.tx ? "cannot receive or transmit"
+                              : !caps.rx           ? "cannot receive"
+                                                   : "cannot transmit";
+  const std::string hint = !pcap                  ? ""
+                           : !caps.rx && !caps.tx ? " (pcap needs file=CAPTURE to read and tx=FILE to write)"
+                           : !caps.rx             ? " (pcap needs file=CAPTURE to read)"
+                                                  : " (pcap needs tx=FILE to write)";
+  return fmt::format("port {} {}: l2fwd must receive and transmit{}", gnio::printable(port_dev), missing, hint);
+}
+
+// The Prometheus text (docs/monitoring.md): the port's families with each
+// queue's processed frames (its kernel's published consumer index while
+// running, the kernel's own count at the end), and l2fwd's totals at the end.
+void publish_metrics(gnio::metrics::server& mx, const options& o, const gnio::gpu_info& info,
+                     const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
+                     const l2fwd::totals* sum) {
+  gnio::metrics::text t;
+  gnio::metrics::add_port(t, o.port_dev, st, std::vector<gnio::metrics::rxq_label>(o.queues, {"all", "0"}), processed,
+                          engine_failed);
+  t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+  gnio::metrics::add_gpu_info(t, "0", info.name, info.bus_id, gnio::to_string(info.executor));
+  if (sum) {  // the kernel keeps these until it returns
+    t.family("gnio_l2fwd_forwarded_total", "counter", "Frames handed to the TX ring (the JSON's forwarded).")
+        .sample({}, sum->forwarded);
+    t.family("gnio_l2fwd_tx_failed_total", "counter", "Frames dropped on a full TX ring (the JSON's tx_failed).")
+        .sample({}, sum->tx_failed);
+  }
+  mx.publish(t, sum != nullptr);
+}
+
+// The run: options -> port and queues -> session -> loop -> report. Fills
+// the report's JSON with everything known (the error too, when a step
+// fails) and returns the exit status. The session tears everything down in
+// reverse when it goes, or keeps it whole when a kernel would not stop.
+int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, gnio::metrics::server* mx) {
+  json& j = rep.j();
+  const uint32_t queues = o.queues;
   j["command"] = o.command;
-  j["port"] = port_dev;
+  j["port"] = o.port_dev;
   j["poll"] = o.poll;
   j["queues"] = queues;
   gnio::launch_dims dims;
@@ -111,184 +107,120 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     j["burst"] = o.launch.burst;
     j["burst_timeout_us"] = o.launch.burst_timeout_us;
   }
-  if (duration_s > 0) (void)sig.arm_deadline(duration_s);
+  if (o.duration_s > 0) (void)sig.arm_deadline(o.duration_s);
 
-  auto g = gnio::gpu::open(gpu_sel);
-  if (!g) return fail_with(j, g.err(), "gpu");
-  const auto& info = g->info();
+  auto g = gnio::gpu::open(o.gpu_sel);
+  if (!g) return rep.fail(g.err(), "gpu");
+  const gnio::gpu_info info = g->info();
   j["executor"] = std::string(gnio::to_string(info.executor));
   j["device"] = info.name;
   say("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
       info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
-  auto p = gnio::port::open(*g, port_dev);
-  if (!p && sig.requested()) return stopped_while(j, sig, "opening the port", p.err());
-  if (!p) return fail_with(j, p.err(), "port");
-  if (!p->caps().rx || !p->caps().tx) {
-    // Name what is missing: a pcap port receives with file= and transmits with tx=.
-    const bool pcap = port_dev.substr(0, port_dev.find(':')) == "pcap";
-    const bool rx = p->caps().rx, tx = p->caps().tx;
-    const std::string missing = !rx && !tx ? "cannot receive or transmit"
-                                : !rx      ? "cannot receive"
-                                           : "cannot transmit";
-    const std::string hint = !pcap      ? ""
-                             : !rx && !tx ? " (pcap needs file=CAPTURE to read and tx=FILE to write)"
-                             : !rx        ? " (pcap needs file=CAPTURE to read)"
-                                          : " (pcap needs tx=FILE to write)";
-    return fail_with(j,
-                     gnio::error(gnio::status::not_supported,
-                                 fmt::format("port {} {}: l2fwd must receive and transmit{}",
-                                             gnio::printable(port_dev), missing, hint)),
-                     "port");
-  }
-
+  auto p = gnio::port::open(*g, o.port_dev);
+  if (!p && sig.requested()) return rep.stopped_while(sig, "opening the port", p.err());
+  if (!p) return rep.fail(p.err(), "port");
+  if (const std::string why = port_refusal(o.port_dev, p->caps()); !why.empty())
+    return rep.fail(gnio::error(gnio::status::not_supported, why), "port");
   // Counted before it is taken (F19): every ring slot is touched, so rings
   // that cannot be backed are refused here rather than by the OOM killer.
   if (const std::string why = gnio::cli::memory_refusal(
-          fmt::format("--ring {} on {} RX and {} TX queue(s)", ring, queues, queues),
-          uint64_t{queues} * (gnio::cli::rx_ring_bytes(ring, o.rx_slot) + gnio::cli::tx_ring_bytes(ring, o.rx_slot)),
+          fmt::format("--ring {} on {} RX and {} TX queue(s)", o.ring, queues, queues),
+          uint64_t{queues} * (gnio::cli::rx_ring_bytes(o.ring, o.rx_slot) + gnio::cli::tx_ring_bytes(o.ring, o.rx_slot)),
           gnio::cli::available_memory());
-      !why.empty()) {
-    warn("l2fwd: {}\n", why);
-    set_error(j, why, "no_memory", "options");
-    return 2;
-  }
+      !why.empty())
+    return rep.refuse(why, "no_memory", "options");
 
   l2fwd::body b{};
   b.num_queues = queues;
   // Launched per burst, a launch takes at most a burst per queue.
-  b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
-  b.swap_macs = no_swap ? 0 : 1;
+  b.batch = per_burst ? std::min(o.batch, o.launch.burst) : o.batch;
+  b.swap_macs = o.no_swap ? 0 : 1;
   b.tx_timeout_ns = 1'000'000'000;
   for (uint32_t i = 0; i < queues; ++i) {
     gnio::rxq_config rc;
-    rc.num_descs = ring;
+    rc.num_descs = o.ring;
     rc.stride = o.rx_slot;
     auto rq = p->create_rxq(rc);
-    if (!rq) return fail_with(j, rq.err(), "create_rxq");
+    if (!rq) return rep.fail(rq.err(), "create_rxq");
     gnio::txq_config tc;
-    tc.num_descs = ring;
+    tc.num_descs = o.ring;
     tc.stride = o.rx_slot;  // a frame that fits an RX slot fits its TX slot
     auto tq = p->create_txq(tc);
-    if (!tq) return fail_with(j, tq.err(), "create_txq");
+    if (!tq) return rep.fail(tq.err(), "create_txq");
     b.rx[i] = *p->rxq(*rq);
     b.tx[i] = *p->txq(*tq);
   }
-  auto tot = g->alloc(sizeof(l2fwd::totals) * queues, gnio::mem_type::gpu);
-  if (!tot) return fail_with(j, tot.err(), "totals");
-  b.tot = static_cast<l2fwd::totals*>(tot->exec_ptr);
+  std::vector<gnio::gpu> gpus;
+  gpus.push_back(std::move(g).value());
+  auto s = gnio::session::create(std::move(gpus), std::move(p).value());
+  if (!s) return rep.fail(s.err(), "session");
+  auto tot = s->alloc<l2fwd::totals>(0, queues, gnio::mem_type::gpu);
+  if (!tot) return rep.fail(tot.err(), "totals");
+  b.tot = tot->exec;
+  if (auto e = s->start(); e) return rep.fail(e, "start");
 
-  if (auto e = p->start(); e) return fail_with(j, e, "start");
-  auto runner = gnio::kernel_runner::create(*g, {&*p});
-  if (!runner) {
-    (void)p->stop();
-    return fail_with(j, runner.err(), "runner");
-  }
   dims.blocks = queues;
-  dims.threads = threads;
+  dims.threads = o.threads;
   dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
   const auto t0 = std::chrono::steady_clock::now();
-  if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
-  if (auto e = l2fwd::launch(*runner, dims, b); e) {
-    (void)runner->destroy();
-    (void)p->stop();
-    return fail_with(j, e, "launch");
-  }
+  if (o.duration_s > 0) (void)sig.arm_deadline(o.duration_s);  // the run itself gets the whole duration
+  if (auto e = l2fwd::launch(s->runner(0), dims, b); e) return rep.fail(e, "launch");
 
-  // --metrics (docs/monitoring.md): the port's families with each queue's
-  // processed frames (its kernel's published consumer index while running,
-  // the kernel's own count at the end), and l2fwd's totals at the end.
-  auto publish_metrics = [&](const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
-                             const l2fwd::totals* sum) {
-    gnio::metrics::text t;
-    gnio::metrics::add_port(t, port_dev, st, std::vector<gnio::metrics::rxq_label>(queues, {"all", "0"}), processed,
-                            engine_failed);
-    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
-    gnio::metrics::add_gpu_info(t, "0", info.name, info.bus_id, gnio::to_string(info.executor));
-    if (sum) {  // the kernel keeps these until it returns
-      t.family("gnio_l2fwd_forwarded_total", "counter", "Frames handed to the TX ring (the JSON's forwarded).")
-          .sample({}, sum->forwarded);
-      t.family("gnio_l2fwd_tx_failed_total", "counter", "Frames dropped on a full TX ring (the JSON's tx_failed).")
-          .sample({}, sum->tx_failed);
-    }
-    mx->publish(t, sum != nullptr);
-  };
-  auto last = t0;
+  gnio::app::every progress(o.interval_s, t0);
   uint64_t last_tx = 0;
-  bool stopped_early = false;
-  gnio::error run_err;
-  for (;;) {
-    const auto w = runner->wait(std::chrono::milliseconds(50));
-    if (!w) break;
-    if (w.code() != gnio::status::time_out) {
-      run_err = w;
-      break;
-    }
+  const gnio::app::kernels_end end = gnio::app::run_kernels(*s, sig, t0, o.duration_s, [&](double elapsed) {
     if (mx && mx->due()) {
-      const auto st = p->stats();
+      const auto st = s->stats();
       std::vector<uint64_t> processed;
       for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-      publish_metrics(st, processed, static_cast<bool>(p->engine_error()), nullptr);
+      publish_metrics(*mx, o, info, st, processed, static_cast<bool>(s->get_port().engine_error()), nullptr);
     }
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
-      stopped_early = true;
-      if (auto e = runner->stop(std::chrono::seconds(5)); e) run_err = e;
-      break;
-    }
-    if (interval_s > 0 && std::chrono::duration<double>(now - last).count() >= interval_s) {
-      const auto st = p->stats();
-      const double dt = std::chrono::duration<double>(now - last).count();
+    if (double dt = 0; progress.due(&dt)) {
+      const auto st = s->stats();
       warn("l2fwd: {:.1f} s: {} received, {} sent ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered, st.tx_frames,
            (st.tx_frames - last_tx) / dt / 1e6, st.rx_missed);
-      last = now;
       last_tx = st.tx_frames;
     }
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  const double seconds = end.seconds;
   j["seconds"] = seconds;
-  j["stopped_early"] = stopped_early;
-  const gnio::launch_stats ls = runner->stats();
+  j["stopped_early"] = end.stopped_early;
+  const gnio::launch_stats ls = s->runner(0).stats();
   j["launches"] = ls.launches;
-  if (run_err) {
-    // Fail closed: nothing is freed while the kernel may run. What the port
-    // counted so far goes into the JSON.
-    const auto st = p->stats();
+  if (end.err) {
+    // What the port counted so far goes into the JSON; a kernel that did
+    // not stop keeps the session (and everything it may touch) alive.
+    const auto st = s->stats();
     j["received"] = st.rx_frames;
     j["missed"] = st.rx_missed;
     j["tx_frames"] = st.tx_frames;
     j["tx_errors"] = st.tx_errors;
-    const int rc = fail_with(j, run_err, "kernel");
-    new gnio::kernel_runner(std::move(*runner));
-    new gnio::port(std::move(*p));
-    return rc;
+    return rep.fail(end.err, "kernel");
   }
 
   // A port that fails to stop (a TX capture that could not be written) has
   // still counted everything: the error is reported and the results kept.
   int rc = 0;
-  if (auto e = p->stop(); e) rc = fail_with(j, e, "stop");
-  const auto st = p->stats();
-  std::vector<l2fwd::totals> per(queues);
-  if (auto e = g->copy_to_host(per.data(), *tot, 0, tot->bytes); e) return fail_with(j, e, "read totals");
+  if (auto e = s->stop_port(); e) rc = rep.fail(e, "stop");
+  const auto st = s->stats();
+  auto per = s->read(*tot);
+  if (!per) return rep.fail(per.err(), "read totals");
   l2fwd::totals sum{};
-  for (const auto& t : per) {
+  std::vector<uint64_t> processed;
+  for (const auto& t : *per) {
     sum.packets += t.packets;
     sum.bytes += t.bytes;
     sum.forwarded += t.forwarded;
     sum.tx_failed += t.tx_failed;
+    processed.push_back(t.packets);
   }
-  const uint64_t pending = st.rx_delivered > sum.packets ? st.rx_delivered - sum.packets : 0;
-  const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
-                              static_cast<int64_t>(sum.packets + st.rx_missed + st.rx_unsteered + pending);
-  const auto engine_err = p->engine_error();
+  const gnio::accounting acc = s->account(processed);
+  const auto engine_err = s->get_port().engine_error();
   say("l2fwd: {} frames received, {} forwarded ({} sent by the port, {} TX errors), {} dropped on a full TX ring, in "
       "{:.3f} s ({:.3f} Mpps)\n",
       sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
       seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
-  say("l2fwd: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
-      st.rx_missed, st.rx_unsteered, pending,
-      unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
+  say("{}", rep.accounting_line(acc));
   if (per_burst)
     say("l2fwd: launched {}: {} launches, {:.1f} frames per launch, {:.2f} us per launch\n", o.launch.mode, ls.launches,
         ls.launches ? double(sum.packets) / ls.launches : 0.0, gnio::cli::launch_us_mean(ls));
@@ -309,21 +241,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["tx_failed"] = sum.tx_failed;
   j["tx_frames"] = st.tx_frames;
   j["tx_errors"] = st.tx_errors;
-  j["received"] = st.rx_frames;
-  j["missed"] = st.rx_missed;
-  j["unsteered"] = st.rx_unsteered;
   j["source_dropped"] = st.rx_dropped;
-  j["pending"] = pending;
-  j["unaccounted"] = unaccounted;
   j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
   gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-  if (mx) {
-    std::vector<uint64_t> processed;
-    for (const auto& t : per) processed.push_back(t.packets);
-    publish_metrics(st, processed, static_cast<bool>(engine_err), &sum);
-  }
+  if (mx) publish_metrics(*mx, o, info, st, processed, static_cast<bool>(engine_err), &sum);
 
   // Frames lost on the way out fail the run: a forwarder that drops is not
   // one that worked.
@@ -333,38 +256,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
         "TX ring (tx_failed)",
         st.tx_errors + sum.tx_failed, st.tx_errors, sum.tx_failed);
     warn("l2fwd: {}\n", msg);
-    set_error(j, msg, "io_failed", "transmit");
+    rep.set_error(msg, "io_failed", "transmit");
     rc = 1;
   }
-  if (unaccounted != 0) {
-    set_error(j, fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", unaccounted),
-              "unexpected", "accounting");
-    rc = 1;
-  }
-
-  (void)runner->destroy();
-  (void)g->free(*tot);
-  for (uint32_t i = 0; i < queues; ++i) {
-    (void)p->destroy_rxq(i);
-    (void)p->destroy_txq(i);
-  }
-  (void)p->close();
-  (void)g->destroy();
+  if (!rep.add_accounting(acc)) rc = 1;
   if (engine_err) {
     warn("l2fwd: the port's engine failed: {}\n", engine_err.what());
-    set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
+    rep.set_error(engine_err.what(), gnio::to_string(engine_err.code()), "engine");
     rc = 1;
-  }
-  return rc;
-}
-
-// Writes the JSON (also for a failed run): console failures so far are in it.
-int write_json(gnio::atomic_file& f, json& j, int rc) {
-  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
-  if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(j, t, "io_failed", "output");
-  if (gnio::error e = f.commit(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); e) {
-    warn("l2fwd: --json: {}\n", e.what());
-    return rc == 0 ? 1 : rc;
   }
   return rc;
 }
@@ -380,6 +279,7 @@ int main(int argc, char** argv) {
   // SIGXFSZ are ignored: writes fail with an errno instead.
   gnio::stop_signals sig;
   json j = json::object();
+  gnio::app::run_report rep("l2fwd", j);
   std::optional<gnio::atomic_file> json_out;
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
@@ -419,8 +319,9 @@ int main(int argc, char** argv) {
                    "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
                    "ends, or Ctrl-C)")
         ->transform(gnio::cli::duration());
-    app.add_option("--stats-interval", o.interval_s, "seconds between progress lines on stderr (0: none)")
-        ->check(gnio::cli::number(0))
+    app.add_option("--stats-interval", o.interval_s,
+                   "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
+        ->transform(gnio::cli::duration())
         ->capture_default_str();
     auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
@@ -452,13 +353,13 @@ int main(int argc, char** argv) {
       return gnio::console::finish("l2fwd", 2);
     }
     if (mx) warn("l2fwd: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, j, mx.get());
+    rc = run(o, sig, rep, mx.get());
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
     gnio::console::err("l2fwd: unexpected error: " + what + "\n");
     try {
-      set_error(j, what, "unexpected", "exception");
+      rep.set_error(what, "unexpected", "exception");
     } catch (...) {
       // No memory even for that: the message above stands alone.
     }
@@ -466,7 +367,7 @@ int main(int argc, char** argv) {
   }
   if (json_out) {
     try {
-      rc = write_json(*json_out, j, rc);
+      rc = rep.write_json(*json_out, rc);
     } catch (...) {
       gnio::console::err("l2fwd: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
       rc = rc == 0 ? 1 : rc;

@@ -17,5 +17,6 @@
 #include "gnio/port.hpp"
 #include "gnio/printable.hpp"
 #include "gnio/semaphore.hpp"
+#include "gnio/session.hpp"
 #include "gnio/signals.hpp"
 #include "gnio/status.hpp"

@@ -60,9 +60,16 @@ struct cuda_env {
 // the reason in *why when there are none.
 [[nodiscard]] std::vector<gpu_info> list_gpus(std::string* why = nullptr);
 
+// Owns a context: move-only, ended by its destructor once the last object
+// made from it (a port, a queue, a semaphore, a runner) is gone too.
 class gpu {
  public:
   gpu() = default;
+  gpu(gpu&&) noexcept = default;
+  gpu& operator=(gpu&&) noexcept = default;
+  gpu(const gpu&) = delete;
+  gpu& operator=(const gpu&) = delete;
+  ~gpu();
   // selector: "host"; "auto" (the first CUDA GPU, else the host); a CUDA
   // ordinal ("0"); or a PCIe bus id ("0000:ca:00.0" or "ca:00.0").
   [[nodiscard]] static result<gpu> open(std::string_view selector);
@@ -74,7 +81,7 @@ class gpu {
   [[nodiscard]] const gpu_info& info() const;
   [[nodiscard]] executor_kind executor() const { return info().executor; }
 
-  // Allocates memory of the given type; a type this device cannot provide
+  // Allocates zeroed memory of the given type; a type this device cannot provide
   // returns not_supported with the reason.
   [[nodiscard]] result<mem_block> alloc(size_t bytes, mem_type type);
   [[nodiscard]] error free(mem_block& block);
@@ -83,9 +90,11 @@ class gpu {
   [[nodiscard]] error copy_to_host(void* host_dst, const mem_block& src, size_t offset, size_t bytes);
   [[nodiscard]] error copy_to_block(mem_block& dst, size_t offset, const void* host_src, size_t bytes);
 
-  // Ends the context. bad_state while ports, semaphores or runners made from
-  // it still exist; they must be destroyed first.
-  [[nodiscard]] error destroy();
+  // Gives up this handle without ending the context: it stays, with every
+  // block allocated from it, until the process exits. For memory a kernel
+  // that ignored its exit flag may still use (fail closed); the handle is
+  // empty afterwards. gnio::session does this for a whole run.
+  void release() noexcept;
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
 
   [[nodiscard]] const std::shared_ptr<detail::gpu_state>& state() const noexcept { return state_; }

@@ -18,7 +18,23 @@ namespace gnio {
 
 namespace detail {
 struct runner_state;
-}
+struct launch_access;  // gnio::launch's way in (launch.hpp)
+
+// The per-burst modes. launch.hpp (compiled by nvcc) fills in how to run the
+// body once; the runner (compiled by the C++ compiler) waits for bursts and
+// repeats it on a thread of its own until the stream ends or stop().
+struct burst_launcher {
+  // CUDA: the __global__ function, loaded before the first launch and
+  // before a graph is captured (lazy loading could otherwise load it while
+  // another kernel spins).
+  const void* kernel = nullptr;
+  // CUDA: launches the kernel once on `stream` (a cudaStream_t) with a
+  // fresh copy of the context; returns cudaGetLastError() as an int.
+  std::function<int(void* stream)> cuda;
+  // Host executor: runs one block's body with `ctx` (a fresh copy per launch).
+  std::function<void(const device::exec_ctx& ctx)> host;
+};
+}  // namespace detail
 
 // CUDA module loading. With lazy loading (CUDA's default since 12.2) a
 // kernel's module is loaded at its first launch, and loading can wait for the
@@ -74,9 +90,18 @@ struct launch_stats {
   uint64_t idle_ns = 0;   // waiting for a burst between launches, summed
 };
 
+// Owns a stream (or host threads) and an exit flag: move-only. Its
+// destructor frees them once the kernel has returned; a runner whose kernel
+// still runs is kept, with the ports and context it uses, until the process
+// exits (fail closed), and says so in the log.
 class kernel_runner {
  public:
   kernel_runner() = default;
+  kernel_runner(kernel_runner&&) noexcept = default;
+  kernel_runner& operator=(kernel_runner&&) noexcept = default;
+  kernel_runner(const kernel_runner&) = delete;
+  kernel_runner& operator=(const kernel_runner&) = delete;
+  ~kernel_runner();
   // The ports the kernel uses must be started before launch and may not be
   // stopped while it runs.
   [[nodiscard]] static result<kernel_runner> create(gpu& g, std::vector<port*> ports = {});
@@ -91,36 +116,29 @@ class kernel_runner {
   // passed. On time_out nothing the kernel may touch is freed (fail closed):
   // the runner, its ports and their memory stay allocated until it ends.
   [[nodiscard]] error stop(std::chrono::nanoseconds deadline);
-  [[nodiscard]] error destroy();
+  // Gives up the runner without freeing it (kept until the process exits);
+  // the handle is empty afterwards.
+  void release() noexcept;
 
   // Launches made by the latest launch() so far (also while it runs).
   [[nodiscard]] launch_stats stats() const;
 
-  // --- used by gnio::launch(); not for applications ---
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+ private:
+  friend struct detail::launch_access;
+  // What gnio::launch uses, through detail::launch_access.
   [[nodiscard]] error launch_host(uint32_t num_blocks, std::function<void(const device::exec_ctx&)> body);
   // Checks state and returns the stream (a cudaStream_t) to launch on.
   [[nodiscard]] result<void*> begin_cuda_launch(uint32_t num_blocks);
   [[nodiscard]] device::exec_ctx ctx(uint32_t num_blocks) const;
   [[nodiscard]] error end_cuda_launch(int cuda_error);
-  // The per-burst modes. launch.hpp (compiled by nvcc) fills in how to run the
-  // body once; the runner (compiled by the C++ compiler) waits for bursts and
-  // repeats it on a thread of its own until the stream ends or stop().
-  struct burst_launcher {
-    // CUDA: the __global__ function, loaded before the first launch and
-    // before a graph is captured (lazy loading could otherwise load it while
-    // another kernel spins).
-    const void* kernel = nullptr;
-    // CUDA: launches the kernel once on `stream` (a cudaStream_t) with a
-    // fresh copy of the context; returns cudaGetLastError() as an int.
-    std::function<int(void* stream)> cuda;
-    // Host executor: runs one block's body with `ctx` (a fresh copy per launch).
-    std::function<void(const device::exec_ctx& ctx)> host;
-  };
-  [[nodiscard]] error launch_bursts(const launch_dims& dims, burst_launcher l);
+  [[nodiscard]] error launch_bursts(const launch_dims& dims, detail::burst_launcher l);
+  // A copy of a kernel body in executor memory, for bodies too large to
+  // pass as a kernel parameter; owned by the runner, replaced at the next
+  // launch, freed with the runner (and kept while its kernel runs).
+  [[nodiscard]] result<const void*> body_copy(const void* body, size_t bytes);
 
-  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
-
- private:
   explicit kernel_runner(std::shared_ptr<detail::runner_state> s) : state_(std::move(s)) {}
   std::shared_ptr<detail::runner_state> state_;
 };

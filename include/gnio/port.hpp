@@ -108,11 +108,15 @@ struct port_stats {
   return frames ? static_cast<double>(busy) / static_cast<double>(frames) : 0.0;
 }
 
+// Owns a backend instance, its queues and their memory: move-only, ended by
+// the destructor (which keeps everything a running kernel may use).
 class port {
  public:
   port() = default;
   port(port&&) noexcept = default;
   port& operator=(port&&) noexcept = default;
+  port(const port&) = delete;
+  port& operator=(const port&) = delete;
   ~port();
 
   // dev: "pcap:file=x.pcap,loop=2", "gen:size=64,flows=1024,count=1000000", "pair:" ...
@@ -155,6 +159,11 @@ class port {
   [[nodiscard]] bool rx_ended() const;
   // The first error the engine hit (e.g. a backend I/O failure), or success.
   [[nodiscard]] error engine_error() const;
+
+  // Gives up the port without ending it: its queues and memory stay until
+  // the process exits (for a kernel that may still use them); the handle is
+  // empty afterwards.
+  void release() noexcept;
 
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
   [[nodiscard]] const std::shared_ptr<detail::port_state>& state() const noexcept { return state_; }

@@ -164,6 +164,22 @@ bool is_bus_id(std::string_view s) {
 
 std::unique_ptr<device_ops> make_host_device() { return std::make_unique<host_device>(); }
 
+void keep_until_exit(std::shared_ptr<void> state) noexcept {
+  if (!state) return;
+  static std::mutex mu;
+  // Never destroyed on purpose: what it holds must outlive every kernel.
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard lk(mu);
+  try {
+    kept->push_back(std::move(state));
+  } catch (...) {
+    // No memory for one more pointer: ending the process is safe, freeing
+    // memory a kernel may still write is not.
+    log(log_level::error, "out of memory keeping a running kernel's memory alive; aborting");
+    std::abort();
+  }
+}
+
 gpu_state::~gpu_state() {
   for (auto& [id, b] : user_blocks) dev->release(b);
 }
@@ -233,23 +249,18 @@ result<gpu> gpu::open(std::string_view selector) {
 }
 
 result<std::vector<gpu>> gpu::open_list(std::string_view selectors) {
-  std::vector<gpu> out;
-  auto undo = [&] {
-    for (auto& g : out) (void)g.destroy();  // nothing was made from them yet
-  };
+  std::vector<gpu> out;  // on a failure, the contexts opened so far end with it
   size_t pos = 0;
   for (;;) {
     const size_t comma = selectors.find(',', pos);
     const std::string_view sel =
         selectors.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     if (sel.empty()) {
-      undo();
       return fail(status::invalid_value, "gpu list '{}': entry {} is empty; give selectors separated by commas (0,1)",
                   selectors, out.size() + 1);
     }
     auto g = open(sel);
     if (!g) {
-      undo();
       return error(g.err().code(), fmt::format("gpu list entry {} ({}): {}", out.size() + 1, sel, g.err().message()));
     }
     out.push_back(std::move(g).value());
@@ -309,12 +320,8 @@ error gpu::copy_to_block(mem_block& dst, size_t offset, const void* host_src, si
   return state_->dev->copy_to_exec(static_cast<uint8_t*>(dst.exec_ptr) + offset, host_src, bytes);
 }
 
-error gpu::destroy() {
-  if (!state_) return fail(status::bad_state, "gpu::destroy: already destroyed or never opened");
-  if (int n = state_->children.load(); n > 0)
-    return fail(status::bad_state, "gpu::destroy: {} port(s), semaphore(s) or runner(s) made from it still exist; destroy them first", n);
-  state_.reset();
-  return {};
-}
+gpu::~gpu() = default;
+
+void gpu::release() noexcept { detail::keep_until_exit(std::move(state_)); }
 
 }  // namespace gnio

@@ -79,6 +79,10 @@ struct gpu_state {
   result<mem_block> alloc(size_t bytes, mem_type type);  // assigns an id
 };
 
+// Keeps an object alive until the process exits, reachable (so a leak
+// checker does not report it): what release() does with a handle's state.
+void keep_until_exit(std::shared_ptr<void> state) noexcept;
+
 std::unique_ptr<device_ops> make_host_device();
 // The engine's RSS hash: equals device::flow_hash (Toeplitz, Microsoft key).
 uint32_t steering_hash(const device::flow_key& k);

@@ -148,6 +148,8 @@ port_state::~port_state() {
 
 port::~port() = default;
 
+void port::release() noexcept { detail::keep_until_exit(std::move(state_)); }
+
 result<port> port::open(gpu& g, std::string_view dev) {
   if (!g.valid()) return fail(status::bad_state, "port::open: the gpu was destroyed or never opened");
   auto args = backend::parse_devargs(dev);

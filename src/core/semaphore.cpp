@@ -47,10 +47,8 @@ device::sem semaphore::host_view() const {
           state_->num_items, state_->custom_bytes};
 }
 
-error semaphore::destroy() {
-  if (!state_) return fail(status::bad_state, "semaphore::destroy: already destroyed");
-  state_.reset();
-  return {};
-}
+semaphore::~semaphore() = default;
+
+void semaphore::release() noexcept { detail::keep_until_exit(std::move(state_)); }
 
 }  // namespace gnio

@@ -42,6 +42,7 @@ struct runner_state {
   std::shared_ptr<gpu_state> gpu;
   std::vector<std::shared_ptr<port_state>> ports;
   mem_block exit_flag;
+  mem_block body;  // kernel_runner::body_copy: a large body in executor memory
   std::mutex mu;
   run_phase phase = run_phase::idle;
   bool destroyed = false;
@@ -132,6 +133,7 @@ runner_state::~runner_state() {
   }
 #endif
   if (exit_flag.host_ptr) gpu->dev->release(exit_flag);
+  if (!body.empty()) gpu->dev->release(body);
   gpu->children.fetch_sub(1);
 }
 
@@ -502,7 +504,7 @@ error cuda_error(status s, std::string_view what, cudaError_t e, std::string_vie
 // queue has ended and nothing is left, the exit flag is set, or a launch
 // fails. Reports through s->burst_done / burst_err.
 void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, launch_dims dims,
-                kernel_runner::burst_launcher l, void* graph_exec) {
+                detail::burst_launcher l, void* graph_exec) {
   error err;
   const bool cuda = s->gpu->info.executor == executor_kind::cuda;
   [[maybe_unused]] const bool graph = graph_exec != nullptr;
@@ -648,7 +650,7 @@ std::vector<detail::watched_rxq> watched_queues(detail::runner_state& s) {
 
 }  // namespace
 
-error kernel_runner::launch_bursts(const launch_dims& dims, burst_launcher l) {
+error kernel_runner::launch_bursts(const launch_dims& dims, detail::burst_launcher l) {
   if (!state_) return fail(status::bad_state, "launch: the runner was destroyed");
   auto& s = *state_;
   const bool cuda = s.gpu->info.executor == executor_kind::cuda;
@@ -797,11 +799,24 @@ error kernel_runner::stop(std::chrono::nanoseconds deadline) {
   return {};
 }
 
-error kernel_runner::destroy() {
-  if (!state_) return fail(status::bad_state, "destroy: the runner was already destroyed");
-  if (running()) return fail(status::bad_state, "destroy: the kernel is still running; stop it first");
-  state_.reset();
-  return {};
+kernel_runner::~kernel_runner() = default;
+
+result<const void*> kernel_runner::body_copy(const void* body, size_t bytes) {
+  if (!state_) return fail(status::bad_state, "launch: the runner was destroyed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  // The body of a running kernel is not replaced under it.
+  if (s.phase == detail::run_phase::running) return fail(status::bad_state, "launch: this runner's kernel is already running");
+  if (!s.body.empty()) s.gpu->dev->release(s.body);
+  s.body = {};
+  if (auto e = s.gpu->dev->bind_thread(); e) return e;
+  auto b = s.gpu->alloc(bytes, mem_type::gpu);
+  if (!b) return b.err();
+  s.body = *b;
+  if (auto e = s.gpu->dev->copy_to_exec(s.body.exec_ptr, body, bytes); e) return e;
+  return static_cast<const void*>(s.body.exec_ptr);
 }
+
+void kernel_runner::release() noexcept { detail::keep_until_exit(std::move(state_)); }
 
 }  // namespace gnio

@@ -153,7 +153,26 @@ struct sem_body {
   }
 };
 
+// A body past CUDA's kernel-parameter limit (gnio::kernel_param_limit):
+// gnio::launch passes it by pointer. Thread 0 of block 0 sums the table
+// (every word must arrive), then every block runs the inner body.
+struct large_body {
+  record_body inner;
+  uint64_t* table_sum;
+  uint32_t table[10'000];
+
+  GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
+    if (ctx.block == 0 && gnio::device::thread_rank() == 0) {
+      uint64_t sum = 0;
+      for (uint32_t v : table) sum += v;
+      *table_sum = sum;  // read by the host after the kernel returned (runner wait orders it)
+    }
+    inner(ctx);
+  }
+};
+
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const record_body& b);
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const large_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const echo_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const stubborn_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const sem_body& b);

@@ -23,7 +23,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -422,7 +424,7 @@ struct dut {
   // What finish() does after the kernel and the port have stopped (for a
   // test that stops them itself to read the final stats).
   void release() {
-    if (runner) EXPECT_FALSE(runner->destroy());
+    if (runner) *runner = {};
     runner.reset();
     EXPECT_FALSE(g.free(rec));
     EXPECT_FALSE(g.free(processed));
@@ -509,7 +511,7 @@ class ring_conformance : public testing::TestWithParam<kind> {
     if (env_str("GNIO_CONF_IF").empty() || env_str("GNIO_CONF_PEER").empty())
       GTEST_SKIP() << "GNIO_CONF_IF/GNIO_CONF_PEER unset: run tests/integration/netns.sh conformance";
   }
-  void TearDown() override { EXPECT_FALSE(g.destroy()); }
+  void TearDown() override { g = {}; }
 
   // Runs a record kernel over n frames of the source through a ring of `ring` slots.
   void run_records(size_t n, uint32_t ring, const std::string& extra = "",
@@ -722,10 +724,9 @@ TEST(semaphore, items_cycle_ready_free_in_order) {
   uint64_t st = 1;
   ASSERT_FALSE(g.copy_to_host(&st, stuck, 0, sizeof st));
   EXPECT_EQ(st, 0u);
-  EXPECT_FALSE(runner->destroy());
-  EXPECT_FALSE(sem->destroy());
+  *runner = {};
+  *sem = {};
   EXPECT_FALSE(g.free(stuck));
-  EXPECT_FALSE(g.destroy());
 }
 
 // --- Lifecycle -----------------------------------------------------------------
@@ -752,7 +753,6 @@ TEST(lifecycle, out_of_order_calls_return_bad_state_and_change_nothing) {
   conf::record_body body{*p.rxq(*q), static_cast<conf::record*>(rec.exec_ptr), 8, static_cast<uint64_t*>(processed.exec_ptr), 64};
   EXPECT_BAD_STATE(conf::launch(early, {1, 64, 0}, body));  // port not started
   EXPECT_FALSE(early.running());
-  EXPECT_BAD_STATE(g.destroy());  // the port and runner still exist
 
   ASSERT_FALSE(p.start());
   // After start.
@@ -776,15 +776,13 @@ TEST(lifecycle, out_of_order_calls_return_bad_state_and_change_nothing) {
   EXPECT_BAD_STATE(p.stop());
   EXPECT_BAD_STATE(p.start());  // a stopped port is not restarted
   EXPECT_BAD_STATE(p.close());  // queue still exists
-  EXPECT_FALSE(early.destroy());
+  early = {};
   EXPECT_FALSE(p.destroy_rxq(*q));
   EXPECT_BAD_STATE(p.destroy_rxq(*q));
   EXPECT_FALSE(g.free(rec));
   EXPECT_FALSE(g.free(processed));
   EXPECT_FALSE(p.close());
   EXPECT_BAD_STATE(p.close());
-  EXPECT_FALSE(g.destroy());
-  EXPECT_BAD_STATE(g.destroy());
 }
 
 TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
@@ -805,12 +803,39 @@ TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_FALSE(r.running());
   EXPECT_FALSE(p.stop());
-  EXPECT_FALSE(r.destroy());
+  r = {};
   EXPECT_FALSE(g.free(rec));
   EXPECT_FALSE(g.free(processed));
   EXPECT_FALSE(p.destroy_rxq(q));
   EXPECT_FALSE(p.close());
-  EXPECT_FALSE(g.destroy());
+}
+
+TEST(lifecycle, a_body_past_the_parameter_limit_runs_from_a_copy) {
+  static_assert(!gnio::detail::body_by_value<conf::large_body>, "the test needs a body past the limit");
+  static_assert(gnio::detail::body_by_value<conf::record_body>);
+  auto g = open_gpu();
+  auto p = std::move(gnio::port::open(g, "gen:size=64,count=3000")).value();
+  auto q = *p.create_rxq();
+  auto processed = *g.alloc(64, gnio::mem_type::gpu);
+  auto sum = *g.alloc(64, gnio::mem_type::gpu);
+  const uint64_t zero[8] = {};
+  ASSERT_FALSE(g.copy_to_block(processed, 0, zero, sizeof zero));
+  ASSERT_FALSE(g.copy_to_block(sum, 0, zero, sizeof zero));
+  ASSERT_FALSE(p.start());
+  auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
+  auto body = std::make_unique<conf::large_body>();
+  body->inner = conf::record_body{*p.rxq(q), nullptr, 0, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  body->table_sum = static_cast<uint64_t*>(sum.exec_ptr);
+  uint64_t expect = 0;
+  for (uint32_t i = 0; i < std::size(body->table); ++i) expect += body->table[i] = i * 2654435761u;
+  ASSERT_FALSE(conf::launch(r, {1, 64, 0}, *body));
+  ASSERT_FALSE(r.wait(30s));
+  uint64_t n = 0, got = 0;
+  ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
+  ASSERT_FALSE(g.copy_to_host(&got, sum, 0, sizeof got));
+  EXPECT_EQ(n, 3000u);
+  EXPECT_EQ(got, expect) << "the kernel saw every word of the " << sizeof(conf::large_body) << "-byte body";
+  ASSERT_FALSE(p.stop());
 }
 
 TEST(lifecycle, kernel_ignoring_the_flag_times_out_and_keeps_memory) {
@@ -829,7 +854,6 @@ TEST(lifecycle, kernel_ignoring_the_flag_times_out_and_keeps_memory) {
   EXPECT_LT(took, 1200ms) << "stop must return by its deadline";
   // Fail closed: the port cannot be stopped or the runner destroyed while the kernel runs.
   EXPECT_BAD_STATE(p.stop());
-  EXPECT_BAD_STATE(r.destroy());
   EXPECT_BAD_STATE(p.close());
   const uint64_t before = __atomic_load_n(static_cast<uint64_t*>(hb.host_ptr), __ATOMIC_RELAXED);
   std::this_thread::sleep_for(100ms);
@@ -837,11 +861,10 @@ TEST(lifecycle, kernel_ignoring_the_flag_times_out_and_keeps_memory) {
   EXPECT_GT(after, before) << "the kernel kept running and writing its (still allocated) memory";
   EXPECT_FALSE(r.wait(10s));
   EXPECT_FALSE(p.stop());
-  EXPECT_FALSE(r.destroy());
+  r = {};
   EXPECT_FALSE(g.free(hb));
   EXPECT_FALSE(p.destroy_rxq(q));
   EXPECT_FALSE(p.close());
-  EXPECT_FALSE(g.destroy());
 }
 
 TEST(lifecycle, bad_queue_sizes_are_refused) {
@@ -862,7 +885,6 @@ TEST(lifecycle, bad_queue_sizes_are_refused) {
   EXPECT_EQ(p.create_rxq(c).code(), gnio::status::too_big);
   EXPECT_EQ(p.num_rxq(), 0u);
   EXPECT_FALSE(p.close());
-  EXPECT_FALSE(g.destroy());
 }
 
 TEST(lifecycle, gpu_memory_types) {
@@ -887,7 +909,6 @@ TEST(lifecycle, gpu_memory_types) {
     EXPECT_TRUE(gc.ok());
     if (gc) EXPECT_FALSE(g.free(*gc));
   }
-  EXPECT_FALSE(g.destroy());
 }
 
 TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
@@ -910,12 +931,11 @@ TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
   ASSERT_FALSE(g.copy_to_host(got.data(), rec, 0, got.size() * sizeof(conf::record)));
   expect_records(got, src->expected, 500);
   EXPECT_FALSE(p.stop());
-  EXPECT_FALSE(r.destroy());
+  r = {};
   EXPECT_FALSE(g.free(rec));
   EXPECT_FALSE(g.free(processed));
   EXPECT_FALSE(p.destroy_rxq(q));
   EXPECT_FALSE(p.close());
-  EXPECT_FALSE(g.destroy());
 }
 
 // --- Launch modes ----------------------------------------------------------------
@@ -970,14 +990,13 @@ TEST(launch_modes, bad_dims_are_refused_and_change_nothing) {
     auto e = conf::launch(bare, burst_dims(mode, 32), body);
     EXPECT_EQ(e.code(), gnio::status::invalid_value) << e.what();
     EXPECT_NE(e.message().find("RX queue"), std::string::npos) << e.what();
-    EXPECT_FALSE(bare.destroy());
   }
   // Nothing was consumed: a valid launch afterwards gets every packet.
   ASSERT_FALSE(conf::launch(r, burst_dims(mode, 32), body));
   ASSERT_FALSE(r.wait(30s));
   EXPECT_EQ(d.read_u64(d.processed), 100u);
   expect_records(d.records(100), src->expected, 100);
-  EXPECT_FALSE(r.destroy());
+  r = {};
   d.finish();
 }
 
@@ -1001,7 +1020,7 @@ class launch_modes_p : public testing::TestWithParam<gnio::device::launch_mode> 
     if (GetParam() == gnio::device::launch_mode::graph && !use_cuda())
       GTEST_SKIP() << "graph needs the CUDA executor (launch_modes.graph_on_the_host_executor_is_refused)";
   }
-  void TearDown() override { EXPECT_FALSE(g.destroy()); }
+  void TearDown() override { g = {}; }
 };
 
 TEST_P(launch_modes_p, end_of_stream_finishes_and_every_launch_takes_at_most_a_burst) {
@@ -1131,7 +1150,7 @@ TEST_P(launch_modes_p, a_queue_the_body_leaves_alone_does_not_keep_the_runner_la
   EXPECT_EQ(st.rxq[q1].consumed, 0u);
   EXPECT_EQ(r.stats().packets, n);
   EXPECT_FALSE(g2.stop());
-  EXPECT_FALSE(r.destroy());
+  r = {};
   EXPECT_FALSE(g.free(rec));
   EXPECT_FALSE(g.free(processed));
   EXPECT_FALSE(g2.destroy_rxq(q0));

@@ -65,7 +65,6 @@ TEST(Child, DISABLED_LateKernelBesidePersistent) {
   EXPECT_TRUE(r.error.empty()) << r.error;
   EXPECT_TRUE(r.persistent_running);
   EXPECT_TRUE(r.late_finished) << "the second kernel did not finish within 10 s beside the persistent kernel";
-  if (r.late_finished) EXPECT_TRUE(g->destroy().ok());
 }
 
 TEST(ModuleLoading, KernelFirstLaunchedBesideAPersistentKernelRunsByDefault) {

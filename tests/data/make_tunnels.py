@@ -493,6 +493,130 @@ def dns_tcp_length_prefix():
 
 
 # ---------------------------------------------------------------------------
+# Parser bounds and framing limits (issue 31, R11): what tshark still decodes
+# ---------------------------------------------------------------------------
+
+def mpls_raw(pkt, entries, src=MAC_A, dst=MAC_B):
+    """MPLS with label stack entries as given (label, bottom-of-stack bit)."""
+    h = b"".join(struct.pack("!I", (lab << 12) | (bos << 8) | 64) for lab, bos in entries)
+    return dst + src + struct.pack("!H", ET_MPLS) + h + pkt
+
+
+def mpls_deep():
+    """9 labels (one past the parser's 8) over IPv4, and 2 labels with no
+    bottom-of-stack bit (the stack runs into the IP header)."""
+    p = inner_set(False, 90)
+    return ([mpls_raw(x, [(900 + i, 1 if i == 8 else 0) for i in range(9)]) for x in p[:4]] +
+            [mpls_raw(x, [(910, 0), (911, 0)]) for x in p[:2]])
+
+
+def vlan_deep():
+    """20 802.1Q tags (the parser reads 4) before IPv4 DNS and ICMP echo."""
+    return [eth(x, tags=[(ET_VLAN, 100 + i) for i in range(20)]) for x in inner_set(False, 91)[:4]]
+
+
+def ipv6_many_opts():
+    """100 destination-option headers (the parser walks 8) before UDP/DNS and
+    ICMPv6 echo."""
+    from scapy.all import IPv6ExtHdrDestOpt
+    out = []
+    for x in inner_set(True, 92)[:4]:
+        v6 = IPv6(x)
+        l4 = v6.payload
+        ext = IPv6ExtHdrDestOpt()
+        for _ in range(99):
+            ext = ext / IPv6ExtHdrDestOpt()
+        out.append(eth(bytes(IPv6(src=v6.src, dst=v6.dst, hlim=64) / ext / l4)))
+    return out
+
+
+def pppoe_pfc():
+    """PPPoE sessions whose PPP protocol field is compressed to one byte
+    (RFC 1661 section 6.5: 0x21 IPv4, 0x57 IPv6)."""
+    out = []
+    for x in inner_set(False, 93)[:4] + inner_set(True, 94)[:4]:
+        ppp = struct.pack("!B", 0x57 if is_v6(x) else 0x21) + x
+        out.append(MAC_B + MAC_A + struct.pack("!HBBHH", ET_PPPOE_S, 0x11, 0, 0x0012, len(ppp)) + ppp)
+    return out
+
+
+def http_chunk_overflow():
+    """A chunked response whose chunk size (20 hex digits) overflows 64 bits,
+    then a second request and response on the same connection."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    t = Tcp(C4, S4, 41071, 80)
+    out = t.handshake() + [t.c(HTTP_GET), t.s(head + b"FFFFFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n"),
+                           t.c(HTTP_GET), t.s(HTTP_OK)]
+    return eth_frames(out + t.close())
+
+
+def http_huge_length():
+    """A POST with Content-Length 4294967300 (more than 32 bits) whose body
+    never completes, on one connection; then a GET on a second connection."""
+    req = (b"POST /upload HTTP/1.1\r\nHost: www.example.com\r\n"
+           b"Content-Length: 4294967300\r\n\r\n")
+    t = Tcp(C4, S4, 41081, 80)
+    out = t.handshake() + [t.c(req), t.c(b"x" * 200), t.s(HTTP_OK.replace(b"200 OK", b"100 Continue"))]
+    u = Tcp(C4, S4, 41082, 80)
+    out += u.handshake() + [u.c(HTTP_GET), u.s(HTTP_OK)]
+    return eth_frames(out)
+
+
+# ---------------------------------------------------------------------------
+# Classes of difference from tshark seen on real captures (issue 31, point 10)
+# ---------------------------------------------------------------------------
+
+def dns_cut_first_fragment():
+    """DNS responses in first fragments (MF set, offset 0) whose frames end
+    long before the IP total length (the sender cut them): never
+    reassembled, tshark decodes the DNS inside what is there."""
+    out = []
+    for i in range(3):
+        name = "cut%d.example.com" % i
+        r = DNS(id=0x900 + i, qr=1, aa=1, rd=1, ra=1, qd=DNSQR(qname=name, qtype="TXT"),
+                an=DNSRR(rrname=name, type="TXT", ttl=300, rdata=[b"x" * 200] * 9))
+        udp = bytes(UDP(sport=53, dport=35000 + i) / r)
+        hdr = bytes(IP(src=S4, dst=C4, ttl=64, id=0x4400 + i, flags="MF", proto=17,
+                       len=1500)/Raw(b""))[:20]
+        out.append(eth(hdr + udp[:150 + 40 * i]))
+    return out
+
+
+def mdns_many_questions():
+    """mDNS queries with 17 questions (more than the 16 a port-53 message
+    may have), over IPv4 and IPv6, as Apple devices send them."""
+    qd = None
+    for i in range(17):
+        q = DNSQR(qname="_svc%d._tcp.local" % i, qtype="PTR")
+        qd = q if qd is None else qd / q
+    m = DNS(id=0, qd=qd)
+    return [eth(l3("192.0.2.50", "224.0.0.251", False, UDP(sport=5353, dport=5353) / m)),
+            eth(l3("fe80::50", "ff02::fb", True, UDP(sport=5353, dport=5353) / m))]
+
+
+def dns_iquery():
+    """An inverse query (opcode 1): no question, one answer record; and its
+    answer, as ndpi's dns_invert_query capture has them."""
+    # Written by hand: scapy adds a question to a DNS() without one.
+    q = struct.pack("!HHHHHH", 0x777, 0x0900, 0, 1, 0, 0) + b"\x00" + struct.pack(
+        "!HHIH", 1, 1, 0, 4) + bytes([192, 0, 2, 9])
+    r = struct.pack("!HHHHHH", 0x777, 0x8804, 0, 0, 0, 0)  # NOTIMP
+    return [eth(l3(C4, S4, False, UDP(sport=18427, dport=53) / Raw(q))),
+            eth(l3(S4, C4, False, UDP(sport=53, dport=18427) / Raw(r)))]
+
+
+def http2_preface():
+    """HTTP/2 with prior knowledge on port 3000: the connection preface
+    "PRI * HTTP/2.0" is not an HTTP/1.x request; then a GET on port 80."""
+    t = Tcp(C4, S4, 41091, 3000)
+    pre = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    u = Tcp(C4, S4, 41092, 80)  # and an HTTP/1.1 exchange beside it
+    return eth_frames(t.handshake() + [t.s(settings), t.c(pre + settings), t.s(settings)] + t.close() +
+                      u.handshake() + [u.c(HTTP_GET), u.s(HTTP_OK)])
+
+
+# ---------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------
 
@@ -565,6 +689,16 @@ def all_files():
     f["dns_tcp_two_in_one"] = dns_tcp_two_in_one()
     f["dns_tcp_split"] = dns_tcp_split()
     f["dns_tcp_length_prefix"] = dns_tcp_length_prefix()
+    f["mpls_deep"] = mpls_deep()
+    f["vlan_deep"] = vlan_deep()
+    f["ipv6_many_opts"] = ipv6_many_opts()
+    f["pppoe_pfc"] = pppoe_pfc()
+    f["http_chunk_overflow"] = http_chunk_overflow()
+    f["http_huge_length"] = http_huge_length()
+    f["dns_cut_first_fragment"] = dns_cut_first_fragment()
+    f["mdns_many_questions"] = mdns_many_questions()
+    f["dns_iquery"] = dns_iquery()
+    f["http2_preface"] = http2_preface()
     return f
 
 

@@ -292,7 +292,6 @@ class af_xdp : public testing::Test {
     // Deleting either end removes both; the interface may already be gone.
     if (created) (void)sh("ip link del " + a + " 2>/dev/null");
     if (ns_created) (void)sh("ip netns del " + ns + " 2>/dev/null");
-    if (g) EXPECT_FALSE(g->destroy());
   }
 
   void make_veth(bool up = true, int queues = 1) {

@@ -216,6 +216,12 @@ TEST(Cli, AnUnknownCommandIsNamed) {
     EXPECT_NE(r.out.find(std::string("'") + bad + "' is not a gnio command"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("explain"), std::string::npos) << "the list of commands\n" << r.out;
   }
+  // A typo of a command names the one meant (issue 31 point 8); a word far
+  // from every command gets only the list.
+  auto typo = run(tool() + " explian");
+  EXPECT_NE(typo.out.find("did you mean explain?"), std::string::npos) << typo.out;
+  auto far = run(tool() + " bogus");
+  EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
   // A control character in the word is shown escaped.
   auto esc = run(tool() + " \"$(printf '\\033[31mred')\"");
   EXPECT_EQ(esc.rc, 2) << esc.out;

@@ -1164,6 +1164,12 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--poll", "sometimes"}, {"--poll", "sometimes"}},
       {{"--no-such-option"}, {"--no-such-option"}},
       {{"--queues"}, {"--queues"}},
+      // A typo names the option meant (issue 31 point 8).
+      {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
+      {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
+      // Units as in gen:duration=, for --stats-interval too.
+      {{"--duration", "2x"}, {"--duration", "2x: unknown unit 'x' (use ms, s or m)"}},
+      {{"--stats-interval", "5h"}, {"--stats-interval", "unknown unit 'h'"}},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--port", port, "--exec", "host"};
@@ -1183,6 +1189,21 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   EXPECT_EQ(help.code, 0) << help.describe();
   EXPECT_NE(help.out.find("--duration"), std::string::npos) << help.describe();
   EXPECT_EQ(help.out.find("17976931348623157"), std::string::npos) << help.describe();
+}
+
+// --duration and --stats-interval take gen:duration='s units (5s, 500ms, 1m)
+// as well as plain seconds (issue 31 point 8).
+TEST(BadInput, DurationsTakeTheUnitsOfGenDuration) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  for (const char* d : {"5s", "500ms", "1m", "0.5"}) {
+    SCOPED_TRACE(d);
+    auto r = flow_count({"--port", port, "--exec", "host", "--duration", d, "--stats-interval", d});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 0) << r.describe();
+  }
+  auto far = flow_count({"--port", port, "--exec", "host", "--bogus"}, false);
+  EXPECT_EQ(far.code, 2) << far.describe();
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing is near --bogus\n" << far.describe();
 }
 
 // --version answers as `gnio --version` does (it was "--port is required", rc 2).

@@ -6,6 +6,8 @@
 # carry none of DPDK's own compile flags (-include rte_config.h, -march=...):
 # a program that includes only gnio's headers is built for the machine and
 # configuration its author chose, not DPDK's.
+# Then the README's example is built the same way and must print what the
+# README says it prints.
 #
 #   install_test.sh BUILD_DIR DATA_DIR
 set -euo pipefail
@@ -42,7 +44,6 @@ int main(int argc, char** argv) {
   (void)p->stop();
   (void)p->destroy_rxq(*q);
   (void)p->close();
-  (void)g->destroy();
   std::printf("%llu frames\n", static_cast<unsigned long long>(frames));
   return frames == 43 ? 0 : 1;
 }
@@ -78,3 +79,14 @@ cflags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags gnio)
 no_dpdk_cflags "pkg-config" "g++ -O1 $cflags -c app.cpp"
 PKG_CONFIG_PATH="$pc" g++ -O1 "$tmp/app/app.cpp" $cflags $(PKG_CONFIG_PATH="$pc" pkg-config --libs gnio) -o "$tmp/app/app_pc"
 echo "install_test: pkg-config: $("$tmp/app/app_pc" "$data/http.pcap")"
+
+# The README's own example ("Example: a persistent kernel"), as printed there,
+# built with pkg-config and run from the source tree (it opens
+# tests/data/http.pcap): its 2 UDP packets, as tshark counts them.
+src=$(cd "$data/../.." && pwd)
+awk '/^## Example: a persistent kernel/{f=1} f&&/^```cpp/{c=1;next} c&&/^```/{exit} c' "$src/README.md" >"$tmp/app/readme.cpp"
+[[ -s $tmp/app/readme.cpp ]] || { echo "install_test: no C++ example under the README's 'Example: a persistent kernel'" >&2; exit 1; }
+PKG_CONFIG_PATH="$pc" g++ -O1 "$tmp/app/readme.cpp" $cflags $(PKG_CONFIG_PATH="$pc" pkg-config --libs gnio) -o "$tmp/app/readme"
+out=$(cd "$src" && "$tmp/app/readme")
+echo "install_test: README example: $out"
+[[ $out == "2 UDP packets (host executor)" ]] || { echo "install_test: the README's example printed '$out'" >&2; exit 1; }

@@ -245,6 +245,12 @@ struct count_exception {
 
 #define DNS_PORTS "DNS is counted on port 53 only (not 5353, which tshark calls mDNS); tshark also finds it on other ports by heuristics"
 #define NESTED_5 "five encapsulations, one more than max_encap (4): the innermost packet is left undecoded (encap_limit)"
+#define VLAN_20 \
+  "20 VLAN tags, more than max_vlan_tags (4): the frame is malformed (too_many_vlan_tags) and nothing inside it is " \
+  "decoded; tshark reads every tag"
+#define V6_OPTS_100 \
+  "100 IPv6 destination-option headers, more than max_ipv6_ext_headers (8): malformed (too_many_ext_headers), " \
+  "nothing after them decoded; tshark walks them all"
 #define V6_OVERLAP \
   "an IPv6 datagram with overlapping fragments is dropped (RFC 5722, frag_overlapping); tshark reassembles it"
 
@@ -270,6 +276,19 @@ const count_exception k_count_exceptions[] = {
     {"nested_d5.pcap", "icmp_echo_reply", 0, NESTED_5},
     {"nested_d5.pcap", "tcp_flows", 0, NESTED_5},
     {"nested_d5.pcap", "udp_flows", 3, NESTED_5},
+    {"vlan_deep.pcap", "ipv4", 0, VLAN_20},
+    {"vlan_deep.pcap", "udp", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp", 0, VLAN_20},
+    {"vlan_deep.pcap", "dns_queries", 0, VLAN_20},
+    {"vlan_deep.pcap", "dns_responses", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp_echo_req", 0, VLAN_20},
+    {"vlan_deep.pcap", "icmp_echo_reply", 0, VLAN_20},
+    {"vlan_deep.pcap", "udp_flows", 0, VLAN_20},
+    {"ipv6_many_opts.pcap", "udp", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "icmpv6", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "dns_queries", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "dns_responses", 0, V6_OPTS_100},
+    {"ipv6_many_opts.pcap", "udp_flows", 0, V6_OPTS_100},
     {"frag6.pcap", "udp", 10, V6_OVERLAP},
     {"frag6.pcap", "dns_responses", 4, V6_OVERLAP},
     {"frag6.pcap", "frag_reassembled", 5, V6_OVERLAP},
@@ -456,6 +475,8 @@ const std::vector<std::string> k_bundled = {
     "http-ooo.pcap",
     "wireshark_http.pcap",
     "dns_binary.pcap",
+    "gen/dns_cut_first_fragment.pcap",
+    "gen/dns_iquery.pcap",
     "gen/dns_tcp_length_prefix.pcap",
     "gen/dns_tcp_split.pcap",
     "gen/dns_tcp_two_in_one.pcap",
@@ -467,8 +488,11 @@ const std::vector<std::string> k_bundled = {
     "gen/geneve.pcap",
     "gen/gre.pcap",
     "gen/gtpu.pcap",
+    "gen/http2_preface.pcap",
+    "gen/http_chunk_overflow.pcap",
     "gen/http_chunked.pcap",
     "gen/http_content_length.pcap",
+    "gen/http_huge_length.pcap",
     "gen/http_pipelined.pcap",
     "gen/http_post_body.pcap",
     "gen/http_retransmit.pcap",
@@ -477,11 +501,16 @@ const std::vector<std::string> k_bundled = {
     "gen/ipip4in6.pcap",
     "gen/ipip6in4.pcap",
     "gen/ipip6in6.pcap",
+    "gen/ipv6_many_opts.pcap",
+    "gen/mdns_many_questions.pcap",
     "gen/mpls.pcap",
+    "gen/mpls_deep.pcap",
     "gen/nested_d3.pcap",
     "gen/nested_d4.pcap",
     "gen/nested_d5.pcap",
     "gen/pppoe.pcap",
+    "gen/pppoe_pfc.pcap",
+    "gen/vlan_deep.pcap",
     "gen/vxlan.pcap"};
 
 const std::vector<std::string>& bundled_selection() { return k_bundled; }
@@ -888,7 +917,6 @@ class client_port {
     for (uint32_t i = 0; i < p_.num_rxq(); ++i) (void)p_.destroy_rxq(i);
     for (uint32_t i = 0; i < p_.num_txq(); ++i) (void)p_.destroy_txq(i);
     (void)p_.close();
-    (void)g_.destroy();
   }
   const std::string& error() const { return err_; }
 
@@ -1418,6 +1446,13 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
       {{"--frag-table", "48"}, {"--frag-table", "neither 0 nor a power of two"}},
       {{"--frag-table", "2048"}, {"--frag-table", "above the maximum 1024"}},
       {{"--no-such-option"}, {"--no-such-option"}},
+      // A typo names the option meant (issue 31 point 8).
+      {{"--durration", "5"}, {"--durration: did you mean --duration?"}},
+      {{"--stats-intervl=2"}, {"--stats-intervl: did you mean --stats-interval?"}},
+      // Units as in gen:duration=, for --stats-interval too.
+      {{"--duration", "2x"}, {"--duration", "2x: unknown unit 'x' (use ms, s or m)"}},
+      {{"--duration", "5h"}, {"--duration", "unknown unit 'h'"}},
+      {{"--stats-interval", "5h"}, {"--stats-interval", "unknown unit 'h'"}},
   };
   for (const auto& [extra, mention] : cases) {
     std::vector<std::string> args = {"pp", "--port", port, "--gpu", "host"};
@@ -1444,6 +1479,23 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
   const auto bad_poll = run_app(op);
   EXPECT_EQ(bad_poll.rc, 2);
   EXPECT_NE(bad_poll.j.value("error", "").find("--poll often"), std::string::npos) << bad_poll.j.dump(2);
+}
+
+// --duration and --stats-interval take gen:duration='s units (5s, 500ms, 1m)
+// as well as plain seconds (issue 31 point 8).
+TEST(Cli, DurationsTakeTheUnitsOfGenDuration) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  for (const char* d : {"5s", "500ms", "1m", "0.5", "0"}) {
+    SCOPED_TRACE(d);
+    auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--duration", d, "--stats-interval", d});
+    ASSERT_TRUE(r.exited) << r.describe();
+    EXPECT_EQ(r.code, 0) << r.describe();
+    ASSERT_TRUE(r.j) << r.describe();
+    EXPECT_EQ(r.j->value("packets", 0), 43) << r.j->dump(2);
+  }
+  auto far = run_tool({"pp", "--port", port, "--gpu", "host", "--bogus"}, false);
+  EXPECT_EQ(far.code, 2) << far.describe();
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing is near --bogus\n" << far.describe();
 }
 
 // --frag-table 0 and --tcp-streams 0 turn reassembly and per-message framing

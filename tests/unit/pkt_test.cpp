@@ -978,6 +978,9 @@ TEST(PktDns, Sanity) {
   EXPECT_FALSE(gd::dns_header_sane(h, 16));  // question cannot fit
   h.qdcount = 0;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
+  h.opcode = 1;  // an inverse query asks with no question (RFC 1035 6.4), as tshark decodes it
+  EXPECT_TRUE(gd::dns_header_sane(h, 512));
+  h.opcode = 0;
   h.qdcount = 17;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
   h.qdcount = 1;
@@ -989,6 +992,15 @@ TEST(PktDns, Sanity) {
   h.z = false;
   h.ancount = 60000;
   EXPECT_FALSE(gd::dns_header_sane(h, 512));
+}
+
+TEST(PktHttp, Http2PrefaceIsNotARequest) {
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  const auto* p = reinterpret_cast<const uint8_t*>(preface.data());
+  EXPECT_EQ(gd::http_classify(p, static_cast<uint32_t>(preface.size())), gd::http_kind::not_http);
+  const std::string other = "PROPFIND /dav HTTP/1.1\r\n";  // other methods still count
+  EXPECT_EQ(gd::http_classify(reinterpret_cast<const uint8_t*>(other.data()), static_cast<uint32_t>(other.size())),
+            gd::http_kind::other_request);
 }
 
 TEST(PktDns, CompressionPointerInAnswer) {
@@ -1329,6 +1341,19 @@ TEST(PktTunnel, MplsStackPppoeAndIpInIp) {
   for (uint32_t i = 0; i < gd::max_mpls_labels + 1; ++i) append(deep, {0x00, 0x01, 0x00, 0x40});
   EXPECT_FALSE(gd::parse(deep.data(), static_cast<uint32_t>(deep.size()), p));
   EXPECT_EQ(p.error, gd::pkt_error::too_many_mpls_labels);
+  EXPECT_TRUE(p.protos & gd::proto_mpls) << "the encapsulation is counted even over the bound, as tshark counts it";
+  // A stack that runs to the end of the frame without a bottom label: MPLS too.
+  bytes open_stack = eth_hdr(gd::ethertype_mpls);
+  append(open_stack, {0x00, 0x01, 0x00, 0x40, 0x00, 0x01, 0x10, 0x40});
+  EXPECT_FALSE(gd::parse(open_stack.data(), static_cast<uint32_t>(open_stack.size()), p));
+  EXPECT_EQ(p.error, gd::pkt_error::truncated_tunnel);
+  EXPECT_TRUE(p.protos & gd::proto_mpls);
+  // Nine labels (tshark reads any number; the bound is 16) over IPv4.
+  bytes nine = eth_hdr(gd::ethertype_mpls);
+  for (uint32_t i = 0; i < 9; ++i) append(nine, {0x00, 0x01, static_cast<uint8_t>(i == 8 ? 0x01 : 0x00), 0x40});
+  append(nine, inner_tcp4());
+  ASSERT_TRUE(gd::parse(nine.data(), static_cast<uint32_t>(nine.size()), p)) << gd::to_string(p.error);
+  expect_inner_tcp(p);
 
   // PPPoE session 0x0042 carrying IPv4.
   const bytes ip = inner_tcp4();
@@ -1341,6 +1366,16 @@ TEST(PktTunnel, MplsStackPppoeAndIpInIp) {
   ASSERT_EQ(p.encap_count, 1u);
   EXPECT_EQ(p.encap[0].kind, gd::encap_kind::pppoe);
   EXPECT_EQ(p.encap[0].id, 0x42u);
+  expect_inner_tcp(p);
+  // Protocol field compression (RFC 1661 6.5): a 1-byte 0x21 is IPv4.
+  bytes pfc = eth_hdr(gd::ethertype_pppoe_sess);
+  append(pfc, {0x11, 0x00, 0x00, 0x42});
+  put16(pfc, static_cast<uint32_t>(ip.size() + 1));
+  append(pfc, {0x21});
+  append(pfc, ip);
+  ASSERT_TRUE(gd::parse(pfc.data(), static_cast<uint32_t>(pfc.size()), p)) << gd::to_string(p.error);
+  ASSERT_EQ(p.encap_count, 1u);
+  EXPECT_EQ(p.encap[0].kind, gd::encap_kind::pppoe);
   expect_inner_tcp(p);
   // LCP inside PPPoE: the frame stays L3 `other`.
   bytes lcp = eth_hdr(gd::ethertype_pppoe_sess);

@@ -909,11 +909,11 @@ pp_run run_pp(const std::string& dev, const gnio::pp::app_config& cfg, uint32_t 
       if (n.state == gnio::device::flow_slot_used)
         out.dns_names[gnio::pp::dns_name_text(std::string_view(n.name, n.len))] = n.count;
 
-    EXPECT_FALSE(runner->destroy());
+    *runner = {};
     EXPECT_FALSE(g->free(*ctr));
     EXPECT_FALSE(g->free(*conv));
     EXPECT_FALSE(g->free(*dns));
-    EXPECT_FALSE(sem->destroy());
+    *sem = {};
     if (pages) {
       EXPECT_FALSE(g->free(page_mem));
     }
@@ -921,7 +921,6 @@ pp_run run_pp(const std::string& dev, const gnio::pp::app_config& cfg, uint32_t 
     for (uint32_t i = 0; i < port.num_txq(); ++i) EXPECT_FALSE(port.destroy_txq(i));
     EXPECT_FALSE(port.close());
   }
-  EXPECT_FALSE(g->destroy());
   return out;
 }
 

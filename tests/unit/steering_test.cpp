@@ -133,5 +133,4 @@ TEST(Steering, LanesWithRulesKeepEveryFrameAndFlowOnOneQueue) {
   for (const auto& [f, n] : queues_of_flow) EXPECT_EQ(n, 1) << "a flow reached " << n << " queues";
   for (uint32_t q = 0; q < p->num_rxq(); ++q) (void)p->destroy_rxq(q);
   (void)p->close();
-  (void)g->destroy();
 }

@@ -171,6 +171,48 @@ TEST(stream, chunked_request) {
   EXPECT_EQ(req(k.c2s("0\r\n\r\nGET /v HTTP/1.1\r\n\r\n")), 2u);
 }
 
+// A chunk size that does not fit 32 bits (20 hex digits here) is a framing
+// error, as tshark reads it: the response is counted in that segment and the
+// next segment is read from its start, so the next response is not lost
+// (issue 31, R11 d).
+TEST(stream, overflowing_chunk_size_counts_the_response_and_resynchronises) {
+  conn_sim k;
+  k.c2s("GET /o HTTP/1.1\r\n\r\n");
+  const auto e = k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n");
+  EXPECT_EQ(resp(e), 1u);
+  EXPECT_EQ(e.messages_dropped, 0u);
+  k.c2s("GET /p HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")), 1u);
+  // 0x100000000 is one past 32 bits; FFFFFFFF still fits and is waited for.
+  k.c2s("GET /q HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100000000\r\n")), 1u);
+  k.c2s("GET /r HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFF\r\nabc")), 0u);
+}
+
+// A chunk-size line without a size: tshark shows the response; so does pp.
+TEST(stream, chunk_size_line_without_a_size_counts_the_response) {
+  conn_sim k;
+  k.c2s("GET /z HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")), 1u);
+  k.c2s("GET /y HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")), 1u);
+}
+
+// A request whose Content-Length is over INT32_MAX (4294967300 here): tshark
+// does not reassemble its body and shows the request at its headers; the
+// body's segments are skipped and a request after them is still counted
+// (issue 31, R11 e). Up to INT32_MAX the body is waited for.
+TEST(stream, request_with_a_huge_content_length_counts_at_its_headers) {
+  conn_sim k;
+  EXPECT_EQ(req(k.c2s("POST /u HTTP/1.1\r\nContent-Length: 4294967300\r\n\r\nxxxx")), 1u);
+  EXPECT_EQ(req(k.c2s(std::string(200, 'x'))), 0u);
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 100 Continue\r\n\r\n")), 1u);
+  EXPECT_EQ(req(k.c2s("GET /v HTTP/1.1\r\n\r\n")), 1u);
+  conn_sim w;
+  EXPECT_EQ(req(w.c2s("POST /w HTTP/1.1\r\nContent-Length: 2147483647\r\n\r\nxxxx")), 0u);
+}
+
 TEST(stream, head_response_has_no_body) {
   conn_sim k;
   EXPECT_EQ(k.c2s("HEAD /h HTTP/1.1\r\n\r\n").http_head, 1u);

@@ -240,18 +240,6 @@ void option_names(const CLI::App& app, std::vector<std::string>& names) {
   for (const CLI::App* sub : app.get_subcommands()) option_names(*sub, names);
 }
 
-// The name in `names` nearest to `word`, if it is close enough to be a typo:
-// one edit for a name of up to 7 characters, two up to 11, three beyond; ""
-// when none is.
-std::string nearest(std::string_view word, const std::vector<std::string>& names) {
-  const size_t most = word.size() <= 7 ? 1 : word.size() <= 11 ? 2 : 3;
-  std::string best;
-  size_t best_distance = most + 1;
-  for (const std::string& n : names)
-    if (const size_t d = edit_distance(word, n); d < best_distance) best_distance = d, best = n;
-  return best;
-}
-
 // "--durration: did you mean --duration?" for each argument CLI11 did not
 // expect that is near a known option ("" when none is).
 std::string did_you_mean(const CLI::App& app) {
@@ -263,13 +251,22 @@ std::string did_you_mean(const CLI::App& app) {
     const std::string typed = arg.substr(0, arg.find('='));
     const auto start = typed.find_first_not_of('-');
     if (start == std::string::npos) continue;
-    const std::string near = nearest("--" + typed.substr(start), names);
+    const std::string near = nearest_name("--" + typed.substr(start), names);
     if (!near.empty() && near != typed) hints += fmt::format("{}: did you mean {}?\n", gnio::printable(typed), near);
   }
   return hints;
 }
 
 }  // namespace
+
+std::string nearest_name(std::string_view word, const std::vector<std::string>& names) {
+  const size_t most = word.size() <= 7 ? 1 : word.size() <= 11 ? 2 : 3;
+  std::string best;
+  size_t best_distance = most + 1;
+  for (const std::string& n : names)
+    if (const size_t d = edit_distance(word, n); d < best_distance) best_distance = d, best = n;
+  return best;
+}
 
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {

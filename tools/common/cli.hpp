@@ -16,6 +16,8 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -109,5 +111,10 @@ void add_version_flag(CLI::App& app, std::string_view program);
 // otherwise prints what CLI11 has to say (help, version, or the error and a
 // pointer to --help) through gnio::console and returns exit_status(e).
 [[nodiscard]] std::optional<int> parse(CLI::App& app, int argc, char** argv);
+
+// The name in `names` nearest to `word` when it is close enough to be a typo
+// of it (one edit for a name of up to 7 characters, two up to 11, three
+// beyond; a swap of neighbours is one edit), else "": for "did you mean".
+[[nodiscard]] std::string nearest_name(std::string_view word, const std::vector<std::string>& names);
 
 }  // namespace gnio::cli

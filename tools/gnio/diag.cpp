@@ -380,7 +380,6 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
       say("  {:<15} {:<14} {}\n", x.feature, x.code == status::success ? "supported" : "not_supported", x.reason);
   }
   (void)p->close();
-  (void)g->destroy();
   return 0;
 }
 

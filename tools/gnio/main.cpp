@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -68,13 +69,17 @@ int main(int argc, char** argv) {
       if (!word.empty() && word[0] == '-') continue;
       bool known = false;
       std::string names;
+      std::vector<std::string> list;
       for (const CLI::App* sub : std::as_const(app).get_subcommands([](const CLI::App*) { return true; })) {
         names += (names.empty() ? "" : ", ") + sub->get_name();
+        list.push_back(sub->get_name());
         known = known || sub->check_name(word);
       }
       if (!known) {
-        gnio::console::err(fmt::format("gnio: '{}' is not a gnio command (commands: {}); see gnio --help\n",
-                                       gnio::printable(word), names));
+        const std::string near = gnio::cli::nearest_name(word, list);
+        gnio::console::err(fmt::format("gnio: '{}' is not a gnio command{} (commands: {}); see gnio --help\n",
+                                       gnio::printable(word), near.empty() ? "" : "; did you mean " + near + "?",
+                                       names));
         return gnio::console::finish("gnio", 2);
       }
       break;

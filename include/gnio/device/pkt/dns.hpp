@@ -74,10 +74,12 @@ GNIO_HOST_DEVICE inline bool dns_parse_header(const uint8_t* msg, uint32_t msg_l
 }
 
 // Heuristic "does this look like DNS", for telling DNS from other traffic on
-// port 53: 1..16 questions, an assigned opcode, Z clear, and record counts
-// that could fit in msg_len (question >= 5 bytes, RR >= 11 bytes).
+// port 53: 1..16 questions (none for an inverse query, opcode 1, which asks
+// with an answer record: RFC 1035 6.4), an assigned opcode, Z clear, and
+// record counts that could fit in msg_len (question >= 5 bytes, RR >= 11
+// bytes).
 GNIO_HOST_DEVICE inline bool dns_header_sane(const dns_header& h, uint32_t msg_len) {
-  if (h.qdcount < 1 || h.qdcount > 16) return false;
+  if ((h.qdcount < 1 && h.opcode != 1) || h.qdcount > 16) return false;
   if (h.opcode == 3 || h.opcode > 6) return false;  // 0 query,1 iquery,2 status,4 notify,5 update,6 DSO
   if (h.z) return false;
   if (msg_len < dns_header_len) return false;

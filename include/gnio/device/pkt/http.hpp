@@ -39,6 +39,9 @@ GNIO_HOST_DEVICE inline http_kind http_classify(const uint8_t* p, uint32_t len) 
   if (starts_with(p, len, "CONNECT ", 8) || starts_with(p, len, "PATCH ", 6) || starts_with(p, len, "TRACE ", 6)) {
     return http_kind::other_request;
   }
+  // "PRI * HTTP/2.0" is HTTP/2's connection preface (RFC 9113 3.4), not an
+  // HTTP/1.x request; tshark shows it as HTTP2.
+  if (starts_with(p, len, "PRI ", 4)) return http_kind::not_http;
   uint32_t i = 0;
   while (i < len && i < detail::http_max_method && (detail::is_upper(p[i]) || p[i] == '-' || p[i] == '_')) ++i;
   if (i == 0 || i + 1 >= len || p[i] != ' ') return http_kind::not_http;

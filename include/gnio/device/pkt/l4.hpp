@@ -112,8 +112,11 @@ GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t 
     o.udp_length = rd16(p + 4);
     o.udp_checksum = rd16(p + 6);
     // A first fragment holds only the start of the datagram its UDP length
-    // covers; the length is checked once it is reassembled.
-    if (o.udp_length < 8 || (whole && !fits(ip_end, off, o.udp_length))) return fail(o, pkt_error::bad_udp_length);
+    // covers; the length is checked once it is reassembled. One the capture
+    // cut short is never reassembled and is read as far as it goes, as
+    // tshark reads it (its UDP dissector checks no fragment's length).
+    if (o.udp_length < 8 || (!o.is_fragment && !fits(ip_end, off, o.udp_length)))
+      return fail(o, pkt_error::bad_udp_length);
     set_payload(o, off + 8, min_u32(end, off + o.udp_length));
     return true;
   }

@@ -68,7 +68,9 @@ inline constexpr uint32_t max_ipv6_ext_headers = 8;
 // Encapsulations parse() walks into; deeper ones are left as payload
 // (parsed_pkt::encap_limit).
 inline constexpr uint32_t max_encap = 4;
-inline constexpr uint32_t max_mpls_labels = 8;
+// Label stack entries parse_mpls reads before giving up (tshark has no bound;
+// stacks in real networks hold a handful).
+inline constexpr uint32_t max_mpls_labels = 16;
 
 enum class l3_kind : uint8_t { none = 0, ipv4, ipv6, arp, other };
 enum class l4_kind : uint8_t { none = 0, udp, tcp, icmp, icmpv6, other };

@@ -37,7 +37,10 @@
 // extensions, trailers), Content-Length, or else the end of the direction (a
 // FIN: the response is counted in that segment; a RST drops it, as tshark
 // counts no such response). A request without Content-Length or chunked has
-// no body.
+// no body. Where the framing cannot go on (a chunk-size line that is no size
+// or does not fit 32 bits, a request whose Content-Length is over INT32_MAX,
+// which tshark does not reassemble) the message is counted in that segment,
+// as tshark shows it, and the next segment is read from its start.
 //
 // Threads: the caller feeds the segments of one connection in arrival order,
 // from one thread at a time; different connections may be fed concurrently
@@ -95,6 +98,11 @@ enum class stream_phase : uint8_t {
   dns_prefix,     // the 2-byte length prefix, `line_len` (0 or 1) bytes of it seen
   dns_message,    // `left` message bytes to go; line_buf holds the header
 };
+
+// The longest request body framed by its Content-Length (tshark's limit,
+// INT32_MAX), and the largest chunk size read (32 bits).
+inline constexpr uint64_t http_max_body = 0x7fffffffull;
+inline constexpr uint64_t http_max_chunk = 0xffffffffull;
 
 inline constexpr uint32_t stream_line_cap = 48;   // header line bytes kept (longer lines are cut)
 inline constexpr uint32_t stream_max_events = 4;  // DNS query positions reported per segment
@@ -332,6 +340,15 @@ GNIO_HOST_DEVICE inline void complete_http(tcp_dir_state& d, stream_events& ev) 
   reset_message(d, stream_phase::msg_start);
 }
 
+// The message's framing cannot go on (a chunk-size line that is no size, a
+// request body too long to reassemble): tshark shows the message in this
+// segment, so it is counted here, and the rest of the segment is skipped;
+// the next segment is read from its first byte (resynchronisation).
+GNIO_HOST_DEVICE inline void complete_unframed(tcp_dir_state& d, stream_events& ev) {
+  if (!d.dropped) count_http(d, ev);
+  reset_message(d, stream_phase::skip_segment);
+}
+
 // A message in progress ends uncounted (a gap, an overlap, bytes not captured).
 GNIO_HOST_DEVICE inline void drop_message(tcp_dir_state& d, stream_events& ev, stream_phase next) {
   const bool in_msg = d.phase != stream_phase::msg_start && d.phase != stream_phase::skip_segment &&
@@ -390,6 +407,10 @@ GNIO_HOST_DEVICE inline void end_headers(tcp_conn& c, tcp_dir_state& d, stream_e
     }
   } else {
     note_request(c, d.kind);
+    // tshark reassembles a request body only up to INT32_MAX bytes; a longer
+    // Content-Length shows the request at its headers and leaves the body
+    // unframed (a 4 GB upload must not hide the requests after it).
+    if (!d.chunked && d.has_length && d.content_length > http_max_body) return complete_unframed(d, ev);
     if (d.chunked) {
       d.phase = stream_phase::http_chunk_size;
     } else if (d.has_length && d.content_length > 0) {
@@ -511,9 +532,8 @@ GNIO_HOST_DEVICE inline void feed_http(tcp_conn& c, tcp_dir_state& d, const uint
       case stream_phase::http_chunk_size: {
         const uint8_t ch = p[i++];
         if (ch == '\n') {
-          if (d.hex_digits == 0) {  // no size: not a chunked body after all
-            ev.messages_dropped += 1;
-            reset_message(d, stream_phase::skip_segment);
+          if (d.hex_digits == 0) {  // no size: the chunked framing is broken
+            complete_unframed(d, ev);
             return;
           }
           if (d.left == 0) {
@@ -526,13 +546,18 @@ GNIO_HOST_DEVICE inline void feed_http(tcp_conn& c, tcp_dir_state& d, const uint
         }
         const int v = hex_value(ch);
         if (d.hex_digits != 0xff && v >= 0) {
-          if (d.left < (1ull << 50)) d.left = d.left * 16 + static_cast<uint64_t>(v);
+          // left < 2^32 here, so this cannot wrap; a size past 32 bits (as
+          // tshark reads it) is a framing error, not a chunk to wait for.
+          d.left = d.left * 16 + static_cast<uint64_t>(v);
+          if (d.left > http_max_chunk) {
+            complete_unframed(d, ev);
+            return;
+          }
           d.hex_digits = d.hex_digits < 0xfe ? d.hex_digits + 1 : 0xfe;
         } else if (d.hex_digits != 0 && d.hex_digits != 0xff) {
           d.hex_digits = 0xff;  // extension, spaces or CR: the size is done
         } else if (d.hex_digits == 0 && ch != ' ' && ch != '\t') {
-          ev.messages_dropped += 1;
-          reset_message(d, stream_phase::skip_segment);
+          complete_unframed(d, ev);
           return;
         }
         break;

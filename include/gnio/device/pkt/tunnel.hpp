@@ -184,7 +184,12 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
   uint32_t cur = off, top = 0;
   for (uint32_t n = 0;; ++n) {
     if (n == max_mpls_labels || !fits(v.len, cur, 4)) {
-      if (!in_udp) fail(o, n == max_mpls_labels ? pkt_error::too_many_mpls_labels : pkt_error::truncated_tunnel);
+      if (in_udp) return;
+      // After an MPLS EtherType the encapsulation is MPLS even when its
+      // stack is longer than the bound or never ends: counted, as tshark
+      // counts it, and malformed.
+      o.protos |= proto_mpls;
+      fail(o, n == max_mpls_labels ? pkt_error::too_many_mpls_labels : pkt_error::truncated_tunnel);
       return;
     }
     const uint32_t e = rd32(v.data + cur);
@@ -202,11 +207,29 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
   enter(c, encap_kind::mpls, off, true, top, ver == 4 ? layer::ipv4 : layer::ipv6, cur, v.len);
 }
 
+// PPP's protocol field at off: two bytes, or one when the peers agreed on
+// protocol field compression (RFC 1661 section 6.5: a protocol number's first
+// byte is even and its last odd, so an odd first byte is a 1-byte field).
+// IPv4 (0x0021) and IPv6 (0x0057) are walked into; off moves past the field.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_protocol(const pkt_view& v, uint32_t& off) {
+  if (!fits(v.len, off, 1)) return layer::end;
+  uint16_t proto = v.data[off];
+  if ((proto & 1u) != 0) {
+    off += 1;
+  } else {
+    if (!fits(v.len, off, 2)) return layer::end;
+    proto = rd16(v.data + off);
+    off += 2;
+  }
+  return proto == 0x0021 ? layer::ipv4 : proto == 0x0057 ? layer::ipv6 : layer::end;
+}
+
 // A PPPoE session frame: the 6-byte PPPoE header, then PPP's protocol field
-// (IPv4 0x0021, IPv6 0x0057; LCP, IPCP and the rest end the walk).
+// (ppp_protocol; LCP, IPCP and the rest end the walk).
 GNIO_HOST_DEVICE inline void parse_pppoe(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
   reset_l3_other(o, off, v.len);
-  if (!fits(v.len, off, 8)) {
+  // The header and a protocol field of one byte (odd) or two.
+  if (!fits(v.len, off, 7) || ((v.data[off + 6] & 1u) == 0 && !fits(v.len, off, 8))) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -214,20 +237,18 @@ GNIO_HOST_DEVICE inline void parse_pppoe(const pkt_view& v, uint32_t off, parsed
   if (p[0] != 0x11 || p[1] != 0) return;  // version 1, type 1, session data
   o.protos |= proto_pppoe;
   const uint32_t end = min_u32(v.len, off + 6u + rd16(p + 4));
-  const uint16_t ppp = rd16(p + 6);
-  set_payload(o, off + 8, end);
-  if (ppp != 0x0021 && ppp != 0x0057) return;
-  enter(c, encap_kind::pppoe, off, true, rd16(p + 2), ppp == 0x0021 ? layer::ipv4 : layer::ipv6, off + 8, end);
+  uint32_t inner = off + 6;
+  const layer next = ppp_protocol(v, inner);
+  set_payload(o, inner, end);
+  if (next == layer::end) return;
+  enter(c, encap_kind::pppoe, off, true, rd16(p + 2), next, inner, end);
 }
 
-// PPP's protocol field after an optional address/control pair (0xff 0x03):
-// IPv4 (0x0021) and IPv6 (0x0057) are walked into.
+// PPP after an optional address/control pair (0xff 0x03), then its protocol
+// field (ppp_protocol).
 GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_payload(const pkt_view& v, uint32_t& off) {
   if (fits(v.len, off, 2) && v.data[off] == 0xff && v.data[off + 1] == 0x03) off += 2;
-  if (!fits(v.len, off, 2)) return layer::end;
-  const uint16_t proto = rd16(v.data + off);
-  off += 2;
-  return proto == 0x0021 ? layer::ipv4 : proto == 0x0057 ? layer::ipv6 : layer::end;
+  return ppp_protocol(v, off);
 }
 
 // An L2TP version 2 data message (control messages, T set, carry no packet):
