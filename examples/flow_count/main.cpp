@@ -325,7 +325,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       c->table[t] = *table;
       c->b.table[t] = static_cast<flow_count::flow_entry*>(c->table[t].exec_ptr);
     }
-    auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), gnio::mem_type::gpu);
+    // On the host executor the totals are memory the host maps, so that the
+    // live reads below are atomic loads rather than a copy racing the
+    // kernels' adds; a GPU's stay in GPU memory, next to the kernel.
+    const gnio::mem_type tot_mem =
+        c->dev->info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
+    auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), tot_mem);
     if (!tot) return fail_with(j, tot.err(), "totals");
     c->tot = *tot;
     c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
@@ -415,9 +420,20 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   // Not quite flip_s: a time-driven flip is taken back a little after it is made.
   const uint64_t flip_ms = static_cast<uint64_t>(flip_s * 1000 * 0.9);
   // The totals as the kernels have them now (their counters only grow).
-  auto read_totals = [&](gpu_ctx& c) {
+  auto read_totals = [&](gpu_ctx& c) -> gnio::error {
     c.totals.resize(c.queue_ids.size());
-    return c.dev->copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
+    if (c.tot.host_ptr == nullptr) return c.dev->copy_to_host(c.totals.data(), c.tot, 0, c.tot.bytes);
+    // Relaxed, as the kernels' adds (flow_count.hpp): each value only needs to come eventually.
+    auto* live = static_cast<flow_count::totals*>(c.tot.host_ptr);
+    const auto load = [](uint64_t& v) {
+      return gnio::device::sys_atomic_ref<uint64_t>(v).load(cuda::std::memory_order_relaxed);
+    };
+    for (size_t k = 0; k < c.totals.size(); ++k) {
+      flow_count::totals& t = live[k];
+      c.totals[k] = {load(t.packets), load(t.bytes), load(t.malformed), load(t.table_full),
+                     {load(t.claimed[0]), load(t.claimed[1])}};
+    }
+    return {};
   };
   // Slots holding flows in the table new flows go to: from the blocks' last
   // acks while they run (a flipper), from the totals after (read_totals).
