@@ -40,6 +40,7 @@
 #include "expiry.hpp"
 #include "flow_count.hpp"
 #include "ipfix.hpp"
+#include "app.hpp"
 
 namespace flow_count {
 gnio::error launch(gnio::kernel_runner& runner, const gnio::launch_dims& dims, const body& b);
@@ -68,46 +69,8 @@ std::string proto_text(uint8_t p, uint8_t family) {
 
 using json = nlohmann::json;
 
-// Console output that never throws: a failed write is remembered and
-// reported once at the end (gnio/console.hpp).
-template <class... A>
-void say(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::out(fmt::format(f, std::forward<A>(a)...));
-}
-template <class... A>
-void warn(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
-}
-
-// The JSON names the first failure: its message, status and step.
-void set_error(json& j, const std::string& message, std::string_view status, std::string_view step) {
-  if (j.contains("error")) return;
-  j["error"] = message;
-  j["error_status"] = std::string(status);
-  j["error_step"] = std::string(step);
-}
-
-int fail_with(json& j, const gnio::error& e, std::string_view step) {
-  warn("flow_count: {}: {}\n", step, e.what());
-  warn("flow_count: hint ({} layer): {}\n", gnio::to_string(gnio::describe(e.code()).where),
-       gnio::describe(e.code()).next);
-  set_error(j, e.what(), gnio::to_string(e.code()), step);
-  return 1;
-}
-
-// A stop signal or the --duration deadline came while a setup step was
-// blocked (e.g. opening a FIFO that no one writes): says so, rather than
-// passing the interrupted call's error off as the cause.
-int stopped_while(json& j, const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
-  std::string msg;
-  if (sig.signal() != 0)
-    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
-  else
-    msg = fmt::format("--duration passed while {} ({})", step, e.what());
-  warn("flow_count: {}\n", msg);
-  set_error(j, msg, gnio::to_string(e.code()), step);
-  return 1;
-}
+using gnio::app::say;
+using gnio::app::warn;
 
 // The host's side of the table flip (flow_count.hpp's flip_ctl): one per
 // GPU context. flip() sends new packets to the other table; poll() says when
@@ -177,9 +140,10 @@ struct options {
 // The run itself, from opening the GPUs to the lifecycle in reverse. Fills j
 // with everything known (the error too, when a step fails) and returns the
 // exit status. flow_rows (null without --json) receives the JSON array of
-// per-flow rows as text, kept apart from j: see write_json.
-int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::server* mx,
+// per-flow rows as text, kept apart from j: run_report::write_json adds them last.
+int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, gnio::metrics::server* mx,
         gnio::ipfix::session& ipfix, std::string* flow_rows) {
+  json& j = rep.j();
   const std::string& port_dev = o.port_dev;
   const uint32_t queues = o.queues, ring = o.ring, batch = o.batch, threads = o.threads, table_cap = o.table_cap,
                  top = o.top;
@@ -225,7 +189,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   const double flip_s = ipfix.enabled() ? std::min(o.flow_idle_s / 2, o.ipfix.scan_interval_s) : o.flow_idle_s / 2;
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
   auto gpus = gnio::gpu::open_list(gpu_sel);
-  if (!gpus) return fail_with(j, gpus.err(), "gpu");
+  if (!gpus) return rep.fail(gpus.err(), "gpu");
   for (auto& g : *gpus) {
     auto c = std::make_unique<gpu_ctx>();
     c->g = std::move(g);
@@ -235,8 +199,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["device"] = ctxs.front()->g.info().name;
 
   auto p = gnio::port::open(ctxs.front()->g, port_dev);
-  if (!p && sig.requested()) return stopped_while(j, sig, "opening the port", p.err());
-  if (!p) return fail_with(j, p.err(), "port");
+  if (!p && sig.requested()) return rep.stopped_while(sig, "opening the port", p.err());
+  if (!p) return rep.fail(p.err(), "port");
   // A GPU that fails the capability check for this port is reported and left out.
   for (auto it = ctxs.begin(); it != ctxs.end();) {
     const auto verdict = gnio::check_receive_kernels(p->caps(), port_dev.substr(0, port_dev.find(':')),
@@ -244,7 +208,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const std::string why = verdict ? verdict.message() : "";
     if (!why.empty()) {
       warn("flow_count: leaving out {}: {}\n", (*it)->g.info().name, why);
-      if (it == ctxs.begin()) return fail_with(j, gnio::error(gnio::status::not_supported, why), "gpu");
+      if (it == ctxs.begin()) return rep.fail(gnio::error(gnio::status::not_supported, why), "gpu");
       it = ctxs.erase(it);
     } else {
       ++it;
@@ -261,7 +225,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const std::string msg =
         fmt::format("--queues {} is fewer than the {} GPUs; give each GPU at least one queue", queues, ctxs.size());
     warn("flow_count: {}\n", msg);
-    set_error(j, msg, "invalid_value", "options");
+    rep.set_error(msg, "invalid_value", "options");
     return 2;
   }
   // Memory is counted before it is taken (F19): every ring slot is touched,
@@ -285,7 +249,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
                                       ring_bytes + table_bytes, room);
     if (!why.empty()) {
       warn("flow_count: {}\n", why);
-      set_error(j, why, "no_memory", "options");
+      rep.set_error(why, "no_memory", "options");
       return 2;
     }
   }
@@ -298,9 +262,9 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     rc.owner = &c.g;
     rc.pkt_mem = pkt_mem;
     auto id = p->create_rxq(rc);
-    if (!id) return fail_with(j, id.err(), "create_rxq");
+    if (!id) return rep.fail(id.err(), "create_rxq");
     auto v = p->rxq(*id);
-    if (!v) return fail_with(j, v.err(), "rxq");
+    if (!v) return rep.fail(v.err(), "rxq");
     c.b.q[c.queue_ids.size()] = *v;
     c.queue_ids.push_back(*id);
   }
@@ -310,7 +274,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   std::vector<gnio::gpu> owned;
   for (auto& c : ctxs) owned.push_back(std::move(c->g));
   auto made = gnio::session::create(std::move(owned), std::move(*p));
-  if (!made) return fail_with(j, made.err(), "session");
+  if (!made) return rep.fail(made.err(), "session");
   gnio::session& s = *made;
   for (size_t k = 0; k < ctxs.size(); ++k) {
     auto& c = ctxs[k];
@@ -321,7 +285,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     c->b.batch = per_burst ? std::min(batch, o.launch.burst) : batch;
     for (uint32_t t = 0; t < tables; ++t) {
       auto table = s.alloc_bytes(k, sizeof(flow_count::flow_entry) * table_cap, gnio::mem_type::gpu);  // zeroed
-      if (!table) return fail_with(j, table.err(), "flow table");
+      if (!table) return rep.fail(table.err(), "flow table");
       c->table[t] = *table;
       c->b.table[t] = static_cast<flow_count::flow_entry*>(c->table[t].exec_ptr);
     }
@@ -331,18 +295,18 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     const gnio::mem_type tot_mem =
         c->dev->info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
     auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), tot_mem);
-    if (!tot) return fail_with(j, tot.err(), "totals");
+    if (!tot) return rep.fail(tot.err(), "totals");
     c->tot = *tot;
     c->b.tot = static_cast<flow_count::totals*>(c->tot.exec_ptr);
     if (expiry) {
       // Both sides reach it: the host writes the epoch, the blocks their acks.
       auto ctl = s.alloc_bytes(k, sizeof(flow_count::flip_ctl), gnio::mem_type::cpu_gpu);
-      if (!ctl) return fail_with(j, ctl.err(), "flow table flip");
+      if (!ctl) return rep.fail(ctl.err(), "flow table flip");
       c->ctl = *ctl;
       flow_count::flip_ctl init{};
       for (auto& a : init.ack) a = flow_count::ack_idle;
       // Before the launch, which orders it before the kernel's reads.
-      if (auto e = c->dev->copy_to_block(c->ctl, 0, &init, sizeof init); e) return fail_with(j, e, "flow table flip");
+      if (auto e = c->dev->copy_to_block(c->ctl, 0, &init, sizeof init); e) return rep.fail(e, "flow table flip");
       c->b.flip = static_cast<flow_count::flip_ctl*>(c->ctl.exec_ptr);
       c->flip.ctl = static_cast<flow_count::flip_ctl*>(c->ctl.host_ptr);
       c->flip.blocks = c->b.num_queues;
@@ -351,12 +315,12 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
       // finished when copy_to_block returns, before the table is used again.
       auto z = s.alloc_bytes(k, std::min<size_t>(sizeof(flow_count::flow_entry) * table_cap, 4u << 20),
                           gnio::mem_type::cpu_gpu);
-      if (!z) return fail_with(j, z.err(), "flow table flip");
+      if (!z) return rep.fail(z.err(), "flow table flip");
       c->zeros = *z;
     }
   }
 
-  if (auto e = s.start(); e) return fail_with(j, e, "start");
+  if (auto e = s.start(); e) return rep.fail(e, "start");
   const auto t0 = std::chrono::steady_clock::now();
   if (duration_s > 0) (void)sig.arm_deadline(duration_s);  // the run itself gets the whole duration
   for (size_t k = 0; k < ctxs.size(); ++k) {
@@ -367,7 +331,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     if (auto e = flow_count::launch(s.runner(k), dims, ctxs[k]->b); e) {
       // The kernels launched so far are stopped; one that does not stop keeps the session.
       (void)s.stop(std::chrono::seconds(5));
-      return fail_with(j, e, "launch");
+      return rep.fail(e, "launch");
     }
   }
 
@@ -571,13 +535,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     j["missed"] = st.rx_missed;
     j["source_errors"] = st.rx_errors;
     // A kernel still running keeps the session (and all it may touch) alive.
-    return fail_with(j, run_err, "kernel");
+    return rep.fail(run_err, "kernel");
   }
 
   // A port that fails to stop (a TX capture that could not be written) has
   // still counted everything: the error is reported and the results kept.
   int rc = 0;
-  if (auto e = s.stop_port(); e) rc = fail_with(j, e, "stop");
+  if (auto e = s.stop_port(); e) rc = rep.fail(e, "stop");
   const auto st = s.stats();
   const auto engine_err = s.get_port().engine_error();
 
@@ -614,14 +578,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   const uint64_t end_ms = gnio::ipfix::now_ms();
   for (size_t i = 0; i < ctxs.size(); ++i) {
     gpu_ctx& c = *ctxs[i];
-    if (auto e = read_totals(c); e) return fail_with(j, e, "read totals");
+    if (auto e = read_totals(c); e) return rep.fail(e, "read totals");
     for (size_t k = 0; k < c.queue_ids.size(); ++k) totals[c.queue_ids[k]] = c.totals[k];
     slots_used += active_slots(c, false);
     for (const auto& t : c.totals) slots_claimed += t.claimed[0] + t.claimed[1];
     c.flows.resize(table_cap);
     if (!expiry) {
       if (auto e = c.dev->copy_to_host(c.flows.data(), c.table[0], 0, c.table[0].bytes); e)
-        return fail_with(j, e, "read flow table");
+        return rep.fail(e, "read flow table");
       for (const auto& f : c.flows)
         if (f.state == gnio::device::flow_slot_used) add_live(flow_count::flow_row{f});
       // Every flow's last record: the table is final now.
@@ -632,7 +596,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     // and the one before a flip not taken back yet (zeroed otherwise). Every
     // open record is sent (forced_end); the flows stay live rows.
     for (const auto& tab : c.table) {
-      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return fail_with(j, e, "read flow table");
+      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return rep.fail(e, "read flow table");
       c.expiry->merge(c.flows.data(), table_cap, end_ms);
     }
     c.expiry->expire(end_ms, true);
@@ -679,15 +643,14 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     conv->erase(std::unique(conv->begin(), conv->end()), conv->end());
   }
 
-  uint64_t delivered = st.rx_delivered, unsteered = st.rx_unsteered;
-  const uint64_t pending = delivered >= sum.packets ? delivered - sum.packets : 0;
-  const int64_t lost = static_cast<int64_t>(st.rx_frames) -
-                       static_cast<int64_t>(sum.packets + st.rx_missed + unsteered + pending);
+  // The identity, per queue and in total, from what each queue's block processed.
+  std::vector<uint64_t> processed_q(queues);
+  for (uint32_t q = 0; q < queues; ++q) processed_q[q] = totals[q].packets;
+  const gnio::accounting acc = s.account(processed_q);
 
   say("flow_count: {} packets, {} bytes, {} flows in {:.3f} s ({:.3f} Mpps)\n", sum.packets, sum.bytes, used.size(),
       seconds, seconds > 0 ? sum.packets / seconds / 1e6 : 0.0);
-  say("flow_count: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, sum.packets,
-      st.rx_missed, unsteered, pending, lost == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", lost));
+  say("{}", rep.accounting_line(acc));
   if (per_burst)
     say("flow_count: launched {}: {} launches, {:.1f} packets per launch, {:.2f} us per launch\n", o.launch.mode,
         ls.launches, ls.launches ? double(sum.packets) / ls.launches : 0.0,
@@ -742,11 +705,7 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   j["flows"] = used.size();
   j["tcp_conversations"] = tcp_conv.size();
   j["udp_conversations"] = udp_conv.size();
-  j["missed"] = st.rx_missed;
-  j["received"] = st.rx_frames;
-  j["unsteered"] = unsteered;
-  j["pending"] = pending;
-  j["unaccounted"] = lost;
+  // received, missed, unsteered, pending, unaccounted: rep.add_accounting, below.
   j["source_errors"] = st.rx_errors;
   j["source_dropped"] = st.rx_dropped;
   j["malformed"] = sum.malformed;
@@ -771,7 +730,8 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
   for (uint32_t i = 0; i < st.rxq.size(); ++i) {
     const auto& q = st.rxq[i];
     qs.push_back({{"queue", i}, {"offered", q.offered}, {"delivered", q.delivered}, {"missed", q.missed},
-                  {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", i < totals.size() ? totals[i].packets : 0}});
+                  {"bytes", q.bytes}, {"truncated", q.truncated}, {"processed", i < totals.size() ? totals[i].packets : 0},
+                  {"pending", i < acc.queues.size() ? acc.queues[i].pending : 0}});
   }
   j["per_queue"] = qs;
   if (flow_rows) {
@@ -820,38 +780,13 @@ int run(const options& o, gnio::stop_signals& sig, json& j, gnio::metrics::serve
     publish_metrics(st, processed, static_cast<bool>(engine_err), &sum, used.size(), flows_expired, flips);
   }
   ipfix.add_json(j);
-  if (lost != 0) {
-    set_error(j, fmt::format("{} packet(s) unaccounted: received != processed + missed + unsteered + pending", lost),
-              "unexpected", "accounting");
-    rc = 1;
-  }
+  if (!rep.add_accounting(acc, "packet")) rc = 1;
 
   // The session tears down the lifecycle in reverse when it goes.
   if (engine_err) {
     warn("flow_count: the port's engine failed: {}\n", engine_err.what());
-    set_error(j, engine_err.what(), gnio::to_string(engine_err.code()), "engine");
+    rep.set_error(engine_err.what(), gnio::to_string(engine_err.code()), "engine");
     rc = 1;
-  }
-  return rc;
-}
-
-// Writes the JSON (also for a failed run): console failures so far are in it.
-// flow_rows, when run() made it, is the flow_rows member's text, added as
-// the object's last member.
-int write_json(gnio::atomic_file& f, json& j, const std::string& flow_rows, int rc) {
-  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
-  if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(j, t, "io_failed", "output");
-  std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
-  // An object with members ends with "\n}" at this indentation.
-  if (!flow_rows.empty() && text.size() > 2 && text.ends_with("\n}")) {
-    text.resize(text.size() - 2);
-    text += ",\n  \"flow_rows\": ";
-    text += flow_rows;
-    text += "\n}";
-  }
-  if (gnio::error e = f.commit(text + "\n"); e) {
-    warn("flow_count: --json: {}\n", e.what());
-    return rc == 0 ? 1 : rc;
   }
   return rc;
 }
@@ -867,8 +802,9 @@ int main(int argc, char** argv) {
   // SIGXFSZ are ignored: writes fail with an errno instead.
   gnio::stop_signals sig;
   json j = json::object();
+  gnio::app::run_report rep("flow_count", j);
   std::optional<gnio::atomic_file> json_out;
-  std::string flow_rows;  // the JSON's flow_rows, as text (run, write_json)
+  std::string flow_rows;  // the JSON's flow_rows, as text (run, run_report::write_json)
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
@@ -980,13 +916,13 @@ int main(int argc, char** argv) {
       return gnio::console::finish("flow_count", 2);
     }
     if (mx) warn("flow_count: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, j, mx.get(), *ipfix, json_out ? &flow_rows : nullptr);
+    rc = run(o, sig, rep, mx.get(), *ipfix, json_out ? &flow_rows : nullptr);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
     gnio::console::err("flow_count: unexpected error: " + what + "\n");
     try {
-      set_error(j, what, "unexpected", "exception");
+      rep.set_error(what, "unexpected", "exception");
     } catch (...) {
       // No memory even for that: the message above stands alone.
     }
@@ -994,7 +930,7 @@ int main(int argc, char** argv) {
   }
   if (json_out) {
     try {
-      rc = write_json(*json_out, j, flow_rows, rc);
+      rc = rep.write_json(*json_out, rc, "flow_rows", flow_rows);
     } catch (...) {
       gnio::console::err("flow_count: --json: could not be written: " + gnio::console::current_exception_text() + "\n");
       rc = rc == 0 ? 1 : rc;
