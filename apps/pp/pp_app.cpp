@@ -35,6 +35,7 @@
 #include "cli.hpp"
 #include "metrics.hpp"
 #include "pp.hpp"
+#include "pp_ctrl.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
 #include "pp_plan.hpp"
@@ -60,9 +61,6 @@ constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
 // stream_table_full).
 constexpr uint32_t k_max_stream_capacity = 1u << 20;
 constexpr uint32_t k_top_dns = 20;
-constexpr uint32_t k_ctrl_ring = 1024;
-constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
-constexpr uint32_t k_ctrl_dns_capacity = 1u << 10;
 constexpr auto k_stop_deadline = std::chrono::seconds(5);
 
 const char* const k_counter_names[] = {
@@ -171,147 +169,11 @@ std::string mac_text(const uint8_t m[6]) {
   return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-// ---------------------------------------------------------------------------
-// HTTP pages
-// ---------------------------------------------------------------------------
-
-std::string response(const char* status_line, const std::string& html) {
-  return fmt::format(
-      "HTTP/1.1 {}\r\nServer: gnio-pp\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n"
-      "Connection: close\r\n\r\n{}",
-      status_line, html.size(), html);
-}
-
-const std::string& index_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>gnio pp</title></head><body>\n<h1>gnio pp</h1>\n"
-      "<p>This page was sent by <b>gnio pp</b>, the GPU packet-processing application of gnio "
-      "(GPU-initiated packet I/O). A persistent kernel received your request and built this response.</p>\n"
-      "<p>See also <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-const std::string& hello_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>hello</title></head><body>\n<h1>Hello from gnio pp</h1>\n"
-      "<p>Back to <a href=\"/\">the index</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-const std::string& missing_page() {
-  static const std::string p = response(
-      "404 Not Found",
-      "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>404 Not Found</h1>\n"
-      "<p>gnio pp serves <a href=\"/\">/</a> and <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-// ---------------------------------------------------------------------------
-// The CPU thread for TCP connection control (--http-server)
-// ---------------------------------------------------------------------------
-
 std::string conv_key(const device::flow_key& k) {
   const device::flow_key c = device::canonical_flow_key(k);
   return std::string(reinterpret_cast<const char*>(&c), sizeof c);
 }
 
-struct ctrl_state {
-  device::rxq rx{};       // host view of the host_consumer queue
-  device::txq tx{};       // host view of the host_producer queue
-  device::txq tx_exec{};  // kernel view of the same queue: descriptor addresses
-  bool has_tx = false;
-  app_config cfg{};
-  uint64_t isn_secret = 0;
-  uint32_t batch = 64;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> ended{false};  // the queue reached end of stream
-
-  counters c{};  // this thread's, merged into the totals at the end
-  uint64_t synack_sent = 0, finack_sent = 0;
-  // The same tables as the kernels', in host memory: the kernels' are in
-  // executor memory this thread may not reach. Merged at the end.
-  std::vector<device::flow_entry> conv = std::vector<device::flow_entry>(k_ctrl_conv_capacity);
-  std::vector<dns_entry> dns = std::vector<dns_entry>(k_ctrl_dns_capacity);
-
-  std::mutex mu;  // guards snap
-  counters snap{};
-};
-
-// RFC 6528 in spirit: a keyed hash of the 4-tuple, so that a retransmitted SYN
-// gets the same ISN and the GPU needs no connection table.
-uint32_t isn_for(const device::parsed_pkt& p, uint64_t secret) {
-  uint8_t t[12];
-  device::put32(t, p.ipv4.src);
-  device::put32(t + 4, p.ipv4.dst);
-  device::put16(t + 8, p.src_port);
-  device::put16(t + 10, p.dst_port);
-  const uint64_t h = device::fnv1a64(t, sizeof t, device::fnv1a64_offset ^ secret);
-  return static_cast<uint32_t>(h ^ (h >> 32));
-}
-
-bool ctrl_send(ctrl_state& s, const uint8_t* req, const device::parsed_pkt& p, uint8_t flags, uint32_t seq,
-               uint32_t ack) {
-  uint64_t idx = 0;
-  if (device::tx_reserve(s.tx, 1, 20'000'000, &idx) != status::success) return false;
-  uint8_t* buf = s.tx.buf_addr(idx);
-  const uint32_t n = make_tcp_segment(req, p, s.cfg.mac, flags, seq, ack, nullptr, 0, buf, s.tx.stride);
-  if (n == 0) return false;  // reserved, not committed: the slot is reused by the next reserve
-  device::tx_prepare(s.tx, idx, s.tx_exec.buf_addr(idx), n);
-  device::tx_commit(s.tx, 1);
-  device::tx_doorbell(s.tx);
-  return true;
-}
-
-void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len) {
-  device::parsed_pkt p;
-  (void)device::parse(data, len, p);
-  // The kernels' counting functions, on this thread's counters and tables.
-  count_packet(data, len, wire_len, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity, s.c);
-  if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 ||
-      p.l4 != device::l4_kind::tcp || p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
-    return;
-  const uint16_t f = p.tcp.flags;
-  if (f & device::tcp_rst) return;  // counted only
-  bool ok = true;
-  if ((f & device::tcp_syn) && !(f & device::tcp_ack)) {
-    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_syn | device::tcp_ack), isn_for(p, s.isn_secret),
-                   p.tcp.seq + 1);
-    if (ok) ++s.synack_sent;
-  } else if (f & device::tcp_fin) {
-    // The peer's ack is our next sequence number; its FIN takes one.
-    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_fin | device::tcp_ack), p.tcp.ack,
-                   p.tcp.seq + p.payload_len + 1);
-    if (ok) ++s.finack_sent;
-  } else {
-    return;
-  }
-  if (!ok) ++s.c.tx_failed;
-}
-
-void ctrl_main(ctrl_state* s) {
-  for (;;) {
-    uint64_t first = 0;
-    uint32_t num = 0;
-    const status st = device::recv<device::scope::thread>(s->rx, s->batch, 1'000'000, &first, &num);
-    if (st == status::success) {
-      for (uint32_t i = 0; i < num; ++i)
-        ctrl_packet(*s, device::pkt_addr(s->rx, first + i), device::pkt_len(s->rx, first + i),
-                    device::pkt_wire_len(s->rx, first + i));
-      // The replies point at TX buffers, not at RX slots, so the slots can go.
-      std::lock_guard lk(s->mu);
-      s->snap = s->c;
-    } else if (st == status::shutdown) {
-      s->ended.store(true);
-      break;
-    }
-    if (s->stop.load(std::memory_order_acquire)) break;
-  }
-  device::release_all(s->rx);
-  std::lock_guard lk(s->mu);
-  s->snap = s->c;
-}
 
 // ---------------------------------------------------------------------------
 // Stats lines
@@ -387,12 +249,6 @@ std::string dns_name_text(std::string_view labels) {
     pos += len;
   }
   return out;
-}
-
-std::string http_page(std::string_view path) {
-  if (path == "/" || path == "/index.html") return index_page();
-  if (path == "/hello") return hello_page();
-  return missing_page();
 }
 
 // ---------------------------------------------------------------------------
@@ -664,7 +520,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   }
   if (plan.ctrl_tx) {
     txq_config tc;
-    tc.num_descs = 256;
+    tc.num_descs = k_ctrl_tx_ring;
     tc.host_producer = true;
     auto id = p->create_txq(tc);
     if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
@@ -688,17 +544,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   session& s = *made;
 
   // --- executor memory, one set per context ----------------------------------
-  std::string pages = index_page();
-  http_pages page_index{};
-  page_index.index_off = 0;
-  page_index.index_len = static_cast<uint32_t>(index_page().size());
-  page_index.second_off = static_cast<uint32_t>(pages.size());
-  page_index.second_len = static_cast<uint32_t>(hello_page().size());
-  pages += hello_page();
-  page_index.missing_off = static_cast<uint32_t>(pages.size());
-  page_index.missing_len = static_cast<uint32_t>(missing_page().size());
-  pages += missing_page();
-  std::snprintf(page_index.second_path, sizeof page_index.second_path, "%s", "/hello");
+  const page_set pages = make_pages();
   for (uint32_t k = 0; k < num_ctx; ++k) {
     gpu_ctx& c = *ctxs[k];
     auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
@@ -713,9 +559,10 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       return report_error(e, "alloc", result);
     if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &c.dns_mem); e)
       return report_error(e, "alloc", result);
-    if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
-    if (auto e = s.gpu_at(k).copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
-    c.b.pages = page_index;
+    if (auto e = alloc(pages.data.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
+    if (auto e = s.gpu_at(k).copy_to_block(pages_mem, 0, pages.data.data(), pages.data.size()); e)
+      return report_error(e, "copy pages", result);
+    c.b.pages = pages.index;
     c.b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
     c.b.ctr = static_cast<counters*>(c.ctr_mem.exec_ptr);
     c.b.conv = static_cast<device::flow_entry*>(c.conv_mem.exec_ptr);
