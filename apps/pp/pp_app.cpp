@@ -39,12 +39,12 @@
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
 #include "pp_plan.hpp"
+#include "pp_report.hpp"
 
 namespace gnio::pp {
 
 namespace {
 
-using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 
 constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
@@ -60,88 +60,7 @@ constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
 // (--tcp-streams, a power of two; more are counted per segment, in
 // stream_table_full).
 constexpr uint32_t k_max_stream_capacity = 1u << 20;
-constexpr uint32_t k_top_dns = 20;
 constexpr auto k_stop_deadline = std::chrono::seconds(5);
-
-const char* const k_counter_names[] = {
-#define GNIO_PP_NAME(name) #name,
-    GNIO_PP_COUNTERS(GNIO_PP_NAME)
-#undef GNIO_PP_NAME
-};
-static_assert(sizeof(k_counter_names) / sizeof(k_counter_names[0]) == num_counters);
-
-uint64_t& at(counters& c, uint32_t i) { return reinterpret_cast<uint64_t*>(&c)[i]; }
-uint64_t at(const counters& c, uint32_t i) { return reinterpret_cast<const uint64_t*>(&c)[i]; }
-void add_into(counters& dst, const counters& src) {
-  for (uint32_t i = 0; i < num_counters; ++i) at(dst, i) += at(src, i);
-}
-
-// --metrics: gnio pp's own families (docs/monitoring.md): every counter of
-// pp.hpp as gnio_pp_<name>_total per traffic class and GPU context, from the
-// blocks' counters (the semaphore reports while running, the counter memory
-// at the end) and the CPU thread's (class tcp_ctrl, gpu "cpu").
-void add_pp_metrics(metrics::text& t, const std::vector<counters>& per_block, const std::vector<role>& block_role_of,
-                    const std::vector<uint32_t>& block_ctx, const counters* ctrl_c) {
-  std::map<std::pair<std::string, std::string>, counters> groups;
-  for (size_t blk = 0; blk < per_block.size(); ++blk)
-    add_into(groups[{role_name(block_role_of[blk]), std::to_string(block_ctx[blk])}], per_block[blk]);
-  if (ctrl_c) add_into(groups[{"tcp_ctrl", "cpu"}], *ctrl_c);
-  for (uint32_t i = 0; i < num_counters; ++i) {
-    const std::string_view name = k_counter_names[i];
-    const bool gauge = name == "frag_pending";  // datagrams in reassembly now
-    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name), gauge ? "gauge" : "counter",
-             gauge ? "IP datagrams in reassembly (the JSON's frag_pending)."
-                   : fmt::format("The JSON's {}, per traffic class and GPU context (docs/pp.md).", name));
-    for (const auto& [k, c] : groups) t.sample({{"class", k.first}, {"gpu", k.second}}, at(c, i));
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Console and errors
-// ---------------------------------------------------------------------------
-
-// Through gnio::console: a write that fails is remembered and reported
-// once at the end of the program, never thrown. stdout is flushed after
-// every line, so a live run's lines show up as they come.
-struct console {
-  bool quiet = false;
-  template <class... A>
-  void out(fmt::format_string<A...> f, A&&... a) const {
-    if (!quiet) {
-      gnio::console::out(fmt::format(f, std::forward<A>(a)...));
-      (void)gnio::console::flush();
-    }
-  }
-};
-
-template <class... A>
-void warn(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
-}
-
-// The result names the first failure: its message, status and step.
-void set_error(json* result, const std::string& message, std::string_view status, std::string_view step) {
-  if (!result || result->contains("error")) return;
-  (*result)["error"] = message;
-  (*result)["error_status"] = std::string(status);
-  (*result)["error_step"] = std::string(step);
-}
-
-// "pp: STEP: name: message" plus the status's layer and next step, as
-// flow_count prints them. Errors go to stderr even when quiet.
-int report_error(const error& e, std::string_view step, json* result) {
-  const auto& d = describe(e.code());
-  warn("pp: {}: {}\n", step, e.what());
-  warn("pp: hint ({} layer): {}\n", to_string(d.where), d.next);
-  set_error(result, e.what(), to_string(e.code()), step);
-  return 1;
-}
-
-int bad_option(const std::string& what, json* result) {
-  warn("pp: {}\n", what);
-  set_error(result, what, "invalid_value", "options");
-  return 2;
-}
 
 bool parse_ipv4(const std::string& s, uint32_t* host_order) {
   in_addr a{};
@@ -158,40 +77,6 @@ bool parse_mac(const std::string& s, uint8_t out[6]) {
     return false;
   for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
   return true;
-}
-
-std::string ip_text(uint32_t host_order) {
-  return fmt::format("{}.{}.{}.{}", host_order >> 24, (host_order >> 16) & 0xff, (host_order >> 8) & 0xff,
-                     host_order & 0xff);
-}
-
-std::string mac_text(const uint8_t m[6]) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
-
-std::string conv_key(const device::flow_key& k) {
-  const device::flow_key c = device::canonical_flow_key(k);
-  return std::string(reinterpret_cast<const char*>(&c), sizeof c);
-}
-
-
-// ---------------------------------------------------------------------------
-// Stats lines
-// ---------------------------------------------------------------------------
-
-std::string stats_line(double t, double dt, const counters cls[4], const counters prev[4]) {
-  auto gbps = [&](int i) { return dt > 0 ? (cls[i].bytes - prev[i].bytes) * 8.0 / dt / 1e9 : 0.0; };
-  const counters& u = cls[0];
-  const counters& tc = cls[1];
-  const counters& ic = cls[2];
-  const counters& a = cls[3];
-  return fmt::format(
-      "pp: {:.1f} s udp: {} pkts {:.2f} Gb/s dns q/r {}/{} | tcp: {} pkts {:.2f} Gb/s http req/resp {}/{} "
-      "syn/fin/rst {}/{}/{} | icmp: {} pkts {:.2f} Gb/s echo req/reply/sent {}/{}/{} | arp: {} pkts "
-      "req/reply/sent {}/{}/{} other {}\n",
-      t, u.packets, gbps(0), u.dns_queries, u.dns_responses, tc.packets, gbps(1), tc.http_requests, tc.http_responses,
-      tc.tcp_syn, tc.tcp_fin, tc.tcp_rst, ic.packets, gbps(2), ic.icmp_echo_req, ic.icmp_echo_reply,
-      ic.icmp_echo_reply_sent, a.packets, a.arp_requests, a.arp_replies, a.arp_replies_sent, a.packets - a.arp);
 }
 
 // ---------------------------------------------------------------------------
@@ -224,32 +109,6 @@ result<port> open_port(gpu& g, const options& opt, const console& con, std::stri
 }
 
 }  // namespace
-
-std::string dns_name_text(std::string_view labels) {
-  if (labels.size() == 1 && labels[0] == '\0') return ".";
-  std::string out;
-  size_t pos = 0;
-  while (pos < labels.size()) {
-    const size_t len = static_cast<unsigned char>(labels[pos++]);
-    if (len == 0) break;  // a root byte inside: nothing follows it in a name
-    if (!out.empty()) out += '.';
-    // A label cut short (never written so by the device) prints what is there.
-    for (size_t i = pos; i < pos + len && i < labels.size(); ++i) {
-      const auto c = static_cast<unsigned char>(labels[i]);
-      switch (c) {
-        case '.': case '\\': case '"': case '(': case ')': case ';': case '@': case '$':
-          out += '\\';
-          out += static_cast<char>(c);
-          break;
-        default:
-          if (c > 0x20 && c < 0x7f) out += static_cast<char>(c);
-          else out += fmt::format("\\{:03d}", c);
-      }
-    }
-    pos += len;
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------
 // run
@@ -428,7 +287,6 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     return bad_option(why, result);
   if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
     con.out("pp: port {} cannot transmit: replies are counted, not sent\n", printable(opt.port));
-  const std::vector<plan_rxq>& rxqs = plan.rxqs;
   auto role_of = [&](uint32_t blk) { return plan.blocks[blk].r; };
   std::vector<uint32_t> block_ctx(num_blocks);
   for (uint32_t blk = 0; blk < num_blocks; ++blk) block_ctx[blk] = plan.blocks[blk].ctx;
@@ -673,23 +531,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   uint64_t reports = 0;
   // --metrics: what /metrics serves, from the blocks' counters and the CPU
   // thread's (ctrl_c), the port's counters and each queue's processed frames.
-  auto publish_metrics = [&](const std::vector<counters>& blocks, const counters* ctrl_c, const port_stats& st,
-                             const std::vector<uint64_t>& processed_q, bool engine_failed, bool final) {
-    metrics::text t;
-    std::vector<metrics::rxq_label> labels;
-    for (const auto& q : rxqs)
-      labels.push_back({q.cls, q.block >= 0 ? std::to_string(block_ctx[static_cast<uint32_t>(q.block)]) : "cpu"});
-    metrics::add_port(t, opt.port, st, labels, processed_q, engine_failed);
-    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
-    for (uint32_t k = 0; k < num_ctx; ++k)
-      metrics::add_gpu_info(t, std::to_string(k), ctxs[k]->info.name, ctxs[k]->info.bus_id,
-                            to_string(ctxs[k]->info.executor));
-    std::vector<role> roles(num_blocks);
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) roles[blk] = role_of(blk);
-    add_pp_metrics(t, blocks, roles, block_ctx, ctrl_c);
-    t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.").sample({}, reports);
-    mx->publish(t, final);
-  };
+  metrics_input mx_in{&opt, &plan, {}, 0};
+  for (const auto& c : ctxs) mx_in.infos.push_back(c->info);
   auto publish_live = [&] {
     std::vector<counters> blocks(num_blocks);
     for (uint32_t blk = 0; blk < num_blocks; ++blk) blocks[blk] = latest[blk].c;
@@ -699,10 +542,9 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
       ctrl_c = ctrl->snap;
     }
     const port_stats st = s.stats();
-    std::vector<uint64_t> processed_q(st.rxq.size(), 0);
-    for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
-      processed_q[q] = rxqs[q].block >= 0 ? blocks[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl_c.packets;
-    publish_metrics(blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st, processed_q, static_cast<bool>(s.get_port().engine_error()),
+    mx_in.reports = reports;
+    publish_metrics(*mx, mx_in, blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st,
+                    processed_per_queue(plan, st, blocks, ctrl_c.packets), static_cast<bool>(s.get_port().engine_error()),
                     false);
   };
   auto drain_sem = [&] {
@@ -846,220 +688,35 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
     if (i < num_ctx || ctrl_rxq >= 0) ipx.scan(i, conv_tables[i].data(), conv_tables[i].size(), ipfix::now_ms(), true);
   dns_tables.push_back(ctrl->dns);
 
-  counters total{};
-  counters cls[4]{};
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    add_into(total, per_block[blk]);
-    add_into(cls[static_cast<uint32_t>(role_of(blk))], per_block[blk]);
-  }
-  add_into(total, ctrl->c);
-  counters tcp_with_ctrl = cls[1];
-  add_into(tcp_with_ctrl, ctrl->c);
-
-  // Conversations: a set of canonical keys, so one seen by several kernels
-  // (or by a kernel and the CPU thread) counts once.
-  std::set<std::string> tcp_conv, udp_conv, in_tunnel;
-  for (const auto& table : conv_tables)
-    for (const auto& e : table) {
-      if (e.state != device::flow_slot_used) continue;
-      if (e.key.tunnel != device::encap_kind::none) in_tunnel.insert(conv_key(e.key));
-      if (e.key.proto == device::ipproto_tcp) tcp_conv.insert(conv_key(e.key));
-      else if (e.key.proto == device::ipproto_udp) udp_conv.insert(conv_key(e.key));
-    }
-
-  struct dns_row {
-    std::string name;
-    uint64_t count;
-  };
-  std::vector<dns_row> names;
-  {
-    std::map<std::string, uint64_t> by_name;
-    for (const auto& table : dns_tables)
-      for (const auto& d : table)
-        if (d.state == device::flow_slot_used)
-          by_name[dns_name_text(std::string_view(d.name, std::min<uint32_t>(d.len, dns_name_bytes)))] += d.count;
-    for (auto& [name, count] : by_name) names.push_back({name, count});
-  }
-  std::stable_sort(names.begin(), names.end(), [](const dns_row& a, const dns_row& c) { return a.count > c.count; });
-
-  // Accounting per queue: pending = delivered - processed.
-  std::vector<uint64_t> processed_q(st.rxq.size(), 0);
-  for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
-    processed_q[q] = rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl->c.packets;
-  uint64_t processed = 0, pending = 0;
-  for (size_t q = 0; q < st.rxq.size(); ++q) {
-    processed += processed_q[q];
-    if (st.rxq[q].delivered > processed_q[q]) pending += st.rxq[q].delivered - processed_q[q];
-  }
-  const size_t tunnel_flows = in_tunnel.size();
-  const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
-                              static_cast<int64_t>(processed + st.rx_missed + st.rx_unsteered + pending);
-  uint64_t tx_bad_addr = 0;
-  for (const auto& t : st.txq) tx_bad_addr += t.bad_addr;
-
-  // --- console summary ---------------------------------------------------------
-  if (opt.stats_interval > 0) {
-    counters show[4] = {cls[0], tcp_with_ctrl, cls[2], cls[3]};
-    con.out("{}", stats_line(seconds, std::chrono::duration<double>(clock_type::now() - last_line).count(), show, prev_cls));
-  }
-  con.out("pp: {} packets, {} bytes in {:.3f} s: ipv4 {} ipv6 {} tcp {} udp {} icmp {} icmpv6 {} arp {} vlan {} "
-          "malformed {}\n",
-          total.packets, total.bytes, seconds, total.ipv4, total.ipv6, total.tcp, total.udp, total.icmp, total.icmpv6,
-          total.arp, total.vlan, total.malformed);
-  con.out("pp: dns queries/responses {}/{}, http requests/responses {}/{}, icmp echo req/reply/sent {}/{}/{}, "
-          "tcp/udp flows {}/{}\n",
-          total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
-          total.icmp_echo_reply, total.icmp_echo_reply_sent, tcp_conv.size(), udp_conv.size());
-  if (total.gre || total.vxlan || total.geneve || total.gtpu || total.ipip || total.mpls || total.pppoe || total.l2tp)
-    con.out("pp: tunnels: gre {} (erspan {}) vxlan {} geneve {} gtpu {} ipip {} mpls {} pppoe {} l2tp {}, flows in "
-            "tunnels {}{}\n",
-            total.gre, total.erspan, total.vxlan, total.geneve, total.gtpu, total.ipip, total.mpls, total.pppoe,
-            total.l2tp, tunnel_flows,
-            total.encap_limit ? fmt::format(", {} frame(s) nested deeper than {} left undecoded", total.encap_limit,
-                                            device::max_encap)
-                              : std::string());
-  if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || ctrl->synack_sent || ctrl->finack_sent)
-    con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
-            total.http_pages_sent, total.http_404_sent, ctrl->synack_sent, ctrl->finack_sent);
-  con.out("pp: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, processed,
-          st.rx_missed, st.rx_unsteered, pending,
-          unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
-  con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
-  if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
-  if (st.rx_dropped)
-    con.out("pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
-            "received)\n", st.rx_dropped);
-  // Replies lost on the way out fail the run.
-  if (st.tx_errors || total.tx_failed) {
-    const std::string msg = fmt::format(
-        "{} replies lost on TX: {} the port could not send (tx_errors; see the warnings above), {} could not be "
-        "queued (tx_failed: TX ring full or frame too big)",
-        st.tx_errors + total.tx_failed, st.tx_errors, total.tx_failed);
-    warn("pp: {}\n", msg);
-    set_error(&failure, msg, "io_failed", "transmit");
-    rc = 1;
-  }
-  uint64_t truncated = 0;
-  for (const auto& q : st.rxq) truncated += q.truncated;
-  if (const std::string w = gnio::cli::truncation_warning("pp", truncated, opt.rx_slot); !w.empty()) warn("{}", w);
-  if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
-  if (ipx.enabled()) con.out("pp: {}\n", ipx.summary());
-  if (const std::string w = ipx.loss_warning(); !w.empty()) warn("pp: {}\n", w);
-  if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
-  for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
-    con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);
-  // Per context: what its kernel processed.
-  std::vector<counters> per_ctx(num_ctx);
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) add_into(per_ctx[block_ctx[blk]], per_block[blk]);
-  if (num_ctx > 1)
-    for (uint32_t k = 0; k < num_ctx; ++k)
-      con.out("pp: gpu {} {}{}: {} blocks, {} packets ({:.3f} Mpps)\n", k, ctxs[k]->info.name,
-              ctxs[k]->info.bus_id.empty() ? "" : " (" + ctxs[k]->info.bus_id + ")", ctxs[k]->b.num_blocks,
-              per_ctx[k].packets, seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0);
-
-  // --- JSON --------------------------------------------------------------------
-  json j = json::object();
-  j["command"] = opt.command;
-  j["port"] = opt.port;
-  j["poll"] = opt.poll;
-  j["port_device"] = used_dev;
-  j["executor"] = std::string(to_string(info.executor));
-  j["device"] = info.name;
-  j["gpu_bus_id"] = info.bus_id;
-  j["queues"] = n;
-  j["blocks"] = num_blocks;
-  j["gpus"] = num_ctx;
-  j["http_server"] = opt.http_server;
-  j["reply_all"] = opt.reply_all;
-  j["ip"] = cfg.ip ? ip_text(cfg.ip) : "";
-  j["mac"] = mac_text(cfg.mac);
-  j["seconds"] = seconds;
-  j["stopped_early"] = stopped_early;
-  j["time_out"] = false;
-  for (uint32_t i = 0; i < num_counters; ++i) j[k_counter_names[i]] = at(total, i);
-  j["tcp_flows"] = tcp_conv.size();
-  j["udp_flows"] = udp_conv.size();
-  j["tunnel_flows"] = tunnel_flows;
-  ipx.add_json(j);
-  j["tcp_synack_sent"] = ctrl->synack_sent;
-  j["tcp_finack_sent"] = ctrl->finack_sent;
-  j["received"] = st.rx_frames;
-  j["processed"] = processed;
-  j["missed"] = st.rx_missed;
-  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-  j["unsteered"] = st.rx_unsteered;
-  j["pending"] = pending;
-  j["unaccounted"] = unaccounted;
-  j["source_errors"] = st.rx_errors;
-  j["source_dropped"] = st.rx_dropped;
-  j["engine_error"] = engine_err ? engine_err.what() : "";
-  j["tx_frames"] = st.tx_frames;
-  j["tx_errors"] = st.tx_errors;
-  j["tx_bad_addr"] = tx_bad_addr;
-  j["reports"] = reports;
-  j["truncated"] = truncated;
-  j["rx_slot"] = opt.rx_slot;
-  j["tcp_streams"] = opt.tcp_streams;
-  j["frag_table"] = opt.frag_table;
-  j["final_reports"] = std::count(got_final.begin(), got_final.end(), true);
-  j["mpps"] = seconds > 0 ? total.packets / seconds / 1e6 : 0.0;
-
-  json qs = json::array();
-  json per_class = json::object();
-  for (size_t q = 0; q < st.rxq.size() && q < rxqs.size(); ++q) {
-    const auto& s = st.rxq[q];
-    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].class_queue}, {"offered", s.offered},
-                  {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
-                  {"processed", processed_q[q]}});
-    json& c = per_class[rxqs[q].cls];
-    for (const char* k : {"offered", "delivered", "missed", "truncated", "processed"})
-      if (!c.contains(k)) c[k] = 0;
-    c["queues"] = c.value("queues", 0) + 1;
-    c["offered"] = c["offered"].get<uint64_t>() + s.offered;
-    c["delivered"] = c["delivered"].get<uint64_t>() + s.delivered;
-    c["missed"] = c["missed"].get<uint64_t>() + s.missed;
-    c["truncated"] = c["truncated"].get<uint64_t>() + s.truncated;
-    c["processed"] = c["processed"].get<uint64_t>() + processed_q[q];
-  }
-  // The counters each class's kernels (or the CPU thread) kept.
-  auto counters_json = [](const counters& c) {
-    json o;
-    for (uint32_t i = 0; i < num_counters; ++i) o[k_counter_names[i]] = at(c, i);
-    return o;
-  };
-  for (int r = 0; r < 4; ++r) per_class[role_name(static_cast<role>(r))]["counters"] = counters_json(cls[r]);
-  if (ctrl_rxq >= 0) per_class["tcp_ctrl"]["counters"] = counters_json(ctrl->c);
-  j["per_queue"] = qs;
-  j["per_class"] = per_class;
-  json top = json::array();
-  for (uint32_t i = 0; i < std::min<size_t>(k_top_dns, names.size()); ++i)
-    top.push_back({{"name", names[i].name}, {"count", names[i].count}});
-  j["top_dns"] = top;
-  j["dns_names"] = names.size();
-  json per_gpu = json::array();
-  for (uint32_t k = 0; k < num_ctx; ++k) {
-    const auto& c = *ctxs[k];
-    per_gpu.push_back({{"executor", std::string(to_string(c.info.executor))}, {"device", c.info.name},
-                       {"bus_id", c.info.bus_id}, {"blocks", c.global}, {"queues", c.rx_ids},
-                       {"packets", per_ctx[k].packets}, {"mpps", seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0},
-                       {"counters", counters_json(per_ctx[k])}});
-  }
-  j["per_gpu"] = per_gpu;
-  j["left_out"] = left_out;
-
-  if (unaccounted != 0) {
-    set_error(&failure,
-              fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", unaccounted),
-              "unexpected", "accounting");
-    rc = 1;
-  }
-  if (engine_err) {
-    set_error(&failure, engine_err.what(), to_string(engine_err.code()), "engine");
-    rc = 1;
-  }
-  j.update(failure);
-  *result = std::move(j);
-  if (mx) publish_metrics(per_block, ctrl_rxq >= 0 ? &ctrl->c : nullptr, st, processed_q, static_cast<bool>(engine_err), true);
+  run_outcome o;
+  o.opt = &opt;
+  o.plan = &plan;
+  o.cfg = cfg;
+  o.used_dev = used_dev;
+  for (const auto& c : ctxs) o.ctxs.push_back({c->info, c->global, c->rx_ids});
+  o.left_out = left_out;
+  o.st = st;
+  o.engine_err = engine_err;
+  o.per_block = std::move(per_block);
+  o.ctrl = ctrl->c;
+  o.synack_sent = ctrl->synack_sent;
+  o.finack_sent = ctrl->finack_sent;
+  o.conv_tables = std::move(conv_tables);
+  o.dns_tables = std::move(dns_tables);
+  o.seconds = seconds;
+  o.since_last_line = std::chrono::duration<double>(clock_type::now() - last_line).count();
+  std::copy(prev_cls, prev_cls + 4, o.prev_cls);
+  o.stopped_early = stopped_early;
+  o.reports = reports;
+  o.final_reports = static_cast<uint64_t>(std::count(got_final.begin(), got_final.end(), true));
+  o.ipx = &ipx;
+  o.failure = std::move(failure);
+  o.rc = rc;
+  std::vector<uint64_t> processed_q;
+  rc = final_report(o, con, result, &processed_q);
+  mx_in.reports = reports;
+  if (mx) publish_metrics(*mx, mx_in, o.per_block, ctrl_rxq >= 0 ? &o.ctrl : nullptr, st, processed_q,
+                          static_cast<bool>(engine_err), true);
 
   // The session tears down the lifecycle in reverse when it goes.
   if (engine_err) warn("pp: the port's engine failed: {}\n", engine_err.what());
