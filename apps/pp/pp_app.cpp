@@ -38,6 +38,7 @@
 #include "pp_ctrl.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "pp_options.hpp"
 #include "pp_plan.hpp"
 #include "pp_report.hpp"
 
@@ -47,37 +48,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
-constexpr uint32_t k_conv_capacity = 1u << 16;  // conversations (power of two)
-constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of two)
-// IP reassembly, per block: datagrams in reassembly at once, their largest
-// size (a DNSSEC answer or an EDNS(0) UDP payload of 16 KB fits), and how long
-// the first fragment waits for the rest (Linux's ipfrag_time).
-constexpr uint32_t k_max_frag_slots = 1024;
-constexpr uint32_t k_frag_max_datagram = 16384 + 60;
-constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
-// TCP connections each block follows for HTTP and DNS-over-TCP framing
-// (--tcp-streams, a power of two; more are counted per segment, in
-// stream_table_full).
-constexpr uint32_t k_max_stream_capacity = 1u << 20;
 constexpr auto k_stop_deadline = std::chrono::seconds(5);
-
-bool parse_ipv4(const std::string& s, uint32_t* host_order) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  *host_order = ntohl(a.s_addr);
-  return true;
-}
-
-bool parse_mac(const std::string& s, uint8_t out[6]) {
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 &&
-      std::sscanf(s.c_str(), "%2x-%2x-%2x-%2x-%2x-%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
-  return true;
-}
 
 // ---------------------------------------------------------------------------
 // Port opening: --pcap-out
@@ -124,59 +95,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   const console con{opt.quiet};
 
   // --- options -------------------------------------------------------------
-  if (opt.port.empty()) return bad_option("--port is required (e.g. pcap:file=x.pcap, pair:name=a)", result);
-  if (opt.queues < 1 || opt.queues > k_max_queues)
-    return bad_option(fmt::format("--queues {} is outside 1..{} (queues per traffic class)", opt.queues, k_max_queues),
-                      result);
-  if (opt.batch < 1 || opt.batch > 65536) return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
-  if (opt.poll != "adaptive" && opt.poll != "busy")
-    return bad_option(fmt::format("--poll {} must be adaptive or busy", opt.poll), result);
-  if (opt.threads < 32 || opt.threads > 1024)
-    return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
-  if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
-  if (opt.tcp_streams > k_max_stream_capacity || (opt.tcp_streams & (opt.tcp_streams - 1)) != 0)
-    return bad_option(fmt::format("--tcp-streams {} is not 0 or a power of two up to {}", opt.tcp_streams,
-                                  k_max_stream_capacity),
-                      result);
-  if (opt.frag_table > k_max_frag_slots || (opt.frag_table & (opt.frag_table - 1)) != 0)
-    return bad_option(
-        fmt::format("--frag-table {} is not 0 or a power of two up to {}", opt.frag_table, k_max_frag_slots), result);
-  if (!(opt.duration >= 0)) return bad_option("--duration must be >= 0", result);
   app_config cfg{};
-  if (opt.ring < 2 || (opt.ring & (opt.ring - 1)) != 0)
-    return bad_option(fmt::format("--ring {} is not a power of two >= 2", opt.ring), result);
-  if (opt.rx_slot < 64 || opt.rx_slot > (1u << 20) || opt.rx_slot % 64 != 0)
-    return bad_option(fmt::format("--rx-slot {} is not a multiple of 64 in 64..1048576", opt.rx_slot), result);
-  if (!opt.ip.empty()) {
-    if (!parse_ipv4(opt.ip, &cfg.ip))
-      return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", printable(opt.ip)), result);
-    // The address pp answers ARP, ICMP echo and HTTP for: one host's own.
-    const char* why = cfg.ip == 0                 ? "0.0.0.0 means no address; give this host's own address"
-                      : cfg.ip == 0xffffffffu     ? "a broadcast address cannot be a host's own address"
-                      : (cfg.ip >> 28) == 0xe     ? "a multicast address (224.0.0.0/4) cannot be a host's own address"
-                      : (cfg.ip >> 28) == 0xf     ? "240.0.0.0/4 is reserved, not a host address"
-                                                  : nullptr;
-    if (why) return bad_option(fmt::format("--ip {}: {}", printable(opt.ip), why), result);
-  }
-  if (!opt.mac.empty()) {
-    if (!parse_mac(opt.mac, cfg.mac))
-      return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", printable(opt.mac)), result);
-    static const uint8_t zero[6] = {};
-    const char* why = (cfg.mac[0] & 1) ? (std::memcmp(cfg.mac, "\xff\xff\xff\xff\xff\xff", 6) == 0
-                                               ? "the broadcast address cannot be a host's own address"
-                                               : "a multicast address (the first byte is odd) cannot be a host's own "
-                                                 "address")
-                      : std::memcmp(cfg.mac, zero, 6) == 0 ? "00:00:00:00:00:00 is not an address"
-                                                           : nullptr;
-    if (why) return bad_option(fmt::format("--mac {}: {}", printable(opt.mac), why), result);
-  } else {
-    cfg.mac[0] = 0x02;  // locally administered, unicast
-    cfg.mac[1] = 0x00;
-    for (int i = 0; i < 4; ++i) cfg.mac[2 + i] = static_cast<uint8_t>(cfg.ip >> (24 - 8 * i));
-  }
-  if (opt.http_server && cfg.ip == 0) return bad_option("--http-server needs --ip (the address it serves on port 80)", result);
-  cfg.reply_all = opt.reply_all ? 1 : 0;
-  cfg.http_server = opt.http_server ? 1 : 0;
+  if (const int rc = check_options(opt, &cfg, result); rc != 0) return rc;
 
   const uint32_t n = opt.queues;
   const uint32_t num_blocks = 3 * n + 1;
