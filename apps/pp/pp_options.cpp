@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,6 +14,8 @@
 
 #include <gnio/console.hpp>
 
+#include "cli.hpp"
+#include "pp_device.hpp"
 #include "pp_report.hpp"
 
 namespace gnio::pp {
@@ -92,6 +95,32 @@ int check_options(const options& opt, app_config* cfg, json* result) {
   cfg->reply_all = opt.reply_all ? 1 : 0;
   cfg->http_server = opt.http_server ? 1 : 0;
   return 0;
+}
+
+std::string memory_refusal(const options& opt, const pp_plan& plan, uint64_t host_blocks) {
+  const uint32_t n = opt.queues;
+  const uint64_t num_blocks = plan.num_blocks;
+  const uint64_t ring_bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) +
+                              uint64_t{plan.num_block_txq} * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
+  const uint64_t stream_bytes = host_blocks * uint64_t{opt.tcp_streams} * sizeof(device::tcp_conn);
+  const uint64_t frag_bytes =
+      opt.frag_table == 0 ? 0 : host_blocks * device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
+  const gnio::cli::memory_room room = gnio::cli::available_memory();
+  const std::string rings = fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n);
+  std::string why = gnio::cli::memory_refusal(
+      fmt::format("--tcp-streams {} ({} blocks on the host executor x {} streams x {} bytes)", opt.tcp_streams,
+                  host_blocks, opt.tcp_streams, sizeof(device::tcp_conn)),
+      stream_bytes, room);
+  if (why.empty())
+    why = gnio::cli::memory_refusal(fmt::format("--frag-table {} ({} blocks on the host executor x {} bytes)",
+                                                opt.frag_table, host_blocks, frag_bytes / std::max<uint64_t>(host_blocks, 1)),
+                                    frag_bytes, room);
+  if (why.empty()) why = gnio::cli::memory_refusal(rings, ring_bytes, room);
+  if (why.empty())
+    why = gnio::cli::memory_refusal(
+        fmt::format("{} with --tcp-streams {} and --frag-table {}", rings, opt.tcp_streams, opt.frag_table),
+        ring_bytes + stream_bytes + frag_bytes, room);
+  return why;
 }
 
 }  // namespace gnio::pp

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "pp.hpp"
 #include "pp_app.hpp"
+#include "pp_plan.hpp"
 
 namespace gnio::pp {
 
@@ -30,5 +32,13 @@ inline constexpr uint32_t k_max_stream_capacity = 1u << 20;
 // the error in *result) and fills cfg with --ip, --mac (the default one
 // derived from --ip), --reply-all and --http-server. Returns 0 when they hold.
 [[nodiscard]] int check_options(const options& opt, app_config* cfg, nlohmann::json* result);
+
+// Counted before it is taken (F19, R8): every ring slot is touched, and so
+// are the TCP stream and reassembly tables, one of each per block, zeroed
+// when a host executor allocates them; sizes that cannot be backed are
+// refused (a usage error) rather than left to the OOM killer (or a failed
+// allocation after gigabytes were zeroed). host_blocks: the blocks on a
+// host executor, whose tables are in host memory. "" when they fit.
+[[nodiscard]] std::string memory_refusal(const options& opt, const pp_plan& plan, uint64_t host_blocks);
 
 }  // namespace gnio::pp
