@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // gnio pp: the GPU packet-processing reference application. Types shared by
-// the kernels (pp_device.hpp) and the host side (pp_app.cpp). Trivially
+// the kernels (pp_device.hpp) and the host side (the .cpp files). Trivially
 // copyable, fixed-width, no STL: the body is copied to the GPU by value.
 #pragma once
 

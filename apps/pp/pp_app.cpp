@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// gnio pp, host side: options, queues and steering, the persistent kernel's
-// lifecycle, the CPU thread that answers TCP connection control for the HTTP
-// server, the semaphore-fed stats lines, and the final JSON. The per-packet
-// work is in pp_device.hpp (shared by the kernels and the CPU thread).
+// gnio pp, host side: run() as a sequence of steps over one run_state
+// (options -> outputs -> GPUs and port -> plan -> queues -> session ->
+// memory -> start -> the loop -> totals -> report) and the `gnio pp`
+// command. The steps up to the launch are in pp_setup.cpp (pp_run.hpp),
+// option checks in pp_options.cpp, the plan in pp_plan.cpp, the CPU thread
+// for TCP connection control in pp_ctrl.cpp, stats lines and the JSON in
+// pp_report.cpp; the per-packet work is in pp_device.hpp (shared by the
+// kernels and the CPU thread).
 #include "pp_app.hpp"
-
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,12 +15,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
-#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -35,1193 +34,234 @@
 #include "cli.hpp"
 #include "metrics.hpp"
 #include "pp.hpp"
+#include "pp_ctrl.hpp"
 #include "pp_device.hpp"
 #include "pp_launch.hpp"
+#include "pp_options.hpp"
 #include "pp_plan.hpp"
+#include "pp_report.hpp"
+#include "pp_run.hpp"
 
 namespace gnio::pp {
 
 namespace {
 
-using json = nlohmann::json;
-using clock_type = std::chrono::steady_clock;
-
-constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
-constexpr uint32_t k_conv_capacity = 1u << 16;  // conversations (power of two)
-constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of two)
-// IP reassembly, per block: datagrams in reassembly at once, their largest
-// size (a DNSSEC answer or an EDNS(0) UDP payload of 16 KB fits), and how long
-// the first fragment waits for the rest (Linux's ipfrag_time).
-constexpr uint32_t k_max_frag_slots = 1024;
-constexpr uint32_t k_frag_max_datagram = 16384 + 60;
-constexpr uint64_t k_frag_timeout_ns = 30'000'000'000ull;
-// TCP connections each block follows for HTTP and DNS-over-TCP framing
-// (--tcp-streams, a power of two; more are counted per segment, in
-// stream_table_full).
-constexpr uint32_t k_max_stream_capacity = 1u << 20;
-constexpr uint32_t k_top_dns = 20;
-constexpr uint32_t k_ctrl_ring = 1024;
-constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
-constexpr uint32_t k_ctrl_dns_capacity = 1u << 10;
-constexpr auto k_stop_deadline = std::chrono::seconds(5);
-
-const char* const k_counter_names[] = {
-#define GNIO_PP_NAME(name) #name,
-    GNIO_PP_COUNTERS(GNIO_PP_NAME)
-#undef GNIO_PP_NAME
-};
-static_assert(sizeof(k_counter_names) / sizeof(k_counter_names[0]) == num_counters);
-
-uint64_t& at(counters& c, uint32_t i) { return reinterpret_cast<uint64_t*>(&c)[i]; }
-uint64_t at(const counters& c, uint32_t i) { return reinterpret_cast<const uint64_t*>(&c)[i]; }
-void add_into(counters& dst, const counters& src) {
-  for (uint32_t i = 0; i < num_counters; ++i) at(dst, i) += at(src, i);
-}
-
-// --metrics: gnio pp's own families (docs/monitoring.md): every counter of
-// pp.hpp as gnio_pp_<name>_total per traffic class and GPU context, from the
-// blocks' counters (the semaphore reports while running, the counter memory
-// at the end) and the CPU thread's (class tcp_ctrl, gpu "cpu").
-void add_pp_metrics(metrics::text& t, const std::vector<counters>& per_block, const std::vector<role>& block_role_of,
-                    const std::vector<uint32_t>& block_ctx, const counters* ctrl_c) {
-  std::map<std::pair<std::string, std::string>, counters> groups;
-  for (size_t blk = 0; blk < per_block.size(); ++blk)
-    add_into(groups[{role_name(block_role_of[blk]), std::to_string(block_ctx[blk])}], per_block[blk]);
-  if (ctrl_c) add_into(groups[{"tcp_ctrl", "cpu"}], *ctrl_c);
-  for (uint32_t i = 0; i < num_counters; ++i) {
-    const std::string_view name = k_counter_names[i];
-    const bool gauge = name == "frag_pending";  // datagrams in reassembly now
-    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name), gauge ? "gauge" : "counter",
-             gauge ? "IP datagrams in reassembly (the JSON's frag_pending)."
-                   : fmt::format("The JSON's {}, per traffic class and GPU context (docs/pp.md).", name));
-    for (const auto& [k, c] : groups) t.sample({{"class", k.first}, {"gpu", k.second}}, at(c, i));
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Console and errors
-// ---------------------------------------------------------------------------
-
-// Through gnio::console: a write that fails is remembered and reported
-// once at the end of the program, never thrown. stdout is flushed after
-// every line, so a live run's lines show up as they come.
-struct console {
-  bool quiet = false;
-  template <class... A>
-  void out(fmt::format_string<A...> f, A&&... a) const {
-    if (!quiet) {
-      gnio::console::out(fmt::format(f, std::forward<A>(a)...));
-      (void)gnio::console::flush();
+// Takes the reports the blocks left in their semaphores.
+void drain_sem(run_state& r) {
+  for (auto& c : r.ctxs) {
+    const uint32_t local_n = c->b.num_blocks;
+    for (uint32_t i = 0; i < local_n; ++i) {
+      if (device::sem_get_status(c->sem_host, i) != device::sem_status::ready) continue;
+      report rep;
+      std::memcpy(&rep, device::sem_custom(c->sem_host, i), sizeof rep);
+      device::sem_set_status(c->sem_host, i, device::sem_status::free);
+      const uint32_t blk = c->global[rep.block < local_n ? rep.block : i];
+      r.latest[blk] = rep;
+      if (rep.final_report) r.got_final[blk] = true;
+      ++r.reports;
     }
   }
-};
-
-template <class... A>
-void warn(fmt::format_string<A...> f, A&&... a) {
-  gnio::console::err(fmt::format(f, std::forward<A>(a)...));
 }
 
-// The result names the first failure: its message, status and step.
-void set_error(json* result, const std::string& message, std::string_view status, std::string_view step) {
-  if (!result || result->contains("error")) return;
-  (*result)["error"] = message;
-  (*result)["error_status"] = std::string(status);
-  (*result)["error_step"] = std::string(step);
-}
-
-// "pp: STEP: name: message" plus the status's layer and next step, as
-// flow_count prints them. Errors go to stderr even when quiet.
-int report_error(const error& e, std::string_view step, json* result) {
-  const auto& d = describe(e.code());
-  warn("pp: {}: {}\n", step, e.what());
-  warn("pp: hint ({} layer): {}\n", to_string(d.where), d.next);
-  set_error(result, e.what(), to_string(e.code()), step);
-  return 1;
-}
-
-int bad_option(const std::string& what, json* result) {
-  warn("pp: {}\n", what);
-  set_error(result, what, "invalid_value", "options");
-  return 2;
-}
-
-bool parse_ipv4(const std::string& s, uint32_t* host_order) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  *host_order = ntohl(a.s_addr);
-  return true;
-}
-
-bool parse_mac(const std::string& s, uint8_t out[6]) {
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 &&
-      std::sscanf(s.c_str(), "%2x-%2x-%2x-%2x-%2x-%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) out[i] = static_cast<uint8_t>(v[i]);
-  return true;
-}
-
-std::string ip_text(uint32_t host_order) {
-  return fmt::format("{}.{}.{}.{}", host_order >> 24, (host_order >> 16) & 0xff, (host_order >> 8) & 0xff,
-                     host_order & 0xff);
-}
-
-std::string mac_text(const uint8_t m[6]) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
-
-// ---------------------------------------------------------------------------
-// HTTP pages
-// ---------------------------------------------------------------------------
-
-std::string response(const char* status_line, const std::string& html) {
-  return fmt::format(
-      "HTTP/1.1 {}\r\nServer: gnio-pp\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n"
-      "Connection: close\r\n\r\n{}",
-      status_line, html.size(), html);
-}
-
-const std::string& index_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>gnio pp</title></head><body>\n<h1>gnio pp</h1>\n"
-      "<p>This page was sent by <b>gnio pp</b>, the GPU packet-processing application of gnio "
-      "(GPU-initiated packet I/O). A persistent kernel received your request and built this response.</p>\n"
-      "<p>See also <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-const std::string& hello_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>hello</title></head><body>\n<h1>Hello from gnio pp</h1>\n"
-      "<p>Back to <a href=\"/\">the index</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-const std::string& missing_page() {
-  static const std::string p = response(
-      "404 Not Found",
-      "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>404 Not Found</h1>\n"
-      "<p>gnio pp serves <a href=\"/\">/</a> and <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
-  return p;
-}
-
-// ---------------------------------------------------------------------------
-// The CPU thread for TCP connection control (--http-server)
-// ---------------------------------------------------------------------------
-
-std::string conv_key(const device::flow_key& k) {
-  const device::flow_key c = device::canonical_flow_key(k);
-  return std::string(reinterpret_cast<const char*>(&c), sizeof c);
-}
-
-struct ctrl_state {
-  device::rxq rx{};       // host view of the host_consumer queue
-  device::txq tx{};       // host view of the host_producer queue
-  device::txq tx_exec{};  // kernel view of the same queue: descriptor addresses
-  bool has_tx = false;
-  app_config cfg{};
-  uint64_t isn_secret = 0;
-  uint32_t batch = 64;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> ended{false};  // the queue reached end of stream
-
-  counters c{};  // this thread's, merged into the totals at the end
-  uint64_t synack_sent = 0, finack_sent = 0;
-  // The same tables as the kernels', in host memory: the kernels' are in
-  // executor memory this thread may not reach. Merged at the end.
-  std::vector<device::flow_entry> conv = std::vector<device::flow_entry>(k_ctrl_conv_capacity);
-  std::vector<dns_entry> dns = std::vector<dns_entry>(k_ctrl_dns_capacity);
-
-  std::mutex mu;  // guards snap
-  counters snap{};
-};
-
-// RFC 6528 in spirit: a keyed hash of the 4-tuple, so that a retransmitted SYN
-// gets the same ISN and the GPU needs no connection table.
-uint32_t isn_for(const device::parsed_pkt& p, uint64_t secret) {
-  uint8_t t[12];
-  device::put32(t, p.ipv4.src);
-  device::put32(t + 4, p.ipv4.dst);
-  device::put16(t + 8, p.src_port);
-  device::put16(t + 10, p.dst_port);
-  const uint64_t h = device::fnv1a64(t, sizeof t, device::fnv1a64_offset ^ secret);
-  return static_cast<uint32_t>(h ^ (h >> 32));
-}
-
-bool ctrl_send(ctrl_state& s, const uint8_t* req, const device::parsed_pkt& p, uint8_t flags, uint32_t seq,
-               uint32_t ack) {
-  uint64_t idx = 0;
-  if (device::tx_reserve(s.tx, 1, 20'000'000, &idx) != status::success) return false;
-  uint8_t* buf = s.tx.buf_addr(idx);
-  const uint32_t n = make_tcp_segment(req, p, s.cfg.mac, flags, seq, ack, nullptr, 0, buf, s.tx.stride);
-  if (n == 0) return false;  // reserved, not committed: the slot is reused by the next reserve
-  device::tx_prepare(s.tx, idx, s.tx_exec.buf_addr(idx), n);
-  device::tx_commit(s.tx, 1);
-  device::tx_doorbell(s.tx);
-  return true;
-}
-
-void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len) {
-  device::parsed_pkt p;
-  (void)device::parse(data, len, p);
-  // The kernels' counting functions, on this thread's counters and tables.
-  count_packet(data, len, wire_len, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity, s.c);
-  if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 ||
-      p.l4 != device::l4_kind::tcp || p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
-    return;
-  const uint16_t f = p.tcp.flags;
-  if (f & device::tcp_rst) return;  // counted only
-  bool ok = true;
-  if ((f & device::tcp_syn) && !(f & device::tcp_ack)) {
-    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_syn | device::tcp_ack), isn_for(p, s.isn_secret),
-                   p.tcp.seq + 1);
-    if (ok) ++s.synack_sent;
-  } else if (f & device::tcp_fin) {
-    // The peer's ack is our next sequence number; its FIN takes one.
-    ok = ctrl_send(s, data, p, static_cast<uint8_t>(device::tcp_fin | device::tcp_ack), p.tcp.ack,
-                   p.tcp.seq + p.payload_len + 1);
-    if (ok) ++s.finack_sent;
-  } else {
-    return;
+// Per class, from the latest reports and the CPU thread's snapshot (tcp).
+void class_totals(run_state& r, counters cls[4]) {
+  for (int i = 0; i < 4; ++i) cls[i] = counters{};
+  for (uint32_t blk = 0; blk < r.plan.num_blocks; ++blk)
+    add_into(cls[static_cast<uint32_t>(r.role_of(blk))], r.latest[blk].c);
+  if (r.ctrl_rxq >= 0) {
+    std::lock_guard lk(r.ctrl->mu);
+    add_into(cls[1], r.ctrl->snap);
   }
-  if (!ok) ++s.c.tx_failed;
 }
 
-void ctrl_main(ctrl_state* s) {
-  for (;;) {
-    uint64_t first = 0;
-    uint32_t num = 0;
-    const status st = device::recv<device::scope::thread>(s->rx, s->batch, 1'000'000, &first, &num);
-    if (st == status::success) {
-      for (uint32_t i = 0; i < num; ++i)
-        ctrl_packet(*s, device::pkt_addr(s->rx, first + i), device::pkt_len(s->rx, first + i),
-                    device::pkt_wire_len(s->rx, first + i));
-      // The replies point at TX buffers, not at RX slots, so the slots can go.
-      std::lock_guard lk(s->mu);
-      s->snap = s->c;
-    } else if (st == status::shutdown) {
-      s->ended.store(true);
-      break;
-    }
-    if (s->stop.load(std::memory_order_acquire)) break;
+// --metrics while running: the latest reports and the CPU thread's snapshot.
+void publish_live(run_state& r) {
+  std::vector<counters> blocks(r.plan.num_blocks);
+  for (uint32_t blk = 0; blk < r.plan.num_blocks; ++blk) blocks[blk] = r.latest[blk].c;
+  counters ctrl_c{};
+  if (r.ctrl_rxq >= 0) {
+    std::lock_guard lk(r.ctrl->mu);
+    ctrl_c = r.ctrl->snap;
   }
-  device::release_all(s->rx);
-  std::lock_guard lk(s->mu);
-  s->snap = s->c;
+  const port_stats st = r.s->stats();
+  r.mx_in.reports = r.reports;
+  publish_metrics(*r.mx, r.mx_in, blocks, r.ctrl_rxq >= 0 ? &ctrl_c : nullptr, st,
+                  processed_per_queue(r.plan, st, blocks, ctrl_c.packets),
+                  static_cast<bool>(r.s->get_port().engine_error()), false);
 }
 
-// ---------------------------------------------------------------------------
-// Stats lines
-// ---------------------------------------------------------------------------
-
-std::string stats_line(double t, double dt, const counters cls[4], const counters prev[4]) {
-  auto gbps = [&](int i) { return dt > 0 ? (cls[i].bytes - prev[i].bytes) * 8.0 / dt / 1e9 : 0.0; };
-  const counters& u = cls[0];
-  const counters& tc = cls[1];
-  const counters& ic = cls[2];
-  const counters& a = cls[3];
-  return fmt::format(
-      "pp: {:.1f} s udp: {} pkts {:.2f} Gb/s dns q/r {}/{} | tcp: {} pkts {:.2f} Gb/s http req/resp {}/{} "
-      "syn/fin/rst {}/{}/{} | icmp: {} pkts {:.2f} Gb/s echo req/reply/sent {}/{}/{} | arp: {} pkts "
-      "req/reply/sent {}/{}/{} other {}\n",
-      t, u.packets, gbps(0), u.dns_queries, u.dns_responses, tc.packets, gbps(1), tc.http_requests, tc.http_responses,
-      tc.tcp_syn, tc.tcp_fin, tc.tcp_rst, ic.packets, gbps(2), ic.icmp_echo_req, ic.icmp_echo_reply,
-      ic.icmp_echo_reply_sent, a.packets, a.arp_requests, a.arp_replies, a.arp_replies_sent, a.packets - a.arp);
-}
-
-// ---------------------------------------------------------------------------
-// Port opening: --pcap-out
-// ---------------------------------------------------------------------------
-
-std::string with_option(const std::string& dev, const std::string& kv) {
-  if (dev.find(':') == std::string::npos) return dev + ":" + kv;
-  if (!dev.empty() && (dev.back() == ':' || dev.back() == ',')) return dev + kv;
-  return dev + "," + kv;
-}
-
-std::string backend_of(const std::string& dev) { return dev.substr(0, dev.find(':')); }
-
-// --pcap-out FILE: the core's tx_pcap= keeps a copy of every transmitted
-// frame. A pcap port without tx= cannot transmit at all (its caps say so), so
-// there the capture's own tx=FILE is used instead: it records the same frames.
-result<port> open_port(gpu& g, const options& opt, const console& con, std::string* used_dev) {
-  if (opt.pcap_out.empty()) {
-    *used_dev = opt.port;
-    return port::open(g, opt.port);
-  }
-  *used_dev = with_option(opt.port, "tx_pcap=" + opt.pcap_out);
-  auto p = port::open(g, *used_dev);
-  if (!p || p->caps().tx || backend_of(opt.port) != "pcap") return p;
-  (void)p->close();
-  *used_dev = with_option(opt.port, "tx=" + opt.pcap_out);
-  con.out("pp: pcap port without tx=: --pcap-out uses {}\n", printable(*used_dev));
-  return port::open(g, *used_dev);
-}
-
-}  // namespace
-
-std::string dns_name_text(std::string_view labels) {
-  if (labels.size() == 1 && labels[0] == '\0') return ".";
-  std::string out;
-  size_t pos = 0;
-  while (pos < labels.size()) {
-    const size_t len = static_cast<unsigned char>(labels[pos++]);
-    if (len == 0) break;  // a root byte inside: nothing follows it in a name
-    if (!out.empty()) out += '.';
-    // A label cut short (never written so by the device) prints what is there.
-    for (size_t i = pos; i < pos + len && i < labels.size(); ++i) {
-      const auto c = static_cast<unsigned char>(labels[i]);
-      switch (c) {
-        case '.': case '\\': case '"': case '(': case ')': case ';': case '@': case '$':
-          out += '\\';
-          out += static_cast<char>(c);
-          break;
-        default:
-          if (c > 0x20 && c < 0x7f) out += static_cast<char>(c);
-          else out += fmt::format("\\{:03d}", c);
+// Waits a slice on every kernel still running. True when all have returned
+// (or one failed: r.run_err).
+bool wait_kernels(run_state& r) {
+  const auto wait_slice = std::chrono::milliseconds(r.num_ctx() > 1 ? 10 : 50);
+  uint32_t done = 0;
+  for (uint32_t k = 0; k < r.num_ctx(); ++k) {
+    gpu_ctx* c = r.ctxs[k].get();
+    if (!c->returned) {
+      const error w = r.s->runner(k).wait(wait_slice);
+      if (!w) c->returned = true;  // returned by itself: its queues ended
+      else if (w.code() != status::time_out) {
+        r.run_err = w;
+        break;
       }
     }
-    pos += len;
+    done += c->returned ? 1 : 0;
   }
-  return out;
+  drain_sem(r);
+  return r.run_err || done == r.num_ctx();
 }
 
-std::string http_page(std::string_view path) {
-  if (path == "/" || path == "/index.html") return index_page();
-  if (path == "/hello") return hello_page();
-  return missing_page();
+// The loop: reports from the semaphores, IPFIX scans, stats lines, --metrics
+// and the stop conditions. Returns once every kernel returned, one failed,
+// or the run was stopped; r.seconds is the run's length.
+void run_loop(run_state& r) {
+  const options& opt = r.opt;
+  ipfix::session& ipx = *r.ipx;
+  r.latest.assign(r.plan.num_blocks, report{});
+  r.got_final.assign(r.plan.num_blocks, false);
+  r.mx_in = metrics_input{&opt, &r.plan, {}, 0};
+  for (const auto& c : r.ctxs) r.mx_in.infos.push_back(c->info);
+  // IPFIX: one observation domain per GPU's conversation table, and one for
+  // the CPU thread's (exported at the end of the run).
+  // A paced send that sees a stop request gets --ipfix-flush-timeout more.
+  ipx.on_stop_request([stop = r.stop] { return stop && stop->load(); });
+  ipx.start(r.num_ctx() + (r.ctrl_rxq >= 0 ? 1u : 0u), ipfix::now_ms());
+  std::vector<device::flow_entry> ipx_copy;
+  r.last_line = r.t0;
+  for (;;) {
+    if (wait_kernels(r)) break;
+    if (const uint64_t ms = ipfix::now_ms(); ipx.due(ms)) {
+      ipx_copy.resize(k_conv_capacity);
+      for (uint32_t i = 0; i < r.num_ctx() && !r.run_err; ++i) {
+        const mem_block& m = r.ctxs[i]->conv_mem;
+        if (auto e = r.s->gpu_at(i).copy_to_host(ipx_copy.data(), m, 0, m.bytes); e) r.run_err = e;
+        else ipx.scan(i, ipx_copy.data(), k_conv_capacity, ms, false);
+      }
+      ipx.scanned(ms);
+    }
+    const auto now = clock_type::now();
+    const double elapsed = std::chrono::duration<double>(now - r.t0).count();
+    if (opt.stats_interval > 0 && std::chrono::duration<double>(now - r.last_line).count() >= opt.stats_interval) {
+      counters cls[4];
+      class_totals(r, cls);
+      r.con.out("{}", stats_line(elapsed, std::chrono::duration<double>(now - r.last_line).count(), cls, r.prev_cls));
+      std::copy(cls, cls + 4, r.prev_cls);
+      r.last_line = now;
+    }
+    if (r.mx && r.mx->due()) publish_live(r);
+    if (r.stop_requested() || (opt.duration > 0 && elapsed >= opt.duration)) {
+      r.stopped_early = true;
+      ipx.stopping();
+      r.stop_kernels(&r.run_err);
+      r.timed_out = r.run_err && r.run_err.code() == status::time_out;
+      break;
+    }
+  }
+  if (r.run_err && !r.timed_out) {
+    // One kernel failed: the others are stopped too (their queues stay fed
+    // otherwise), and everything is kept, below.
+    error ignored;
+    r.stop_kernels(&ignored);
+  }
+  r.seconds = std::chrono::duration<double>(clock_type::now() - r.t0).count();
+  r.stop_ctrl();
+  drain_sem(r);
 }
 
-// ---------------------------------------------------------------------------
-// run
-// ---------------------------------------------------------------------------
+// Fail closed: a kernel may still run, so nothing it can touch is freed or
+// stopped. The last reports are all there is.
+int report_failed_run(run_state& r) {
+  counters cls[4];
+  class_totals(r, cls);
+  const gpu_info& info = r.ctxs.front()->info;
+  json& j = *r.result;
+  j["time_out"] = r.timed_out;
+  j["stopped_early"] = r.stopped_early;
+  j["seconds"] = r.seconds;
+  j["executor"] = std::string(to_string(info.executor));
+  j["device"] = info.name;
+  counters sum{};
+  for (auto& c : cls) add_into(sum, c);
+  j["last_reports"] = counters_json(sum);
+  // A kernel still running keeps the whole session (semaphores, memory,
+  // runners, port) until the process exits; the session sees to it.
+  return report_error(r.run_err, r.timed_out ? "stop (kernel still running; its memory is kept)" : "kernel", r.result);
+}
 
-namespace {
+// After every kernel returned: stops the port, reads the authoritative
+// totals back (counters, conversation and DNS tables), exports the last
+// IPFIX records, and reports (pp_report.hpp).
+int finish_run(run_state& r) {
+  session& s = *r.s;
+  run_outcome o;
+  // A port that fails to stop (a TX capture that could not be written) has
+  // still counted everything: the error is reported, the results are kept.
+  if (auto e = s.stop_port(); e) o.rc = report_error(e, "port stop", &o.failure);
+  o.st = s.stats();
+  o.engine_err = s.get_port().engine_error();
+
+  o.per_block.resize(r.plan.num_blocks);
+  for (uint32_t k = 0; k < r.num_ctx(); ++k) {
+    gpu_ctx* c = r.ctxs[k].get();
+    gpu& g = s.gpu_at(k);
+    std::vector<counters> local(c->b.num_blocks);
+    if (auto e = g.copy_to_host(local.data(), c->ctr_mem, 0, c->ctr_mem.bytes); e)
+      return report_error(e, "read counters", r.result);
+    for (uint32_t b = 0; b < c->b.num_blocks; ++b) o.per_block[c->global[b]] = local[b];
+    o.conv_tables.emplace_back(k_conv_capacity);
+    o.dns_tables.emplace_back(k_dns_capacity);
+    if (auto e = g.copy_to_host(o.conv_tables.back().data(), c->conv_mem, 0, c->conv_mem.bytes); e)
+      return report_error(e, "read conversations", r.result);
+    if (auto e = g.copy_to_host(o.dns_tables.back().data(), c->dns_mem, 0, c->dns_mem.bytes); e)
+      return report_error(e, "read DNS names", r.result);
+  }
+  o.conv_tables.push_back(r.ctrl->conv);
+  for (uint32_t i = 0; i < o.conv_tables.size(); ++i)
+    if (i < r.num_ctx() || r.ctrl_rxq >= 0)
+      r.ipx->scan(i, o.conv_tables[i].data(), o.conv_tables[i].size(), ipfix::now_ms(), true);
+  o.dns_tables.push_back(r.ctrl->dns);
+
+  o.opt = &r.opt;
+  o.plan = &r.plan;
+  o.cfg = r.cfg;
+  o.used_dev = r.used_dev;
+  for (const auto& c : r.ctxs) o.ctxs.push_back({c->info, c->global, c->rx_ids});
+  o.left_out = r.left_out;
+  o.ctrl = r.ctrl->c;
+  o.synack_sent = r.ctrl->synack_sent;
+  o.finack_sent = r.ctrl->finack_sent;
+  o.seconds = r.seconds;
+  o.since_last_line = std::chrono::duration<double>(clock_type::now() - r.last_line).count();
+  std::copy(r.prev_cls, r.prev_cls + 4, o.prev_cls);
+  o.stopped_early = r.stopped_early;
+  o.reports = r.reports;
+  o.final_reports = static_cast<uint64_t>(std::count(r.got_final.begin(), r.got_final.end(), true));
+  o.ipx = &*r.ipx;
+  std::vector<uint64_t> processed_q;
+  const int rc = final_report(o, r.con, r.result, &processed_q);
+  r.mx_in.reports = r.reports;
+  if (r.mx)
+    publish_metrics(*r.mx, r.mx_in, o.per_block, r.ctrl_rxq >= 0 ? &o.ctrl : nullptr, o.st, processed_q,
+                    static_cast<bool>(o.engine_err), true);
+  // The session tears down the lifecycle in reverse when it goes.
+  if (o.engine_err) warn("pp: the port's engine failed: {}\n", o.engine_err.what());
+  return rc;
+}
 
 // run() without the JSON file: options, the run, and *result (never null)
 // filled with everything known, the error too. *json_out is prepared here,
 // once the options are accepted, so that a bad --json fails before the run.
 int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::optional<atomic_file>* json_out,
               metrics::server* mx) {
-  const console con{opt.quiet};
-
-  // --- options -------------------------------------------------------------
-  if (opt.port.empty()) return bad_option("--port is required (e.g. pcap:file=x.pcap, pair:name=a)", result);
-  if (opt.queues < 1 || opt.queues > k_max_queues)
-    return bad_option(fmt::format("--queues {} is outside 1..{} (queues per traffic class)", opt.queues, k_max_queues),
-                      result);
-  if (opt.batch < 1 || opt.batch > 65536) return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
-  if (opt.poll != "adaptive" && opt.poll != "busy")
-    return bad_option(fmt::format("--poll {} must be adaptive or busy", opt.poll), result);
-  if (opt.threads < 32 || opt.threads > 1024)
-    return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
-  if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
-  if (opt.tcp_streams > k_max_stream_capacity || (opt.tcp_streams & (opt.tcp_streams - 1)) != 0)
-    return bad_option(fmt::format("--tcp-streams {} is not 0 or a power of two up to {}", opt.tcp_streams,
-                                  k_max_stream_capacity),
-                      result);
-  if (opt.frag_table > k_max_frag_slots || (opt.frag_table & (opt.frag_table - 1)) != 0)
-    return bad_option(
-        fmt::format("--frag-table {} is not 0 or a power of two up to {}", opt.frag_table, k_max_frag_slots), result);
-  if (!(opt.duration >= 0)) return bad_option("--duration must be >= 0", result);
-  app_config cfg{};
-  if (opt.ring < 2 || (opt.ring & (opt.ring - 1)) != 0)
-    return bad_option(fmt::format("--ring {} is not a power of two >= 2", opt.ring), result);
-  if (opt.rx_slot < 64 || opt.rx_slot > (1u << 20) || opt.rx_slot % 64 != 0)
-    return bad_option(fmt::format("--rx-slot {} is not a multiple of 64 in 64..1048576", opt.rx_slot), result);
-  if (!opt.ip.empty()) {
-    if (!parse_ipv4(opt.ip, &cfg.ip))
-      return bad_option(fmt::format("--ip {}: not an IPv4 address (a.b.c.d)", printable(opt.ip)), result);
-    // The address pp answers ARP, ICMP echo and HTTP for: one host's own.
-    const char* why = cfg.ip == 0                 ? "0.0.0.0 means no address; give this host's own address"
-                      : cfg.ip == 0xffffffffu     ? "a broadcast address cannot be a host's own address"
-                      : (cfg.ip >> 28) == 0xe     ? "a multicast address (224.0.0.0/4) cannot be a host's own address"
-                      : (cfg.ip >> 28) == 0xf     ? "240.0.0.0/4 is reserved, not a host address"
-                                                  : nullptr;
-    if (why) return bad_option(fmt::format("--ip {}: {}", printable(opt.ip), why), result);
-  }
-  if (!opt.mac.empty()) {
-    if (!parse_mac(opt.mac, cfg.mac))
-      return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", printable(opt.mac)), result);
-    static const uint8_t zero[6] = {};
-    const char* why = (cfg.mac[0] & 1) ? (std::memcmp(cfg.mac, "\xff\xff\xff\xff\xff\xff", 6) == 0
-                                               ? "the broadcast address cannot be a host's own address"
-                                               : "a multicast address (the first byte is odd) cannot be a host's own "
-                                                 "address")
-                      : std::memcmp(cfg.mac, zero, 6) == 0 ? "00:00:00:00:00:00 is not an address"
-                                                           : nullptr;
-    if (why) return bad_option(fmt::format("--mac {}: {}", printable(opt.mac), why), result);
-  } else {
-    cfg.mac[0] = 0x02;  // locally administered, unicast
-    cfg.mac[1] = 0x00;
-    for (int i = 0; i < 4; ++i) cfg.mac[2 + i] = static_cast<uint8_t>(cfg.ip >> (24 - 8 * i));
-  }
-  if (opt.http_server && cfg.ip == 0) return bad_option("--http-server needs --ip (the address it serves on port 80)", result);
-  cfg.reply_all = opt.reply_all ? 1 : 0;
-  cfg.http_server = opt.http_server ? 1 : 0;
-
-  const uint32_t n = opt.queues;
-  const uint32_t num_blocks = 3 * n + 1;
-
-  // --- the JSON file: checked before anything runs ---------------------------
-  // It must be writable, and none of the files the port reads or writes.
-  if (!opt.json_path.empty()) {
-    std::vector<named_file> others = device_files(opt.port);
-    if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
-    auto f = prepare_output("--json", opt.json_path, others);
-    if (!f) return bad_option(f.err().message(), result);
-    *json_out = std::move(*f);
-  }
-  // --pcap-out is created when the port starts; a FIFO there would block it.
-  if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
-    return bad_option("--pcap-out " + opt.pcap_out + ": " + why, result);
-  // The IPFIX collector is resolved before anything runs. pp's conversation
-  // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
-  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
-  if (!ipx_open) return bad_option(ipx_open.err().message(), result);
-  ipfix::session& ipx = *ipx_open;
-  // From here on the JSON is written, also when the run fails.
-  (*result)["command"] = opt.command;
-  (*result)["port"] = opt.port;
-
-  // --- gpus and port -------------------------------------------------------
-  // One context per selected GPU ("0,1", bus ids, or "host,host"). Each has
-  // its own kernel body, memory, semaphore and persistent kernel; the port's
-  // RSS spreads every class's queues over them.
-  auto gpus = gpu::open_list(opt.gpu.empty() ? "auto" : opt.gpu);
-  if (!gpus) return report_error(gpus.err(), "gpu", result);
-  struct gpu_ctx {
-    gpu g;
-    gpu_info info;
-    body b{};
-    std::vector<uint32_t> global;  // local block -> the app's block number
-    std::vector<uint32_t> rx_ids;  // the port's RX queues its kernel consumes
-    mem_block ctr_mem, conv_mem, dns_mem, frag_mem, frag_tables_mem, stream_mem, stream_tables_mem;
-    semaphore* sem = nullptr;  // the session's
-    device::sem sem_host{};
-    bool returned = false;  // the kernel returned by itself (or was stopped)
-  };
-  std::vector<std::unique_ptr<gpu_ctx>> ctxs;
-  for (auto& g : *gpus) {
-    auto c = std::make_unique<gpu_ctx>();
-    c->g = std::move(g);
-    c->info = c->g.info();
-    ctxs.push_back(std::move(c));
-  }
-  for (const auto& c : ctxs)
-    con.out("pp: executor {} on {}{}\n", to_string(c->info.executor), c->info.name,
-            c->info.bus_id.empty() ? "" : " (" + c->info.bus_id + ")");
-
-  std::string used_dev;
-  auto p = open_port(ctxs.front()->g, opt, con, &used_dev);
-  if (!p && stop && stop->load()) {
-    // A stop (Ctrl-C) while the port was opening, e.g. a FIFO no one writes
-    // to: the open was interrupted, nothing is wrong with a disk or a file.
-    const std::string msg = fmt::format("stopped while opening the port, before anything ran ({})", p.err().message());
-    warn("pp: {}\n", msg);
-    set_error(result, msg, to_string(status::shutdown), "port");
-    return 1;
-  }
-  if (!p) return report_error(p.err(), "port", result);
-
-  if (!p->caps().rx)
-    return report_error(error(status::not_supported, fmt::format("port {} cannot receive", printable(used_dev))), "port", result);
-  // A GPU that fails the capability check for this port is reported and left
-  // out. The port lives in the first context, so when that one goes the port
-  // is opened again on the next.
-  json left_out = json::array();
-  {
-    std::string last_why;
-    for (auto it = ctxs.begin(); it != ctxs.end();) {
-      const error verdict = check_receive_kernels(p->caps(), backend_of(opt.port), (*it)->info, built_with_cuda());
-      const std::string why = verdict ? verdict.message() : "";
-      if (why.empty()) {
-        ++it;
-        continue;
-      }
-      warn("pp: leaving out {}{}: {}\n", (*it)->info.name,
-           (*it)->info.bus_id.empty() ? "" : " (" + (*it)->info.bus_id + ")", why);
-      left_out.push_back({{"device", (*it)->info.name}, {"bus_id", (*it)->info.bus_id}, {"reason", why}});
-      last_why = why;
-      const bool held_port = it == ctxs.begin();
-      if (held_port) (void)p->close();
-      it = ctxs.erase(it);
-      if (held_port) {
-        if (ctxs.empty()) break;
-        p = open_port(ctxs.front()->g, opt, con, &used_dev);
-        if (!p) return report_error(p.err(), "port", result);
-        it = ctxs.begin();
-      }
-    }
-    if (ctxs.empty()) {
-      if (result) (*result)["left_out"] = left_out;
-      return report_error(error(status::not_supported, "no selected GPU can run the kernels: " + last_why), "gpu", result);
-    }
-  }
-  const uint32_t num_ctx = static_cast<uint32_t>(ctxs.size());
-  const gpu_info& info = ctxs.front()->info;
-  const bool can_tx = p->caps().tx;
-  // Blocks, queues, GPUs and steering (pp_plan.hpp): udp[n], tcp[n], icmp[n],
-  // arp_other, then the CPU's TCP control queue; queue i of each class runs
-  // on GPU i mod N, arp/other on the first.
-  pp_plan plan;
-  if (const std::string why = make_plan(plan_input{n, num_ctx, opt.http_server, can_tx}, &plan); !why.empty())
-    return bad_option(why, result);
-  if (!can_tx && !opt.quiet && (opt.http_server || !opt.pcap_out.empty() || cfg.ip || opt.reply_all))
-    con.out("pp: port {} cannot transmit: replies are counted, not sent\n", printable(opt.port));
-  const std::vector<plan_rxq>& rxqs = plan.rxqs;
-  auto role_of = [&](uint32_t blk) { return plan.blocks[blk].r; };
-  std::vector<uint32_t> block_ctx(num_blocks);
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) block_ctx[blk] = plan.blocks[blk].ctx;
-  for (uint32_t k = 0; k < num_ctx; ++k) ctxs[k]->global = plan.ctx_blocks[k];
-  for (auto& c : ctxs) {
-    c->b.num_blocks = static_cast<uint32_t>(c->global.size());
-    c->b.cfg = cfg;
-    c->b.batch = opt.batch;
-    c->b.report_interval_ns = static_cast<uint64_t>(opt.stats_interval * 1e9);
-  }
-  auto block_of = [&](uint32_t blk) -> block_role& { return ctxs[block_ctx[blk]]->b.blocks[plan.blocks[blk].local]; };
-
-  // Counted before it is taken (F19, R8): every ring slot is touched, and so
-  // are the TCP stream and reassembly tables, one of each per block, zeroed
-  // when a host executor allocates them; sizes that cannot be backed are
-  // refused here rather than by the OOM killer (or a failed allocation after
-  // gigabytes were zeroed).
-  {
-    const uint64_t num_txq = plan.num_block_txq;
-    const uint64_t ring_bytes = num_blocks * gnio::cli::rx_ring_bytes(opt.ring, opt.rx_slot) + num_txq * gnio::cli::tx_ring_bytes(txq_config{}.num_descs);
-    // The tables live in each executor's memory: host memory only on the host executor.
-    uint64_t host_blocks = 0;
-    for (const auto& c : ctxs)
-      if (c->info.executor == gnio::executor_kind::host) host_blocks += c->b.num_blocks;
-    const uint64_t stream_bytes = host_blocks * uint64_t{opt.tcp_streams} * sizeof(device::tcp_conn);
-    const uint64_t frag_bytes =
-        opt.frag_table == 0 ? 0 : host_blocks * device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
-    const gnio::cli::memory_room room = gnio::cli::available_memory();
-    const std::string rings = fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n);
-    std::string why = gnio::cli::memory_refusal(
-        fmt::format("--tcp-streams {} ({} blocks on the host executor x {} streams x {} bytes)", opt.tcp_streams,
-                    host_blocks, opt.tcp_streams, sizeof(device::tcp_conn)),
-        stream_bytes, room);
-    if (why.empty())
-      why = gnio::cli::memory_refusal(fmt::format("--frag-table {} ({} blocks on the host executor x {} bytes)",
-                                                  opt.frag_table, host_blocks, frag_bytes / std::max<uint64_t>(host_blocks, 1)),
-                                      frag_bytes, room);
-    if (why.empty()) why = gnio::cli::memory_refusal(rings, ring_bytes, room);
-    if (why.empty())
-      why = gnio::cli::memory_refusal(
-          fmt::format("{} with --tcp-streams {} and --frag-table {}", rings, opt.tcp_streams, opt.frag_table),
-          ring_bytes + stream_bytes + frag_bytes, room);
-    if (!why.empty()) {
-      warn("pp: {}\n", why);
-      set_error(result, why, "no_memory", "options");
-      return 2;
-    }
-  }
-
-  // The queues in the plan's order: its positions are the port's queue ids.
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    auto& c = *ctxs[block_ctx[blk]];
-    rxq_config rc;
-    rc.num_descs = opt.ring;
-    rc.stride = opt.rx_slot;
-    rc.owner = &c.g;
-    auto id = p->create_rxq(rc);
-    if (!id) return report_error(id.err(), "create_rxq", result);
-    if (*id != blk) return report_error(error(status::unexpected, "RX queue ids out of the plan's order"), "create_rxq", result);
-    auto v = p->rxq(*id);
-    if (!v) return report_error(v.err(), "rxq", result);
-    block_of(blk).r = role_of(blk);
-    block_of(blk).rx = *v;
-    c.rx_ids.push_back(*id);
-  }
-  int ctrl_rxq = -1;
-  if (plan.ctrl) {
-    rxq_config rc;
-    rc.num_descs = k_ctrl_ring;
-    rc.host_consumer = true;
-    auto id = p->create_rxq(rc);
-    if (!id) return report_error(id.err(), "create_rxq (TCP control, CPU)", result);
-    ctrl_rxq = static_cast<int>(*id);
-  }
-
-  // TX queues: one per block that replies (each in its block's GPU
-  // context), and one the CPU thread fills.
-  int ctrl_txq = -1;
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    if (!plan.blocks[blk].has_tx) continue;
-    txq_config tc;
-    tc.owner = &ctxs[block_ctx[blk]]->g;
-    auto id = p->create_txq(tc);
-    if (!id) return report_error(id.err(), "create_txq", result);
-    auto v = p->txq(*id);
-    if (!v) return report_error(v.err(), "txq", result);
-    block_of(blk).tx = *v;
-    block_of(blk).has_tx = 1;
-  }
-  if (plan.ctrl_tx) {
-    txq_config tc;
-    tc.num_descs = 256;
-    tc.host_producer = true;
-    auto id = p->create_txq(tc);
-    if (!id) return report_error(id.err(), "create_txq (TCP control, CPU)", result);
-    ctrl_txq = static_cast<int>(*id);
-  }
-
-  // Steering: each class to its group (RSS by 5-tuple hash inside a group).
-  {
-    std::vector<steering_rule> rules;
-    for (const plan_rule& r : plan.steering) rules.push_back({r.cls, r.rxqs});
-    if (auto e = p->set_steering(std::move(rules), plan.steering_default); e) return report_error(e, "set_steering", result);
-  }
-
-  // --- the session: from here on it owns the port, the contexts and all ----
-  // the kernels use, tears them down in reverse, and keeps them whole when a
-  // kernel does not stop (gnio/session.hpp).
-  std::vector<gpu> owned;
-  for (auto& c : ctxs) owned.push_back(std::move(c->g));
-  auto made = session::create(std::move(owned), std::move(*p));
-  if (!made) return report_error(made.err(), "session", result);
-  session& s = *made;
-
-  // --- executor memory, one set per context ----------------------------------
-  std::string pages = index_page();
-  http_pages page_index{};
-  page_index.index_off = 0;
-  page_index.index_len = static_cast<uint32_t>(index_page().size());
-  page_index.second_off = static_cast<uint32_t>(pages.size());
-  page_index.second_len = static_cast<uint32_t>(hello_page().size());
-  pages += hello_page();
-  page_index.missing_off = static_cast<uint32_t>(pages.size());
-  page_index.missing_len = static_cast<uint32_t>(missing_page().size());
-  pages += missing_page();
-  std::snprintf(page_index.second_path, sizeof page_index.second_path, "%s", "/hello");
-  for (uint32_t k = 0; k < num_ctx; ++k) {
-    gpu_ctx& c = *ctxs[k];
-    auto alloc = [&](size_t bytes, const char* what, mem_block* out) -> error {
-      auto m = s.alloc_bytes(k, bytes, mem_type::gpu);
-      if (!m) return error(m.err().code(), fmt::format("{} on {}: {}", what, c.info.name, m.err().message()));
-      *out = *m;
-      return {};
-    };
-    mem_block pages_mem;
-    if (auto e = alloc(sizeof(counters) * c.b.num_blocks, "counters", &c.ctr_mem); e) return report_error(e, "alloc", result);
-    if (auto e = alloc(sizeof(device::flow_entry) * k_conv_capacity, "conversation table", &c.conv_mem); e)
-      return report_error(e, "alloc", result);
-    if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &c.dns_mem); e)
-      return report_error(e, "alloc", result);
-    if (auto e = alloc(pages.size(), "HTTP pages", &pages_mem); e) return report_error(e, "alloc", result);
-    if (auto e = s.gpu_at(k).copy_to_block(pages_mem, 0, pages.data(), pages.size()); e) return report_error(e, "copy pages", result);
-    c.b.pages = page_index;
-    c.b.pages.data = static_cast<const uint8_t*>(pages_mem.exec_ptr);
-    c.b.ctr = static_cast<counters*>(c.ctr_mem.exec_ptr);
-    c.b.conv = static_cast<device::flow_entry*>(c.conv_mem.exec_ptr);
-    c.b.conv_capacity = k_conv_capacity;
-    c.b.dns = static_cast<dns_entry*>(c.dns_mem.exec_ptr);
-    c.b.dns_capacity = k_dns_capacity;
-    if (opt.frag_table != 0) {
-      // One reassembly table per block, laid out over zeroed executor memory.
-      const uint64_t per = device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
-      if (auto e = alloc(per * c.b.num_blocks, "reassembly tables", &c.frag_mem); e) return report_error(e, "alloc", result);
-      if (auto e = alloc(sizeof(device::frag_table) * c.b.num_blocks, "reassembly table views", &c.frag_tables_mem); e)
-        return report_error(e, "alloc", result);
-      std::vector<device::frag_table> views(c.b.num_blocks);
-      for (uint32_t k = 0; k < c.b.num_blocks; ++k) {
-        void* base = static_cast<uint8_t*>(c.frag_mem.exec_ptr) + per * k;
-        if (!device::frag_table_layout(base, per, opt.frag_table, k_frag_max_datagram, k_frag_timeout_ns, views[k]))
-          return report_error(error(status::unexpected, "reassembly table layout"), "alloc", result);
-      }
-      if (auto e = s.gpu_at(k).copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
-        return report_error(e, "copy reassembly tables", result);
-      c.b.frag = static_cast<device::frag_table*>(c.frag_tables_mem.exec_ptr);
-    }
-    if (opt.tcp_streams != 0) {
-      // One table of TCP connections per block, zeroed by the allocation.
-      const uint64_t per = sizeof(device::tcp_conn) * uint64_t{opt.tcp_streams};
-      if (auto e = alloc(per * c.b.num_blocks, "TCP stream tables", &c.stream_mem); e)
-        return report_error(e, "alloc", result);
-      if (auto e = alloc(sizeof(device::stream_table) * c.b.num_blocks, "TCP stream table views", &c.stream_tables_mem);
-          e)
-        return report_error(e, "alloc", result);
-      std::vector<device::stream_table> views(c.b.num_blocks);
-      for (uint32_t k = 0; k < c.b.num_blocks; ++k)
-        views[k] = {reinterpret_cast<device::tcp_conn*>(static_cast<uint8_t*>(c.stream_mem.exec_ptr) + per * k),
-                    opt.tcp_streams};
-      if (auto e = s.gpu_at(k).copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
-          e)
-        return report_error(e, "copy TCP stream tables", result);
-      c.b.streams = static_cast<device::stream_table*>(c.stream_tables_mem.exec_ptr);
-    }
-
-    auto sem = s.add_semaphore(k, c.b.num_blocks, sizeof(report));
-    if (!sem) return report_error(sem.err(), "semaphore", result);
-    c.sem = *sem;
-    c.b.sem = c.sem->view();
-    c.sem_host = c.sem->host_view();
-  }
-
-  // --- the CPU thread's queues ---------------------------------------------
-  auto ctrl = std::make_unique<ctrl_state>();
-  if (ctrl_rxq >= 0) {
-    auto rv = s.get_port().rxq_host(static_cast<uint32_t>(ctrl_rxq));
-    if (!rv) return report_error(rv.err(), "rxq_host", result);
-    ctrl->rx = *rv;
-    if (ctrl_txq >= 0) {
-      auto th = s.get_port().txq_host(static_cast<uint32_t>(ctrl_txq));
-      if (!th) return report_error(th.err(), "txq_host", result);
-      auto tv = s.get_port().txq(static_cast<uint32_t>(ctrl_txq));
-      if (!tv) return report_error(tv.err(), "txq", result);
-      ctrl->tx = *th;
-      ctrl->tx_exec = *tv;
-      ctrl->has_tx = true;
-    }
-    ctrl->cfg = cfg;
-    ctrl->batch = opt.batch;
-    ctrl->isn_secret = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  }
-
-  con.out("pp: port {}: {} queue(s) per class (udp, tcp, icmp) + arp/other{}; {} kernel blocks{}{}\n",
-          printable(used_dev), n,
-          opt.http_server ? " + TCP control on a CPU thread" : "", num_blocks,
-          num_ctx > 1 ? fmt::format(" over {} GPUs", num_ctx) : std::string(),
-          cfg.ip ? fmt::format("; ip {} mac {}", ip_text(cfg.ip), mac_text(cfg.mac)) : std::string());
-
-  // --- start -----------------------------------------------------------------
-  std::thread ctrl_thread;
-  auto stop_ctrl = [&] {
-    if (ctrl_thread.joinable()) {
-      ctrl->stop.store(true, std::memory_order_release);
-      ctrl_thread.join();
-    }
-  };
-  // Stops every kernel still running; the first error wins. A kernel that
-  // does not stop parks the session: nothing it may touch is freed.
-  auto stop_kernels = [&](error* first) {
-    if (auto e = s.stop(k_stop_deadline); e && first && !*first) *first = e;
-  };
-  if (auto e = s.start(); e) return report_error(e, "start", result);
-  if (ctrl_rxq >= 0) ctrl_thread = std::thread(ctrl_main, ctrl.get());
-  const auto t0 = clock_type::now();
-  for (uint32_t k = 0; k < num_ctx; ++k) {
-    launch_dims dims;
-    dims.blocks = ctxs[k]->b.num_blocks;
-    dims.threads = opt.threads;
-    dims.poll = opt.poll == "busy" ? device::poll_policy::busy : device::poll_policy::adaptive;
-    if (error e = launch(s.runner(k), dims, ctxs[k]->b); e) {
-      stop_ctrl();
-      error stop_err;
-      stop_kernels(&stop_err);
-      if (stop_err)
-        return report_error(stop_err, "stop after a failed launch (a kernel is still running; its memory is kept)", result);
-      return report_error(e, "launch", result);
-    }
-  }
-
-  // --- run: reports from the semaphores, stats lines, stop conditions ---------
-  std::vector<report> latest(num_blocks);
-  std::vector<bool> got_final(num_blocks, false);
-  uint64_t reports = 0;
-  // --metrics: what /metrics serves, from the blocks' counters and the CPU
-  // thread's (ctrl_c), the port's counters and each queue's processed frames.
-  auto publish_metrics = [&](const std::vector<counters>& blocks, const counters* ctrl_c, const port_stats& st,
-                             const std::vector<uint64_t>& processed_q, bool engine_failed, bool final) {
-    metrics::text t;
-    std::vector<metrics::rxq_label> labels;
-    for (const auto& q : rxqs)
-      labels.push_back({q.cls, q.block >= 0 ? std::to_string(block_ctx[static_cast<uint32_t>(q.block)]) : "cpu"});
-    metrics::add_port(t, opt.port, st, labels, processed_q, engine_failed);
-    t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
-    for (uint32_t k = 0; k < num_ctx; ++k)
-      metrics::add_gpu_info(t, std::to_string(k), ctxs[k]->info.name, ctxs[k]->info.bus_id,
-                            to_string(ctxs[k]->info.executor));
-    std::vector<role> roles(num_blocks);
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) roles[blk] = role_of(blk);
-    add_pp_metrics(t, blocks, roles, block_ctx, ctrl_c);
-    t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.").sample({}, reports);
-    mx->publish(t, final);
-  };
-  auto publish_live = [&] {
-    std::vector<counters> blocks(num_blocks);
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) blocks[blk] = latest[blk].c;
-    counters ctrl_c{};
-    if (ctrl_rxq >= 0) {
-      std::lock_guard lk(ctrl->mu);
-      ctrl_c = ctrl->snap;
-    }
-    const port_stats st = s.stats();
-    std::vector<uint64_t> processed_q(st.rxq.size(), 0);
-    for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
-      processed_q[q] = rxqs[q].block >= 0 ? blocks[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl_c.packets;
-    publish_metrics(blocks, ctrl_rxq >= 0 ? &ctrl_c : nullptr, st, processed_q, static_cast<bool>(s.get_port().engine_error()),
-                    false);
-  };
-  auto drain_sem = [&] {
-    for (auto& c : ctxs) {
-      const uint32_t local_n = c->b.num_blocks;
-      for (uint32_t i = 0; i < local_n; ++i) {
-        if (device::sem_get_status(c->sem_host, i) != device::sem_status::ready) continue;
-        report r;
-        std::memcpy(&r, device::sem_custom(c->sem_host, i), sizeof r);
-        device::sem_set_status(c->sem_host, i, device::sem_status::free);
-        const uint32_t blk = c->global[r.block < local_n ? r.block : i];
-        latest[blk] = r;
-        if (r.final_report) got_final[blk] = true;
-        ++reports;
-      }
-    }
-  };
-  counters prev_cls[4]{};
-  auto class_totals = [&](counters cls[4]) {
-    for (int i = 0; i < 4; ++i) cls[i] = counters{};
-    for (uint32_t blk = 0; blk < num_blocks; ++blk) add_into(cls[static_cast<uint32_t>(role_of(blk))], latest[blk].c);
-    if (ctrl_rxq >= 0) {
-      std::lock_guard lk(ctrl->mu);
-      add_into(cls[1], ctrl->snap);
-    }
-  };
-  // IPFIX: one observation domain per GPU's conversation table, and one for
-  // the CPU thread's (exported at the end of the run).
-  // A paced send that sees a stop request gets --ipfix-flush-timeout more.
-  ipx.on_stop_request([stop] { return stop && stop->load(); });
-  ipx.start(num_ctx + (ctrl_rxq >= 0 ? 1u : 0u), ipfix::now_ms());
-  std::vector<device::flow_entry> ipx_copy;
-  auto last_line = t0;
-  bool stopped_early = false, timed_out = false;
-  error run_err;
-  const auto wait_slice = std::chrono::milliseconds(num_ctx > 1 ? 10 : 50);
-  for (;;) {
-    uint32_t done = 0;
-    for (uint32_t k = 0; k < num_ctx; ++k) {
-      gpu_ctx* c = ctxs[k].get();
-      if (!c->returned) {
-        const error w = s.runner(k).wait(wait_slice);
-        if (!w) c->returned = true;  // returned by itself: its queues ended
-        else if (w.code() != status::time_out) {
-          run_err = w;
-          break;
-        }
-      }
-      done += c->returned ? 1 : 0;
-    }
-    drain_sem();
-    if (run_err || done == num_ctx) break;
-    if (const uint64_t ms = ipfix::now_ms(); ipx.due(ms)) {
-      ipx_copy.resize(k_conv_capacity);
-      for (uint32_t i = 0; i < num_ctx && !run_err; ++i) {
-        if (auto e = s.gpu_at(i).copy_to_host(ipx_copy.data(), ctxs[i]->conv_mem, 0, ctxs[i]->conv_mem.bytes); e) run_err = e;
-        else ipx.scan(i, ipx_copy.data(), k_conv_capacity, ms, false);
-      }
-      ipx.scanned(ms);
-    }
-    const auto now = clock_type::now();
-    const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (opt.stats_interval > 0 && std::chrono::duration<double>(now - last_line).count() >= opt.stats_interval) {
-      counters cls[4];
-      class_totals(cls);
-      con.out("{}", stats_line(elapsed, std::chrono::duration<double>(now - last_line).count(), cls, prev_cls));
-      std::copy(cls, cls + 4, prev_cls);
-      last_line = now;
-    }
-    if (mx && mx->due()) publish_live();
-    if ((stop && stop->load()) || (opt.duration > 0 && elapsed >= opt.duration)) {
-      stopped_early = true;
-      ipx.stopping();
-      stop_kernels(&run_err);
-      timed_out = run_err && run_err.code() == status::time_out;
-      break;
-    }
-  }
-  if (run_err && !timed_out) {
-    // One kernel failed: the others are stopped too (their queues stay fed
-    // otherwise), and everything is kept, below.
-    error ignored;
-    stop_kernels(&ignored);
-  }
-  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  stop_ctrl();
-  drain_sem();
-
-  if (run_err) {
-    // Fail closed: a kernel may still run, so nothing it can touch is freed
-    // or stopped. The last reports are all there is.
-    counters cls[4];
-    class_totals(cls);
-    if (result) {
-      json& j = *result;
-      j["time_out"] = timed_out;
-      j["stopped_early"] = stopped_early;
-      j["seconds"] = seconds;
-      j["executor"] = std::string(to_string(info.executor));
-      j["device"] = info.name;
-      counters sum{};
-      for (auto& c : cls) add_into(sum, c);
-      json partial;
-      for (uint32_t i = 0; i < num_counters; ++i) partial[k_counter_names[i]] = at(sum, i);
-      j["last_reports"] = partial;
-    }
-    const int rc = report_error(run_err, timed_out ? "stop (kernel still running; its memory is kept)" : "kernel", result);
-    // A kernel still running keeps the whole session (semaphores, memory,
-    // runners, port) until the process exits; the session sees to it.
-    return rc;
-  }
-
-  // A port that fails to stop (a TX capture that could not be written) has
-  // still counted everything: the error is reported, the results are kept.
-  json failure = json::object();  // the first failure from here on, for the JSON
-  int rc = 0;
-  if (auto e = s.stop_port(); e) rc = report_error(e, "port stop", &failure);
-  const port_stats st = s.stats();
-  const error engine_err = s.get_port().engine_error();
-
-  // --- the authoritative totals ----------------------------------------------
-  std::vector<counters> per_block(num_blocks);
-  std::vector<std::vector<device::flow_entry>> conv_tables;
-  std::vector<std::vector<dns_entry>> dns_tables;
-  for (uint32_t k = 0; k < num_ctx; ++k) {
-    gpu_ctx* c = ctxs[k].get();
-    gpu& g = s.gpu_at(k);
-    std::vector<counters> local(c->b.num_blocks);
-    if (auto e = g.copy_to_host(local.data(), c->ctr_mem, 0, c->ctr_mem.bytes); e)
-      return report_error(e, "read counters", result);
-    for (uint32_t b = 0; b < c->b.num_blocks; ++b) per_block[c->global[b]] = local[b];
-    conv_tables.emplace_back(k_conv_capacity);
-    dns_tables.emplace_back(k_dns_capacity);
-    if (auto e = g.copy_to_host(conv_tables.back().data(), c->conv_mem, 0, c->conv_mem.bytes); e)
-      return report_error(e, "read conversations", result);
-    if (auto e = g.copy_to_host(dns_tables.back().data(), c->dns_mem, 0, c->dns_mem.bytes); e)
-      return report_error(e, "read DNS names", result);
-  }
-  conv_tables.push_back(ctrl->conv);
-  for (uint32_t i = 0; i < conv_tables.size(); ++i)
-    if (i < num_ctx || ctrl_rxq >= 0) ipx.scan(i, conv_tables[i].data(), conv_tables[i].size(), ipfix::now_ms(), true);
-  dns_tables.push_back(ctrl->dns);
-
-  counters total{};
-  counters cls[4]{};
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) {
-    add_into(total, per_block[blk]);
-    add_into(cls[static_cast<uint32_t>(role_of(blk))], per_block[blk]);
-  }
-  add_into(total, ctrl->c);
-  counters tcp_with_ctrl = cls[1];
-  add_into(tcp_with_ctrl, ctrl->c);
-
-  // Conversations: a set of canonical keys, so one seen by several kernels
-  // (or by a kernel and the CPU thread) counts once.
-  std::set<std::string> tcp_conv, udp_conv, in_tunnel;
-  for (const auto& table : conv_tables)
-    for (const auto& e : table) {
-      if (e.state != device::flow_slot_used) continue;
-      if (e.key.tunnel != device::encap_kind::none) in_tunnel.insert(conv_key(e.key));
-      if (e.key.proto == device::ipproto_tcp) tcp_conv.insert(conv_key(e.key));
-      else if (e.key.proto == device::ipproto_udp) udp_conv.insert(conv_key(e.key));
-    }
-
-  struct dns_row {
-    std::string name;
-    uint64_t count;
-  };
-  std::vector<dns_row> names;
-  {
-    std::map<std::string, uint64_t> by_name;
-    for (const auto& table : dns_tables)
-      for (const auto& d : table)
-        if (d.state == device::flow_slot_used)
-          by_name[dns_name_text(std::string_view(d.name, std::min<uint32_t>(d.len, dns_name_bytes)))] += d.count;
-    for (auto& [name, count] : by_name) names.push_back({name, count});
-  }
-  std::stable_sort(names.begin(), names.end(), [](const dns_row& a, const dns_row& c) { return a.count > c.count; });
-
-  // Accounting per queue: pending = delivered - processed.
-  std::vector<uint64_t> processed_q(st.rxq.size(), 0);
-  for (size_t q = 0; q < rxqs.size() && q < st.rxq.size(); ++q)
-    processed_q[q] = rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(rxqs[q].block)].packets : ctrl->c.packets;
-  uint64_t processed = 0, pending = 0;
-  for (size_t q = 0; q < st.rxq.size(); ++q) {
-    processed += processed_q[q];
-    if (st.rxq[q].delivered > processed_q[q]) pending += st.rxq[q].delivered - processed_q[q];
-  }
-  const size_t tunnel_flows = in_tunnel.size();
-  const int64_t unaccounted = static_cast<int64_t>(st.rx_frames) -
-                              static_cast<int64_t>(processed + st.rx_missed + st.rx_unsteered + pending);
-  uint64_t tx_bad_addr = 0;
-  for (const auto& t : st.txq) tx_bad_addr += t.bad_addr;
-
-  // --- console summary ---------------------------------------------------------
-  if (opt.stats_interval > 0) {
-    counters show[4] = {cls[0], tcp_with_ctrl, cls[2], cls[3]};
-    con.out("{}", stats_line(seconds, std::chrono::duration<double>(clock_type::now() - last_line).count(), show, prev_cls));
-  }
-  con.out("pp: {} packets, {} bytes in {:.3f} s: ipv4 {} ipv6 {} tcp {} udp {} icmp {} icmpv6 {} arp {} vlan {} "
-          "malformed {}\n",
-          total.packets, total.bytes, seconds, total.ipv4, total.ipv6, total.tcp, total.udp, total.icmp, total.icmpv6,
-          total.arp, total.vlan, total.malformed);
-  con.out("pp: dns queries/responses {}/{}, http requests/responses {}/{}, icmp echo req/reply/sent {}/{}/{}, "
-          "tcp/udp flows {}/{}\n",
-          total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
-          total.icmp_echo_reply, total.icmp_echo_reply_sent, tcp_conv.size(), udp_conv.size());
-  if (total.gre || total.vxlan || total.geneve || total.gtpu || total.ipip || total.mpls || total.pppoe || total.l2tp)
-    con.out("pp: tunnels: gre {} (erspan {}) vxlan {} geneve {} gtpu {} ipip {} mpls {} pppoe {} l2tp {}, flows in "
-            "tunnels {}{}\n",
-            total.gre, total.erspan, total.vxlan, total.geneve, total.gtpu, total.ipip, total.mpls, total.pppoe,
-            total.l2tp, tunnel_flows,
-            total.encap_limit ? fmt::format(", {} frame(s) nested deeper than {} left undecoded", total.encap_limit,
-                                            device::max_encap)
-                              : std::string());
-  if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || ctrl->synack_sent || ctrl->finack_sent)
-    con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
-            total.http_pages_sent, total.http_404_sent, ctrl->synack_sent, ctrl->finack_sent);
-  con.out("pp: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, processed,
-          st.rx_missed, st.rx_unsteered, pending,
-          unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", unaccounted));
-  con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
-  if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
-  if (st.rx_dropped)
-    con.out("pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
-            "received)\n", st.rx_dropped);
-  // Replies lost on the way out fail the run.
-  if (st.tx_errors || total.tx_failed) {
-    const std::string msg = fmt::format(
-        "{} replies lost on TX: {} the port could not send (tx_errors; see the warnings above), {} could not be "
-        "queued (tx_failed: TX ring full or frame too big)",
-        st.tx_errors + total.tx_failed, st.tx_errors, total.tx_failed);
-    warn("pp: {}\n", msg);
-    set_error(&failure, msg, "io_failed", "transmit");
-    rc = 1;
-  }
-  uint64_t truncated = 0;
-  for (const auto& q : st.rxq) truncated += q.truncated;
-  if (const std::string w = gnio::cli::truncation_warning("pp", truncated, opt.rx_slot); !w.empty()) warn("{}", w);
-  if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
-  if (ipx.enabled()) con.out("pp: {}\n", ipx.summary());
-  if (const std::string w = ipx.loss_warning(); !w.empty()) warn("pp: {}\n", w);
-  if (total.packets == 0 && !stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");
-  for (uint32_t i = 0; i < std::min<size_t>(5, names.size()); ++i)
-    con.out("pp: dns #{} {} ({})\n", i + 1, names[i].name, names[i].count);
-  // Per context: what its kernel processed.
-  std::vector<counters> per_ctx(num_ctx);
-  for (uint32_t blk = 0; blk < num_blocks; ++blk) add_into(per_ctx[block_ctx[blk]], per_block[blk]);
-  if (num_ctx > 1)
-    for (uint32_t k = 0; k < num_ctx; ++k)
-      con.out("pp: gpu {} {}{}: {} blocks, {} packets ({:.3f} Mpps)\n", k, ctxs[k]->info.name,
-              ctxs[k]->info.bus_id.empty() ? "" : " (" + ctxs[k]->info.bus_id + ")", ctxs[k]->b.num_blocks,
-              per_ctx[k].packets, seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0);
-
-  // --- JSON --------------------------------------------------------------------
-  json j = json::object();
-  j["command"] = opt.command;
-  j["port"] = opt.port;
-  j["poll"] = opt.poll;
-  j["port_device"] = used_dev;
-  j["executor"] = std::string(to_string(info.executor));
-  j["device"] = info.name;
-  j["gpu_bus_id"] = info.bus_id;
-  j["queues"] = n;
-  j["blocks"] = num_blocks;
-  j["gpus"] = num_ctx;
-  j["http_server"] = opt.http_server;
-  j["reply_all"] = opt.reply_all;
-  j["ip"] = cfg.ip ? ip_text(cfg.ip) : "";
-  j["mac"] = mac_text(cfg.mac);
-  j["seconds"] = seconds;
-  j["stopped_early"] = stopped_early;
-  j["time_out"] = false;
-  for (uint32_t i = 0; i < num_counters; ++i) j[k_counter_names[i]] = at(total, i);
-  j["tcp_flows"] = tcp_conv.size();
-  j["udp_flows"] = udp_conv.size();
-  j["tunnel_flows"] = tunnel_flows;
-  ipx.add_json(j);
-  j["tcp_synack_sent"] = ctrl->synack_sent;
-  j["tcp_finack_sent"] = ctrl->finack_sent;
-  j["received"] = st.rx_frames;
-  j["processed"] = processed;
-  j["missed"] = st.rx_missed;
-  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-  j["unsteered"] = st.rx_unsteered;
-  j["pending"] = pending;
-  j["unaccounted"] = unaccounted;
-  j["source_errors"] = st.rx_errors;
-  j["source_dropped"] = st.rx_dropped;
-  j["engine_error"] = engine_err ? engine_err.what() : "";
-  j["tx_frames"] = st.tx_frames;
-  j["tx_errors"] = st.tx_errors;
-  j["tx_bad_addr"] = tx_bad_addr;
-  j["reports"] = reports;
-  j["truncated"] = truncated;
-  j["rx_slot"] = opt.rx_slot;
-  j["tcp_streams"] = opt.tcp_streams;
-  j["frag_table"] = opt.frag_table;
-  j["final_reports"] = std::count(got_final.begin(), got_final.end(), true);
-  j["mpps"] = seconds > 0 ? total.packets / seconds / 1e6 : 0.0;
-
-  json qs = json::array();
-  json per_class = json::object();
-  for (size_t q = 0; q < st.rxq.size() && q < rxqs.size(); ++q) {
-    const auto& s = st.rxq[q];
-    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].class_queue}, {"offered", s.offered},
-                  {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
-                  {"processed", processed_q[q]}});
-    json& c = per_class[rxqs[q].cls];
-    for (const char* k : {"offered", "delivered", "missed", "truncated", "processed"})
-      if (!c.contains(k)) c[k] = 0;
-    c["queues"] = c.value("queues", 0) + 1;
-    c["offered"] = c["offered"].get<uint64_t>() + s.offered;
-    c["delivered"] = c["delivered"].get<uint64_t>() + s.delivered;
-    c["missed"] = c["missed"].get<uint64_t>() + s.missed;
-    c["truncated"] = c["truncated"].get<uint64_t>() + s.truncated;
-    c["processed"] = c["processed"].get<uint64_t>() + processed_q[q];
-  }
-  // The counters each class's kernels (or the CPU thread) kept.
-  auto counters_json = [](const counters& c) {
-    json o;
-    for (uint32_t i = 0; i < num_counters; ++i) o[k_counter_names[i]] = at(c, i);
-    return o;
-  };
-  for (int r = 0; r < 4; ++r) per_class[role_name(static_cast<role>(r))]["counters"] = counters_json(cls[r]);
-  if (ctrl_rxq >= 0) per_class["tcp_ctrl"]["counters"] = counters_json(ctrl->c);
-  j["per_queue"] = qs;
-  j["per_class"] = per_class;
-  json top = json::array();
-  for (uint32_t i = 0; i < std::min<size_t>(k_top_dns, names.size()); ++i)
-    top.push_back({{"name", names[i].name}, {"count", names[i].count}});
-  j["top_dns"] = top;
-  j["dns_names"] = names.size();
-  json per_gpu = json::array();
-  for (uint32_t k = 0; k < num_ctx; ++k) {
-    const auto& c = *ctxs[k];
-    per_gpu.push_back({{"executor", std::string(to_string(c.info.executor))}, {"device", c.info.name},
-                       {"bus_id", c.info.bus_id}, {"blocks", c.global}, {"queues", c.rx_ids},
-                       {"packets", per_ctx[k].packets}, {"mpps", seconds > 0 ? per_ctx[k].packets / seconds / 1e6 : 0.0},
-                       {"counters", counters_json(per_ctx[k])}});
-  }
-  j["per_gpu"] = per_gpu;
-  j["left_out"] = left_out;
-
-  if (unaccounted != 0) {
-    set_error(&failure,
-              fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", unaccounted),
-              "unexpected", "accounting");
-    rc = 1;
-  }
-  if (engine_err) {
-    set_error(&failure, engine_err.what(), to_string(engine_err.code()), "engine");
-    rc = 1;
-  }
-  j.update(failure);
-  *result = std::move(j);
-  if (mx) publish_metrics(per_block, ctrl_rxq >= 0 ? &ctrl->c : nullptr, st, processed_q, static_cast<bool>(engine_err), true);
-
-  // The session tears down the lifecycle in reverse when it goes.
-  if (engine_err) warn("pp: the port's engine failed: {}\n", engine_err.what());
-  return rc;
+  run_state r(opt, stop, result, mx);
+  if (const int rc = check_options(opt, &r.cfg, result); rc != 0) return rc;
+  if (const int rc = prepare_outputs(r, json_out); rc != 0) return rc;
+  for (auto step : {open_gpus_and_port, plan_run, create_queues, make_session, alloc_memory, setup_ctrl, start_run})
+    if (const int rc = step(r); rc != 0) return rc;
+  run_loop(r);
+  if (r.run_err) return report_failed_run(r);
+  return finish_run(r);
 }
-
-}  // namespace
-
-namespace {
 
 // run() without the --metrics server: the run and its JSON file.
 int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* result, metrics::server* mx) {

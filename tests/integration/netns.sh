@@ -224,7 +224,7 @@ check() {  # check DESCRIPTION COMMAND...: runs COMMAND, records pass/fail
 # The index page gnio pp serves, from its source: the C string literals of
 # index_page()'s body argument, joined and unescaped.
 expected_index_body() {
-  python3 - "$NETNS_REPO/apps/pp/pp_app.cpp" <<'EOF'
+  python3 - "$NETNS_REPO/apps/pp/pp_ctrl.cpp" <<'EOF'
 import re, sys
 src = open(sys.argv[1]).read()
 m = re.search(r'index_page\(\)\s*\{.*?response\(\s*"200 OK",(.*?)\);', src, re.S)
