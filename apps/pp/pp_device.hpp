@@ -180,18 +180,17 @@ GNIO_HOST_DEVICE inline int dns_table_add(dns_entry* table, uint32_t capacity, c
   return fresh ? 1 : 0;
 }
 
-// Reads the first question's name of a DNS query message into the table, as
-// wire labels (dns_read_name_labels: any byte may be in a label; the host
-// prints it escaped with dns_name_text). Names longer than dns_name_bytes - 1
-// are cut at a label boundary; names that cannot be read (truncated, pointer
+// Reads the first question's name of the DNS query message `msg`, whose
+// header `h` the caller parsed (dns_parse_header), into the table, as wire
+// labels (dns_read_name_labels: any byte may be in a label; the host prints
+// it escaped with dns_name_text). Names longer than dns_name_bytes - 1 are
+// cut at a label boundary; names that cannot be read (truncated, pointer
 // loops, bad labels) are skipped. The root name is kept as one 0 byte.
 template <class C>
-GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len, dns_entry* table, uint32_t capacity,
-                                            C& c) {
-  if (table == nullptr || capacity == 0) return;
+GNIO_HOST_DEVICE inline void dns_count_name(const device::dns_header& h, const uint8_t* msg, uint32_t msg_len,
+                                            dns_entry* table, uint32_t capacity, C& c) {
+  if (table == nullptr || capacity == 0 || h.qdcount == 0) return;
   char name[dns_name_bytes];
-  device::dns_header h;
-  if (!device::dns_parse_header(msg, msg_len, h) || h.qdcount == 0) return;
   uint32_t n = 0;
   // out_too_small leaves the complete labels that fit: the name cut there.
   const device::dns_error e =
@@ -260,7 +259,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
     c.dns_responses += 1;
   } else {
     c.dns_queries += 1;
-    dns_count_name(msg, cap_len, table, capacity, c);
+    dns_count_name(h, msg, cap_len, table, capacity, c);
   }
   return true;
 }
@@ -452,7 +451,12 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
   if (ev.dns_responses != 0) c.dns_responses += 1;
   for (uint32_t i = 0; i < ev.num_dns_query_starts && i < stream_max_events; ++i) {
     if (!detail::fits(len, ev.dns_query_off[i], ev.dns_query_len[i])) continue;
-    dns_count_name(frame + ev.dns_query_off[i], ev.dns_query_len[i], dns, dns_capacity, c);
+    // The framing reported the query on its QR bit alone (and parses its own
+    // copy of the header when the message ends): qdcount is read here.
+    const uint8_t* msg = frame + ev.dns_query_off[i];
+    dns_header h;
+    if (!dns_parse_header(msg, ev.dns_query_len[i], h)) continue;
+    dns_count_name(h, msg, ev.dns_query_len[i], dns, dns_capacity, c);
   }
   if (ev.retransmitted) c.tcp_retransmitted += 1;
   if (ev.gap) c.tcp_gaps += 1;
