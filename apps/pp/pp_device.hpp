@@ -153,68 +153,44 @@ GNIO_HOST_DEVICE inline void count_common(const uint8_t* frame, uint32_t len, ui
   if (p.encap_limit) c.encap_limit += 1;
 }
 
-// Adds one occurrence of a DNS name to the table (open addressing on the
-// name's FNV-1a hash, the flow_table.hpp slot protocol, at most
-// k_table_max_probe slots from the hash). Returns 1 when the name was new, 0
-// when it existed, -1 when the table is full (for this name).
+// Adds one occurrence of a DNS name to the table (device::slot_find_or_claim
+// on the name's FNV-1a hash, at most k_table_max_probe slots from the hash).
+// Returns 1 when the name was new, 0 when it existed, -1 when the table is
+// full (for this name).
 GNIO_HOST_DEVICE inline int dns_table_add(dns_entry* table, uint32_t capacity, const char* name, uint32_t n) {
-  if (table == nullptr || capacity == 0 || n >= dns_name_bytes) return -1;
+  if (n >= dns_name_bytes) return -1;
   const uint64_t h = detail::fnv1a64(name, n);
-  const uint32_t mask = capacity - 1;
-  uint32_t idx = static_cast<uint32_t>(h) & mask;
-  const uint32_t probes = capacity < k_table_max_probe ? capacity : k_table_max_probe;
-  for (uint32_t probe = 0; probe < probes; ++probe, idx = (idx + 1) & mask) {
-    dns_entry& e = table[idx];
-    device::dev_atomic_ref<uint32_t> st(e.state);
-    // Pairs with the release store of flow_slot_used below (by whichever
-    // thread claimed the slot): its hash, len and name are complete.
-    uint32_t s = st.load(cuda::std::memory_order_acquire);
-    int fresh = 0;
-    if (s == device::flow_slot_empty) {
-      uint32_t expected = device::flow_slot_empty;
-      // acq_rel: the claim orders our key writes after it; a failed claim
-      // acquires the winner's state like the load above.
-      if (st.compare_exchange_strong(expected, device::flow_slot_busy, cuda::std::memory_order_acq_rel)) {
-        e.hash = h;
-        e.len = n;
-        for (uint32_t i = 0; i < n; ++i) e.name[i] = name[i];
-        e.name[n] = '\0';
-        // Pairs with the acquire loads of state in this function: the key is
-        // complete before another thread compares against it.
-        st.store(device::flow_slot_used, cuda::std::memory_order_release);
-        s = device::flow_slot_used;
-        fresh = 1;
-      } else {
-        s = expected;
-      }
-    }
-    // Pairs with the release store above: wait until the claimer's key is in place.
-    while (s == device::flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);
-    if (e.hash == h && e.len == n) {
-      bool same = true;
-      for (uint32_t i = 0; i < n && same; ++i) same = e.name[i] == name[i];
-      if (same) {
-        // Relaxed: a statistic; the host reads it after the kernel ended.
-        device::dev_atomic_ref<uint64_t>(e.count).fetch_add(1, cuda::std::memory_order_relaxed);
-        return fresh;
-      }
-    }
-  }
-  return -1;
+  auto match = [h, name, n](const dns_entry& e) {
+    if (e.hash != h || e.len != n) return false;
+    for (uint32_t i = 0; i < n; ++i)
+      if (e.name[i] != name[i]) return false;
+    return true;
+  };
+  auto claim = [h, name, n](dns_entry& e) {
+    e.hash = h;
+    e.len = n;
+    for (uint32_t i = 0; i < n; ++i) e.name[i] = name[i];
+    e.name[n] = '\0';
+  };
+  bool fresh = false;
+  dns_entry* e = device::slot_find_or_claim(table, capacity, h, match, claim, &fresh, k_table_max_probe);
+  if (e == nullptr) return -1;
+  // Relaxed: a statistic; the host reads it after the kernel ended.
+  device::dev_atomic_ref<uint64_t>(e->count).fetch_add(1, cuda::std::memory_order_relaxed);
+  return fresh ? 1 : 0;
 }
 
-// Reads the first question's name of a DNS query message into the table, as
-// wire labels (dns_read_name_labels: any byte may be in a label; the host
-// prints it escaped with dns_name_text). Names longer than dns_name_bytes - 1
-// are cut at a label boundary; names that cannot be read (truncated, pointer
+// Reads the first question's name of the DNS query message `msg`, whose
+// header `h` the caller parsed (dns_parse_header), into the table, as wire
+// labels (dns_read_name_labels: any byte may be in a label; the host prints
+// it escaped with dns_name_text). Names longer than dns_name_bytes - 1 are
+// cut at a label boundary; names that cannot be read (truncated, pointer
 // loops, bad labels) are skipped. The root name is kept as one 0 byte.
 template <class C>
-GNIO_HOST_DEVICE inline void dns_count_name(const uint8_t* msg, uint32_t msg_len, dns_entry* table, uint32_t capacity,
-                                            C& c) {
-  if (table == nullptr || capacity == 0) return;
+GNIO_HOST_DEVICE inline void dns_count_name(const device::dns_header& h, const uint8_t* msg, uint32_t msg_len,
+                                            dns_entry* table, uint32_t capacity, C& c) {
+  if (table == nullptr || capacity == 0 || h.qdcount == 0) return;
   char name[dns_name_bytes];
-  device::dns_header h;
-  if (!device::dns_parse_header(msg, msg_len, h) || h.qdcount == 0) return;
   uint32_t n = 0;
   // out_too_small leaves the complete labels that fit: the name cut there.
   const device::dns_error e =
@@ -283,7 +259,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
     c.dns_responses += 1;
   } else {
     c.dns_queries += 1;
-    dns_count_name(msg, cap_len, table, capacity, c);
+    dns_count_name(h, msg, cap_len, table, capacity, c);
   }
   return true;
 }
@@ -475,7 +451,12 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
   if (ev.dns_responses != 0) c.dns_responses += 1;
   for (uint32_t i = 0; i < ev.num_dns_query_starts && i < stream_max_events; ++i) {
     if (!detail::fits(len, ev.dns_query_off[i], ev.dns_query_len[i])) continue;
-    dns_count_name(frame + ev.dns_query_off[i], ev.dns_query_len[i], dns, dns_capacity, c);
+    // The framing reported the query on its QR bit alone (and parses its own
+    // copy of the header when the message ends): qdcount is read here.
+    const uint8_t* msg = frame + ev.dns_query_off[i];
+    dns_header h;
+    if (!dns_parse_header(msg, ev.dns_query_len[i], h)) continue;
+    dns_count_name(h, msg, ev.dns_query_len[i], dns, dns_capacity, c);
   }
   if (ev.retransmitted) c.tcp_retransmitted += 1;
   if (ev.gap) c.tcp_gaps += 1;

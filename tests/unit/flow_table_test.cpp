@@ -2,12 +2,19 @@
 // The flow table's slot protocol (gnio/device/flow_table.hpp) on the host:
 // a bounded find-or-claim gives up after max_probe slots, a full table is
 // reported (not walked), and every key a bounded add placed is found again.
+// slot_find_or_claim (gnio/device/slot_table.hpp) with another key type:
+// threads claiming the same keys at once place each key once.
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <gnio/device/flow_table.hpp>
+#include <gnio/device/slot_table.hpp>
 
 namespace {
 
@@ -113,6 +120,88 @@ TEST(FlowTable, BoundedAddsFindEveryPlacedKeyAndCountTheRestExactly) {
   // Linear probing with a bound of 64 fills most of the table before it
   // turns keys away (a property of the hash and the bound, not of timing).
   EXPECT_GT(placed, capacity * 9 / 10);
+}
+
+// An entry keyed by a short name, as pp's DNS name table is.
+struct name_entry {
+  uint32_t state;
+  uint32_t len;
+  uint64_t hash;
+  char name[16];
+};
+
+struct name_key {
+  char bytes[16];
+  uint32_t len;
+};
+
+name_key name_of(uint32_t i) {
+  name_key k{};
+  k.len = static_cast<uint32_t>(std::snprintf(k.bytes, sizeof k.bytes, "n%u", i));
+  return k;
+}
+
+name_entry* add_name(std::vector<name_entry>& t, uint32_t i, bool* fresh, uint32_t max_probe) {
+  // A weak hash (four names share each home slot) so that threads race for
+  // the same slots and search past each other's keys.
+  const name_key k = name_of(i);
+  const uint64_t h = (i / 4) * 4;
+  return gnio::device::slot_find_or_claim(
+      t.data(), static_cast<uint32_t>(t.size()), h,
+      [&](const name_entry& e) { return e.len == k.len && std::memcmp(e.name, k.bytes, k.len) == 0; },
+      [&](name_entry& e) {
+        e.len = k.len;
+        e.hash = h;
+        std::memcpy(e.name, k.bytes, k.len);
+      },
+      fresh, max_probe);
+}
+
+// Threads add the same names at once, each in its own order, some slots
+// given back beforehand (flow_slot_free, as stream_table_sweep leaves them):
+// every name is claimed by exactly one thread, lands in one slot, and every
+// thread's lookups return that slot; names that found the bound full are
+// full for every thread.
+TEST(SlotTable, ConcurrentClaimsOfOtherKeysPlaceEachKeyOnce) {
+  constexpr uint32_t capacity = 1024, names = 900, threads = 4, max_probe = 64;
+  std::vector<name_entry> t(capacity);
+  for (uint32_t i = 0; i < capacity; i += 7) t[i].state = gnio::device::flow_slot_free;
+  std::vector<std::vector<name_entry*>> got(threads, std::vector<name_entry*>(names));
+  std::vector<std::atomic<uint32_t>> claims(names);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (uint32_t w = 0; w < threads; ++w)
+    pool.emplace_back([&, w] {
+      while (!go.load()) std::this_thread::yield();
+      for (uint32_t round = 0; round < 2; ++round)
+        for (uint32_t j = 0; j < names; ++j) {
+          const uint32_t i = (w % 2 == 0) ? (j * 7 + w) % names : names - 1 - (j * 13 + w) % names;
+          bool fresh = false;
+          name_entry* e = add_name(t, i, &fresh, max_probe);
+          if (fresh) claims[i].fetch_add(1);
+          if (round == 0) got[w][i] = e;
+          else EXPECT_EQ(e, got[w][i]) << "name " << i << ": the second lookup found another slot";
+        }
+    });
+  go.store(true);
+  for (auto& th : pool) th.join();
+
+  uint32_t placed = 0;
+  for (uint32_t i = 0; i < names; ++i) {
+    for (uint32_t w = 1; w < threads; ++w) EXPECT_EQ(got[w][i], got[0][i]) << "name " << i;
+    EXPECT_EQ(claims[i].load(), got[0][i] != nullptr ? 1u : 0u) << "name " << i;
+    placed += got[0][i] != nullptr;
+  }
+  uint32_t used = 0;
+  for (const auto& e : t) used += e.state == gnio::device::flow_slot_used;
+  EXPECT_EQ(used, placed);  // no name took two slots
+  EXPECT_GT(placed, names / 2);
+  for (uint32_t i = 0; i < names; ++i) {
+    if (got[0][i] == nullptr) continue;
+    const name_key k = name_of(i);
+    ASSERT_EQ(got[0][i]->len, k.len);
+    EXPECT_EQ(std::memcmp(got[0][i]->name, k.bytes, k.len), 0);
+  }
 }
 
 }  // namespace

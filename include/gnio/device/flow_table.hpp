@@ -6,11 +6,10 @@
 #include <cuda/atomic>
 
 #include "gnio/device/pkt.hpp"
-#include "gnio/device/ring.hpp"  // dev_atomic_ref
+#include "gnio/device/ring.hpp"        // dev_atomic_ref
+#include "gnio/device/slot_table.hpp"  // flow_slot_*, slot_find_or_claim
 
 namespace gnio::device {
-
-enum : uint32_t { flow_slot_empty = 0, flow_slot_busy = 1, flow_slot_used = 2 };
 
 // The search bound for tables a run may fill (flow_count's flow table, pp's
 // conversation table): a key whose first flow_table_max_probe slots from its
@@ -58,51 +57,22 @@ GNIO_HOST_DEVICE inline flow_key canonical_flow_key(const flow_key& k) {
   return r;
 }
 
-// The slot protocol every table keyed by flow_key in executor memory uses:
-// open addressing with linear probing over `capacity` (a power of two)
-// entries of a type with `uint32_t state` (flow_slot_*) and `flow_key key`
-// members, zeroed by the caller before first use. A thread claims an empty
-// slot (empty -> busy), writes the key, publishes it (busy -> used, release);
-// a slot is never given back. Returns the entry holding `k` (found or claimed;
-// *fresh says which) or nullptr when the first `max_probe` slots from k's
-// hash (every slot, by default) hold other keys. A table that a run may fill
-// should bound the search, or every new key then walks the whole table; a
-// bounded add stays within the bound, so a lookup with the same bound finds
-// every key added. Threads may look up and claim concurrently; what an entry
-// holds besides its key is the caller's to synchronise.
+// slot_find_or_claim for a table keyed by flow_key: `capacity` (a power of
+// two) entries of a type with `uint32_t state` (flow_slot_*) and `flow_key
+// key` members, zeroed by the caller before first use; a slot is never given
+// back. Returns the entry holding `k` (found or claimed; *fresh says which)
+// or nullptr when the first `max_probe` slots from k's hash (every slot, by
+// default) hold other keys. A table that a run may fill should bound the
+// search, or every new key then walks the whole table; a bounded add stays
+// within the bound, so a lookup with the same bound finds every key added.
+// Threads may look up and claim concurrently; what an entry holds besides its
+// key is the caller's to synchronise.
 template <class Entry>
 GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t capacity, const flow_key& k,
                                                        bool* fresh, uint32_t max_probe = ~0u) {
-  if (fresh != nullptr) *fresh = false;
-  if (table == nullptr || capacity == 0) return nullptr;
-  const uint32_t mask = capacity - 1;
-  const uint32_t probes = max_probe < capacity ? max_probe : capacity;
-  uint32_t idx = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
-  for (uint32_t probe = 0; probe < probes; ++probe, idx = (idx + 1) & mask) {
-    Entry& e = table[idx];
-    dev_atomic_ref<uint32_t> st(e.state);
-    uint32_t s = st.load(cuda::std::memory_order_acquire);
-    bool claimed = false;
-    if (s == flow_slot_empty) {
-      uint32_t expected = flow_slot_empty;
-      if (st.compare_exchange_strong(expected, flow_slot_busy, cuda::std::memory_order_acq_rel)) {
-        e.key = k;
-        // Pairs with the acquire loads of state in this function: the key is
-        // complete before another thread compares against it.
-        st.store(flow_slot_used, cuda::std::memory_order_release);
-        s = flow_slot_used;
-        claimed = true;
-      } else {
-        s = expected;
-      }
-    }
-    while (s == flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);  // the key is being written
-    if (e.key == k) {
-      if (fresh != nullptr) *fresh = claimed;
-      return &e;
-    }
-  }
-  return nullptr;
+  return slot_find_or_claim(
+      table, capacity, flow_key_hash64(k), [&k](const Entry& e) { return e.key == k; },
+      [&k](Entry& e) { e.key = k; }, fresh, max_probe);
 }
 
 // Adds one packet of `bytes` to the key's counters. Returns 1 when the key was

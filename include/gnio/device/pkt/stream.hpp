@@ -130,7 +130,7 @@ struct tcp_dir_state {
 // Both directions of a connection plus what responses need from requests.
 // dir[0] is the endpoint that is `src` of the canonical key (see stream_dir).
 struct tcp_conn {
-  uint32_t state;  // flow_slot_* (flow_table.hpp)
+  uint32_t state;  // flow_slot_* (slot_table.hpp)
   uint32_t pad;
   flow_key key;    // canonical_flow_key of the connection
   tcp_dir_state dir[2];
@@ -177,8 +177,8 @@ static_assert(cuda::std::is_trivially_copyable<stream_events>::value, "stream_ev
 // for it (an add stays within them, so a lookup finds every entry there).
 inline constexpr uint32_t stream_max_probe = 32;
 // A slot stream_table_sweep gave back: lookups search past it, an add may
-// take it (flow_slot_empty, _busy and _used are flow_table.hpp's).
-inline constexpr uint32_t stream_slot_free = 3;
+// take it (slot_find_or_claim, slot_table.hpp).
+inline constexpr uint32_t stream_slot_free = flow_slot_free;
 // stream_table_sweep's defaults: an entry is given back once it has been
 // quiet this long after a FIN or RST in either direction, or this long at all.
 inline constexpr uint64_t stream_closed_ns = 5'000'000'000ull;
@@ -198,51 +198,15 @@ struct stream_table {
 // it, with *fresh (if given) true when it was added now, or nullptr when the
 // stream_max_probe slots from k's hash all hold other connections (the caller
 // then classifies the segment on its own, per segment as before, and counts
-// it as stream_table_full). Many threads may call it at once for different
-// connections; a connection is looked up by one thread at a time (the
-// framing's own rule), which lets an add take a given-back slot before the
-// end of the search.
+// it as stream_table_full). Many threads may call it at once
+// (slot_find_or_claim's protocol); an add takes the first empty or
+// given-back slot of the search. Segments of one connection still go to
+// tcp_stream_feed from one thread at a time (the framing's own rule).
 GNIO_HOST_DEVICE inline tcp_conn* stream_table_find_or_add(stream_table& t, const flow_key& k, bool* fresh) {
-  if (fresh != nullptr) *fresh = false;
-  if (t.slots == nullptr || t.capacity == 0) return nullptr;
-  const uint32_t mask = t.capacity - 1;
-  const uint32_t probes = t.capacity < stream_max_probe ? t.capacity : stream_max_probe;
-  const uint32_t home = static_cast<uint32_t>(flow_key_hash64(k)) & mask;
-  for (uint32_t attempt = 0; attempt < probes; ++attempt) {
-    uint32_t take = ~0u, take_state = flow_slot_empty;
-    for (uint32_t i = 0; i < probes; ++i) {
-      tcp_conn& e = t.slots[(home + i) & mask];
-      dev_atomic_ref<uint32_t> st(e.state);
-      // Acquire pairs with the release store of used below: the key is
-      // complete before it is compared.
-      uint32_t s = st.load(cuda::std::memory_order_acquire);
-      while (s == flow_slot_busy) s = st.load(cuda::std::memory_order_acquire);  // the key is being written
-      if (s == flow_slot_used) {
-        if (e.key == k) return &e;
-        continue;
-      }
-      if (take == ~0u) {
-        take = (home + i) & mask;
-        take_state = s;
-      }
-      if (s == flow_slot_empty) break;  // an add never went past an empty slot: k is not further on
-    }
-    if (take == ~0u) return nullptr;
-    tcp_conn& e = t.slots[take];
-    dev_atomic_ref<uint32_t> st(e.state);
-    uint32_t expected = take_state;
-    if (st.compare_exchange_strong(expected, flow_slot_busy, cuda::std::memory_order_acq_rel)) {
-      // The rest of the entry is zero: from the allocation, or from the sweep.
-      e.key = k;
-      // Pairs with the acquire loads above: the key is complete before
-      // another thread compares against it.
-      st.store(flow_slot_used, cuda::std::memory_order_release);
-      if (fresh != nullptr) *fresh = true;
-      return &e;
-    }
-    // Another thread took that slot for another connection: search again.
-  }
-  return nullptr;
+  // The rest of a claimed entry is zero: from the allocation, or from the sweep.
+  return slot_find_or_claim(
+      t.slots, t.capacity, flow_key_hash64(k), [&k](const tcp_conn& e) { return e.key == k; },
+      [&k](tcp_conn& e) { e.key = k; }, fresh, stream_max_probe);
 }
 
 // Gives back up to `n` entries, looking at the table's slots in turn from
