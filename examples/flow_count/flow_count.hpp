@@ -29,7 +29,7 @@ using dev_atomic = gnio::device::dev_atomic_ref<T>;
 template <class T>
 using sys_atomic = gnio::device::sys_atomic_ref<T>;
 
-// The table flip (flow expiry, docs in main.cpp's flipper): the host and the
+// The table flip (flow expiry, docs in run.hpp's flipper): the host and the
 // blocks share this in memory both reach (mem_type::cpu_gpu). The host
 // writes epoch; new packets go to table[epoch & 1]. Each block publishes in
 // ack[block] the epoch it writes from then on, after every batch and after
@@ -49,7 +49,7 @@ struct flip_ctl {
 // Thread 0's side of the flip: acks the epoch it read and reads it again, so
 // that a flip it did not see is acked at once, never missed. seq_cst on both
 // sides (the store to ack, then the load of epoch; the host's store to epoch,
-// then its loads of ack, flipper::poll in main.cpp): either this block sees
+// then its loads of ack, flipper::poll in run.hpp): either this block sees
 // the new epoch, or the host sees this ack of the old one and waits. The
 // store also releases this block's writes to the old table, which the
 // barrier before it ordered (enter_epoch).

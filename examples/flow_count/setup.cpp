@@ -168,7 +168,7 @@ int alloc_memory(run_state& st) {
       c->b.table[t] = static_cast<flow_count::flow_entry*>(c->table[t].exec_ptr);
     }
     // On the host executor the totals are memory the host maps, so that the
-    // live reads below are atomic loads rather than a copy racing the
+    // live reads (read_totals) are atomic loads rather than a copy racing the
     // kernels' adds; a GPU's stay in GPU memory, next to the kernel.
     const gnio::mem_type tot_mem =
         c->dev->info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
