@@ -41,6 +41,8 @@ packages=(build-essential ccache cmake ninja-build pkg-config libpcap-dev libcli
           libxdp-dev libbpf-dev libdpdk-dev)
 # IPFIX: nfcapd/nfdump collect in tests; softflowd is the reference exporter in bench/ipfix_vs_softflowd.py.
 packages+=(nfdump softflowd)
+# meson: tests/integration/doca_sample_test.sh builds the DOCA samples with their own meson.build.
+packages+=(meson)
 # libcu++ (cuda/atomic) comes with the CUDA toolkit; without it, Debian's copy.
 if [[ ! -e /usr/local/cuda/include/cccl/cuda/atomic ]]; then
   packages+=(libcu++-dev)

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#if __cplusplus >= 202002L
 #include <span>
+#endif
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,7 +37,11 @@ struct status_info {
 };
 
 // Every status with its name, meaning, layer and remedy hint.
+// C++20 only: the device headers include this one and must also compile as
+// C++17 (nvcc's default), as DOCA-compatible programs are built (docs/doca-compat.md).
+#if __cplusplus >= 202002L
 [[nodiscard]] std::span<const status_info> all_statuses() noexcept;
+#endif
 [[nodiscard]] const status_info& describe(status s) noexcept;
 [[nodiscard]] std::string_view to_string(status s) noexcept;
 [[nodiscard]] std::string_view to_string(layer l) noexcept;

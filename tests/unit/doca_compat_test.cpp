@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: Apache-2.0
+// gnio's DOCA-compatible API (include/gnio/compat/doca, docs/doca-compat.md)
+// on the host executor: error codes, PCIe addresses, device discovery,
+// queue types, calls out of order, capability answers, argp, and the
+// receive path of the simple_receive sample on a capture.
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <doca_argp.h>
+#include <doca_ctx.h>
+#include <doca_dev.h>
+#include <doca_error.h>
+#include <doca_eth_rxq.h>
+#include <doca_eth_rxq_gpu_data_path.h>
+#include <doca_flow.h>
+#include <doca_gpunetio.h>
+#include <doca_gpunetio_dev_eth_rxq.cuh>
+#include <doca_mmap.h>
+
+#include <gnio/gpu.hpp>
+#include <gnio/status.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets an environment variable for one test and restores it after.
+class scoped_env {
+public:
+  scoped_env(const char *name, const std::string &value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~scoped_env() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
+std::string data_dir() {
+  const char *d = std::getenv("GNIO_TEST_DATA_DIR");
+  return d ? d : "tests/data";
+}
+
+doca_dev *open_dev(const char *pci) {
+  doca_devinfo **list = nullptr;
+  uint32_t n = 0;
+  if (doca_devinfo_create_list(&list, &n) != DOCA_SUCCESS)
+    return nullptr;
+  doca_dev *dev = nullptr;
+  for (uint32_t i = 0; i < n && !dev; ++i) {
+    uint8_t eq = 0;
+    if (doca_devinfo_is_equal_pci_addr(list[i], pci, &eq) == DOCA_SUCCESS && eq)
+      EXPECT_EQ(doca_dev_open(list[i], &dev), DOCA_SUCCESS);
+  }
+  doca_devinfo_destroy_list(list);
+  return dev;
+}
+
+TEST(DocaCompat, ErrorCodesAreGnioStatuses) {
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_NOT_SUPPORTED),
+            static_cast<int>(gnio::status::not_supported));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_INVALID_VALUE),
+            static_cast<int>(gnio::status::invalid_value));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_BAD_STATE),
+            static_cast<int>(gnio::status::bad_state));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_DEVICE_FATAL_ERROR) + 1,
+            gnio::num_statuses);
+  EXPECT_STREQ(doca_error_get_name(DOCA_SUCCESS), "DOCA_SUCCESS");
+  EXPECT_STREQ(doca_error_get_name(DOCA_ERROR_BAD_STATE),
+               "DOCA_ERROR_BAD_STATE");
+  EXPECT_STREQ(doca_error_get_name(static_cast<doca_error_t>(999)),
+               "DOCA_ERROR_UNKNOWN");
+  EXPECT_GT(std::string(doca_error_get_descr(DOCA_ERROR_NOT_SUPPORTED)).size(),
+            5u);
+}
+
+TEST(DocaCompat, GpuCreateChecksTheAddress) {
+  doca_gpu *g = nullptr;
+  EXPECT_EQ(doca_gpu_create("not-a-bus-id", &g), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_create("ca:00.9", &g),
+            DOCA_ERROR_INVALID_VALUE); // function numbers are 0-7
+  EXPECT_EQ(doca_gpu_create(nullptr, &g), DOCA_ERROR_INVALID_VALUE);
+  if (!gnio::built_with_cuda())
+    EXPECT_EQ(doca_gpu_create("ca:00.0", &g), DOCA_ERROR_NOT_FOUND);
+  ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
+  void *d = nullptr, *h = nullptr;
+  EXPECT_EQ(doca_gpu_mem_alloc(g, 64, 3, DOCA_GPU_MEM_TYPE_GPU, &d, nullptr),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(
+      doca_gpu_mem_alloc(g, 64, 64, DOCA_GPU_MEM_TYPE_CPU_GPU, &d, nullptr),
+      DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(
+      doca_gpu_mem_alloc(g, 100, 1 << 16, DOCA_GPU_MEM_TYPE_GPU_CPU, &d, &h),
+      DOCA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(d) % (1 << 16), 0u);
+  ASSERT_NE(h, nullptr);
+  int fd = -1;
+  EXPECT_EQ(doca_gpu_dmabuf_fd(g, d, 100, &fd), DOCA_ERROR_NOT_SUPPORTED);
+  int x = 0;
+  EXPECT_EQ(doca_gpu_mem_free(g, &x), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_mem_free(g, d), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_mem_free(g, d), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+TEST(DocaCompat, DevicesFromTheEnvironmentAndSysfs) {
+  const fs::path tmp = fs::temp_directory_path() /
+                       ("gnio_doca_sysfs_" + std::to_string(getpid()));
+  fs::create_directories(tmp / "bus/pci/devices/0000:3b:00.1/net/eth7");
+  fs::create_directories(
+      tmp / "bus/pci/devices/0000:3c:00.0"); // no network interface: not listed
+  scoped_env sys("GNIO_DOCA_SYSFS", tmp.string());
+  {
+    scoped_env bad("GNIO_DOCA_DEVICES", "ca:00.0"); // no '=': malformed
+    doca_devinfo **list = nullptr;
+    uint32_t n = 0;
+    EXPECT_EQ(doca_devinfo_create_list(&list, &n), DOCA_ERROR_INVALID_VALUE);
+  }
+  scoped_env env("GNIO_DOCA_DEVICES",
+                 "CA:00.0=pcap:file=x.pcap;0001:17:00.0=gen:");
+  doca_devinfo **list = nullptr;
+  uint32_t n = 0;
+  ASSERT_EQ(doca_devinfo_create_list(&list, &n), DOCA_SUCCESS);
+  ASSERT_EQ(n, 3u);
+  uint8_t eq = 0;
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "0000:ca:00.0", &eq),
+            DOCA_SUCCESS);
+  EXPECT_EQ(eq, 1);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00.0", &eq),
+            DOCA_SUCCESS);
+  EXPECT_EQ(eq, 1);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[1], "17:00.0", &eq),
+            DOCA_SUCCESS);
+  EXPECT_EQ(eq, 0); // domain 0001
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00", &eq),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "gg:00.0", &eq),
+            DOCA_ERROR_INVALID_VALUE);
+  char name[DOCA_DEVINFO_IFACE_NAME_SIZE];
+  EXPECT_EQ(doca_devinfo_get_iface_name(list[0], name, sizeof name),
+            DOCA_ERROR_NOT_FOUND);
+  ASSERT_EQ(doca_devinfo_get_iface_name(list[2], name, sizeof name),
+            DOCA_SUCCESS);
+  EXPECT_STREQ(name, "eth7");
+  char pci[DOCA_DEVINFO_PCI_ADDR_SIZE];
+  ASSERT_EQ(doca_devinfo_get_pci_addr_str(list[2], pci), DOCA_SUCCESS);
+  EXPECT_STREQ(pci, "0000:3b:00.1");
+  EXPECT_EQ(doca_devinfo_destroy_list(list), DOCA_SUCCESS);
+  fs::remove_all(tmp);
+}
+
+TEST(DocaCompat, CapabilitiesAnswerForGnio) {
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=x.pcap");
+  doca_dev *dev = open_dev("ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  const doca_devinfo *info = doca_dev_as_devinfo(dev);
+  uint8_t ok = 9;
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC,
+                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU,
+                                               &ok),
+            DOCA_SUCCESS);
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_REGULAR,
+                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU,
+                                               &ok),
+            DOCA_SUCCESS);
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(
+                info, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL,
+                DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
+            DOCA_SUCCESS);
+  EXPECT_EQ(ok, 0);
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC,
+                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_CPU,
+                                               &ok),
+            DOCA_SUCCESS);
+  EXPECT_EQ(ok, 0);
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(
+                info, static_cast<doca_eth_rxq_type>(42),
+                DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
+            DOCA_ERROR_INVALID_VALUE);
+  uint32_t bytes = 0;
+  EXPECT_EQ(doca_eth_rxq_estimate_packet_buf_size(
+                DOCA_ETH_RXQ_TYPE_CYCLIC, 0, 0, 2048, 1000, 0, 0, 0, &bytes),
+            DOCA_SUCCESS);
+  EXPECT_EQ(bytes, 1024u * 2048u); // the ring depth is the next power of two
+  EXPECT_EQ(
+      doca_eth_rxq_estimate_packet_buf_size(DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL,
+                                            0, 0, 2048, 1000, 0, 0, 0, &bytes),
+      DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+}
+
+TEST(DocaCompat, QueueCallsOutOfOrder) {
+  scoped_env env("GNIO_DOCA_DEVICES",
+                 "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
+  doca_dev *dev = open_dev("ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  doca_gpu *g = nullptr;
+  ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
+  doca_eth_rxq *q = nullptr;
+  EXPECT_EQ(doca_eth_rxq_create(dev, 0, 2048, &q), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_eth_rxq_create(dev, 64, 2048, &q), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, static_cast<doca_eth_rxq_type>(42)),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL),
+            DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_CYCLIC), DOCA_SUCCESS);
+  doca_gpu_eth_rxq *h = nullptr;
+  EXPECT_EQ(doca_eth_rxq_get_gpu_handle(q, &h),
+            DOCA_ERROR_BAD_STATE); // before doca_ctx_start
+  doca_mmap *m = nullptr;
+  ASSERT_EQ(doca_mmap_create(&m), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_start(m), DOCA_ERROR_BAD_STATE); // no memory range yet
+  std::vector<uint8_t> mem(1 << 20);
+  EXPECT_EQ(doca_mmap_set_memrange(m, mem.data(), mem.size()), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 0, 1 << 17),
+            DOCA_ERROR_BAD_STATE); // mmap not started
+  ASSERT_EQ(doca_mmap_start(m), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_set_memrange(m, mem.data(), mem.size()),
+            DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 1 << 20, 1),
+            DOCA_ERROR_INVALID_VALUE); // past the range
+  EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 0, 1 << 17), DOCA_SUCCESS);
+  doca_ctx *ctx = doca_eth_rxq_as_doca_ctx(q);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(doca_ctx_stop(ctx), DOCA_ERROR_BAD_STATE);      // not started
+  EXPECT_EQ(doca_ctx_start(ctx), DOCA_ERROR_NOT_SUPPORTED); // CPU data path
+  ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_SUCCESS);
+  ASSERT_EQ(doca_ctx_start(ctx), DOCA_SUCCESS);
+  doca_ctx_states st;
+  EXPECT_EQ(doca_ctx_get_state(ctx, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_CTX_STATE_RUNNING);
+  EXPECT_EQ(doca_ctx_start(ctx), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_REGULAR),
+            DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_eth_rxq_get_gpu_handle(q, &h), DOCA_SUCCESS);
+  EXPECT_NE(h, nullptr);
+  EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_ERROR_BAD_STATE); // still running
+  EXPECT_EQ(doca_dev_close(dev), DOCA_ERROR_IN_USE);
+  EXPECT_EQ(doca_ctx_stop(ctx), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_destroy(m), DOCA_SUCCESS);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+TEST(DocaCompat, FlowRefusesWhatClassesCannotExpress) {
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=x.pcap");
+  doca_dev *dev = open_dev("ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  doca_flow_port_cfg *pc = nullptr;
+  doca_flow_port *port = nullptr;
+  ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
+  EXPECT_EQ(doca_flow_port_start(pc, &port),
+            DOCA_ERROR_NOT_SUPPORTED); // no device
+  ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_port_start(pc, &port), DOCA_SUCCESS);
+  doca_flow_port_cfg_destroy(pc);
+  doca_flow_pipe_cfg *cfg = nullptr;
+  ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
+  EXPECT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_LPM),
+            DOCA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL),
+            DOCA_SUCCESS);
+  doca_flow_fwd to_port{};
+  to_port.type = DOCA_FLOW_FWD_PORT;
+  doca_flow_pipe *pipe = nullptr;
+  EXPECT_EQ(doca_flow_pipe_create(cfg, &to_port, nullptr, &pipe),
+            DOCA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(doca_flow_pipe_create(cfg, nullptr, nullptr, &pipe), DOCA_SUCCESS);
+  doca_flow_pipe_cfg_destroy(cfg);
+  doca_flow_match by_port{};
+  by_port.outer.udp.l4_port.dst_port = htons(53);
+  doca_flow_fwd drop{};
+  drop.type = DOCA_FLOW_FWD_DROP;
+  doca_flow_pipe_entry *e = nullptr;
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &by_port, nullptr,
+                                             nullptr, nullptr, nullptr, nullptr,
+                                             nullptr, 0, &drop, nullptr, &e),
+            DOCA_ERROR_NOT_SUPPORTED);
+  doca_flow_match esp{};
+  esp.parser_meta.outer_l4_type = DOCA_FLOW_L4_META_ESP;
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &esp, nullptr, nullptr,
+                                             nullptr, nullptr, nullptr, nullptr,
+                                             0, &drop, nullptr, &e),
+            DOCA_ERROR_NOT_SUPPORTED);
+  doca_flow_pipe_destroy(pipe);
+  EXPECT_EQ(doca_flow_port_stop(port), DOCA_SUCCESS);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+}
+
+// The simple_receive sample's sequence on a capture, with the host executor
+// playing the kernel: UDP reaches queue 0 (as many packets as tshark counts,
+// 2 in http.pcap), everything else is dropped by the miss.
+TEST(DocaCompat, SimpleReceiveSequenceOnACapture) {
+  scoped_env env("GNIO_DOCA_DEVICES",
+                 "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
+  doca_dev *dev = open_dev("0000:ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  doca_flow_port_cfg *pc = nullptr;
+  doca_flow_port *port = nullptr;
+  ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_port_start(pc, &port), DOCA_SUCCESS);
+  doca_flow_port_cfg_destroy(pc);
+  doca_gpu *g = nullptr;
+  ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
+  doca_eth_rxq *q = nullptr;
+  ASSERT_EQ(doca_eth_rxq_create(dev, 64, 2048, &q), DOCA_SUCCESS);
+  ASSERT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_CYCLIC), DOCA_SUCCESS);
+  doca_ctx *ctx = doca_eth_rxq_as_doca_ctx(q);
+  ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_SUCCESS);
+  ASSERT_EQ(doca_ctx_start(ctx), DOCA_SUCCESS);
+  doca_gpu_eth_rxq *h = nullptr;
+  ASSERT_EQ(doca_eth_rxq_get_gpu_handle(q, &h), DOCA_SUCCESS);
+
+  // UDP pipe: RSS to queue 0, miss drops.
+  doca_flow_match udp{};
+  udp.parser_meta.outer_l3_type = DOCA_FLOW_L3_META_IPV4;
+  udp.parser_meta.outer_l4_type = DOCA_FLOW_L4_META_UDP;
+  ASSERT_EQ(doca_eth_rxq_apply_queue_id(q, 0), DOCA_SUCCESS);
+  uint16_t queues[1] = {0};
+  doca_flow_fwd rss{};
+  rss.type = DOCA_FLOW_FWD_RSS;
+  rss.rss.queues_array = queues;
+  rss.rss.nr_queues = 1;
+  rss.rss.outer_flags = DOCA_FLOW_RSS_IPV4 | DOCA_FLOW_RSS_UDP;
+  doca_flow_fwd drop{};
+  drop.type = DOCA_FLOW_FWD_DROP;
+  doca_flow_pipe_cfg *cfg = nullptr;
+  ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_BASIC),
+            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_match(cfg, &udp, nullptr), DOCA_SUCCESS);
+  doca_flow_pipe *udp_pipe = nullptr;
+  ASSERT_EQ(doca_flow_pipe_create(cfg, &rss, &drop, &udp_pipe), DOCA_SUCCESS);
+  doca_flow_pipe_cfg_destroy(cfg);
+  doca_flow_pipe_entry *e = nullptr;
+  ASSERT_EQ(doca_flow_pipe_basic_add_entry(
+                0, udp_pipe, &udp, 0, nullptr, nullptr, nullptr,
+                DOCA_FLOW_ENTRY_FLAGS_NO_WAIT, nullptr, &e),
+            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_entries_process(port, 0, 0, 0),
+            DOCA_SUCCESS); // no root yet: nothing starts
+
+  // Root pipe: IPv4/UDP to the UDP pipe.
+  doca_flow_match root_match{};
+  root_match.outer.eth.type = htons(DOCA_FLOW_ETHER_TYPE_IPV4);
+  root_match.outer.l3_type = DOCA_FLOW_L3_TYPE_IP4;
+  root_match.outer.ip4.next_proto = 17;
+  doca_flow_fwd to_udp{};
+  to_udp.type = DOCA_FLOW_FWD_PIPE;
+  to_udp.next_pipe = udp_pipe;
+  ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL),
+            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_is_root(cfg, true), DOCA_SUCCESS);
+  doca_flow_pipe *root = nullptr;
+  ASSERT_EQ(doca_flow_pipe_create(cfg, nullptr, nullptr, &root), DOCA_SUCCESS);
+  doca_flow_pipe_cfg_destroy(cfg);
+  ASSERT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr,
+                                             nullptr, nullptr, nullptr, nullptr,
+                                             nullptr, 0, &to_udp, nullptr, &e),
+            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_entries_process(port, 0, 0, 0),
+            DOCA_SUCCESS); // steering set, port started
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr,
+                                             nullptr, nullptr, nullptr, nullptr,
+                                             nullptr, 0, &to_udp, nullptr, &e),
+            DOCA_ERROR_NOT_SUPPORTED); // steering is fixed once started
+
+  // The kernel's loop, on the host executor.
+  uint64_t total = 0;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto quiet_since = std::chrono::steady_clock::now();
+  doca_gpu_dev_eth_rxq_attr attr[64];
+  while (std::chrono::steady_clock::now() < deadline) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    const doca_error_t r = doca_gpu_dev_eth_rxq_recv<
+        DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK, DOCA_GPUNETIO_ETH_MCST_AUTO,
+        DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_RX_ATTR_ALL>(
+        h, 64, 1'000'000, &first, &num, attr);
+    ASSERT_EQ(r, DOCA_SUCCESS);
+    for (uint32_t i = 0; i < num; ++i) {
+      const auto *p = reinterpret_cast<const uint8_t *>(
+          doca_gpu_dev_eth_rxq_get_pkt_addr(h, first + i));
+      EXPECT_EQ(p[12], 0x08); // IPv4
+      EXPECT_EQ(p[13], 0x00);
+      EXPECT_EQ(p[14 + 9], 17); // UDP
+      EXPECT_GT(attr[i].bytes, 42u);
+      EXPECT_GT(attr[i].timestamp_ns, 0u);
+    }
+    total += num;
+    if (num)
+      quiet_since = std::chrono::steady_clock::now();
+    else if (total && std::chrono::steady_clock::now() - quiet_since >
+                          std::chrono::milliseconds(300))
+      break;
+  }
+  EXPECT_EQ(total, 2u);
+
+  // The sample's teardown order.
+  doca_flow_pipe_destroy(root);
+  doca_flow_pipe_destroy(udp_pipe);
+  EXPECT_EQ(doca_flow_port_stop(port), DOCA_SUCCESS);
+  EXPECT_EQ(doca_ctx_stop(ctx), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_SUCCESS);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+struct argp_cfg {
+  std::string gpu, nic;
+  int scope = -1;
+  bool verbose = false;
+};
+
+doca_error_t on_gpu(void *p, void *c) {
+  static_cast<argp_cfg *>(c)->gpu = static_cast<char *>(p);
+  return DOCA_SUCCESS;
+}
+doca_error_t on_nic(void *p, void *c) {
+  static_cast<argp_cfg *>(c)->nic = static_cast<char *>(p);
+  return DOCA_SUCCESS;
+}
+doca_error_t on_scope(void *p, void *c) {
+  static_cast<argp_cfg *>(c)->scope = *static_cast<int *>(p);
+  return DOCA_SUCCESS;
+}
+doca_error_t on_verbose(void *p, void *c) {
+  static_cast<argp_cfg *>(c)->verbose = *static_cast<bool *>(p);
+  return DOCA_SUCCESS;
+}
+
+doca_error_t parse(argp_cfg &cfg, std::vector<std::string> args) {
+  EXPECT_EQ(doca_argp_init("test", &cfg), DOCA_SUCCESS);
+  struct spec {
+    const char *s, *l;
+    doca_argp_type t;
+    doca_argp_param_cb_t cb;
+    bool mandatory;
+  };
+  for (const spec &s :
+       {spec{"g", "gpu", DOCA_ARGP_TYPE_STRING, on_gpu, true},
+        spec{"n", "nic", DOCA_ARGP_TYPE_STRING, on_nic, true},
+        spec{"e", "exec-scope", DOCA_ARGP_TYPE_INT, on_scope, false},
+        spec{"v", "verbose", DOCA_ARGP_TYPE_BOOLEAN, on_verbose, false}}) {
+    doca_argp_param *p = nullptr;
+    EXPECT_EQ(doca_argp_param_create(&p), DOCA_SUCCESS);
+    doca_argp_param_set_short_name(p, s.s);
+    doca_argp_param_set_long_name(p, s.l);
+    doca_argp_param_set_type(p, s.t);
+    doca_argp_param_set_callback(p, s.cb);
+    if (s.mandatory)
+      doca_argp_param_set_mandatory(p);
+    EXPECT_EQ(doca_argp_register_param(p), DOCA_SUCCESS);
+  }
+  std::vector<char *> argv;
+  args.insert(args.begin(), "prog");
+  for (auto &a : args)
+    argv.push_back(a.data());
+  const doca_error_t r =
+      doca_argp_start(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(doca_argp_destroy(), DOCA_SUCCESS);
+  return r;
+}
+
+TEST(DocaCompat, ArgpParsesTheSamplesOptions) {
+  argp_cfg c;
+  ASSERT_EQ(parse(c, {"-g", "ca:00.0", "--nic=17:00.1", "-e", "1", "-v"}),
+            DOCA_SUCCESS);
+  EXPECT_EQ(c.gpu, "ca:00.0");
+  EXPECT_EQ(c.nic, "17:00.1");
+  EXPECT_EQ(c.scope, 1);
+  EXPECT_TRUE(c.verbose);
+  argp_cfg d;
+  EXPECT_EQ(parse(d, {"-g", "ca:00.0"}),
+            DOCA_ERROR_INVALID_VALUE); // --nic is mandatory
+  argp_cfg e;
+  EXPECT_EQ(parse(e, {"-g", "a", "-n", "b", "--bogus"}),
+            DOCA_ERROR_INVALID_VALUE);
+  argp_cfg f;
+  EXPECT_EQ(parse(f, {"-g", "a", "-n", "b", "-e", "x"}),
+            DOCA_ERROR_INVALID_VALUE);
+}
+
+} // namespace
