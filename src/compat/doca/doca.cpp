@@ -817,7 +817,6 @@ doca_error_t doca_argp_start(int argc, char **argv) {
         v = value == "true" || value == "1";
       r = p->callback(&v, g_argp.config);
     } else {
-      const char *opt = argv[i];
       std::string v;
       if (has_value) {
         v = std::string(value);
