@@ -92,6 +92,9 @@ session::~session() {
     state_->parked = true;
   }
   if (state_->parked) {
+    // Each runner is released too, which detaches host threads that nothing
+    // will ever join; the memory they use stays with the kept session.
+    for (auto& c : state_->ctx) c.runner.release();
     detail::keep_until_exit(std::shared_ptr<detail::session_state>(state_.release()));
     return;
   }

@@ -817,6 +817,17 @@ result<const void*> kernel_runner::body_copy(const void* body, size_t bytes) {
   return static_cast<const void*>(s.body.exec_ptr);
 }
 
-void kernel_runner::release() noexcept { detail::keep_until_exit(std::move(state_)); }
+void kernel_runner::release() noexcept {
+  if (!state_) return;
+  {
+    // A released runner is never destroyed, so nothing would ever join its
+    // host threads: detach them (they count themselves done in the state,
+    // which stays alive).
+    std::lock_guard lk(state_->mu);
+    for (auto& t : state_->threads) t.detach();
+    state_->threads.clear();
+  }
+  detail::keep_until_exit(std::move(state_));
+}
 
 }  // namespace gnio
