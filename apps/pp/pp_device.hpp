@@ -10,6 +10,7 @@
 // built on the device and sent through the block's TX queue.
 #pragma once
 
+#include <gnio/device/block.hpp>
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/pkt.hpp>
 #include <gnio/device/pkt/frag.hpp>
@@ -33,6 +34,9 @@ inline constexpr uint64_t tx_timeout_ns = 500'000'000ull;
 // How long the final report waits for the host to free the block's item.
 inline constexpr uint64_t final_report_wait_ns = 100'000'000ull;
 inline constexpr uint64_t recv_timeout_ns = 100'000;
+// Most threads a CUDA block may have (the kernel's per-round shared arrays
+// are this long; pp's --threads allows fewer).
+inline constexpr uint32_t k_max_block_threads = 1024;
 // Slots the conversation and DNS name tables search from a key's hash: a
 // table that fills up (more conversations than it holds) then costs each new
 // key a bounded search, counted in flow_table_full / dns_names_dropped,
@@ -848,128 +852,33 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_sent(reply_kind k, C& c) {
 // Counters and reports
 // ---------------------------------------------------------------------------
 
-// Adds a thread's batch counters to the block's totals (the host executor's
-// one thread per block).
-GNIO_HOST_DEVICE inline void flush_counters(counters& local, counters* total) {
-  // Relaxed: statistics; readers are the report snapshot (relaxed loads, see
-  // try_report) and the host after the kernel ended.
-#define GNIO_PP_FLUSH(name) \
-  if (local.name != 0)      \
-    device::dev_atomic_ref<uint64_t>(total->name).fetch_add(local.name, cuda::std::memory_order_relaxed);
-  GNIO_PP_COUNTERS(GNIO_PP_FLUSH)
-#undef GNIO_PP_FLUSH
-  local = counters{};
-}
-
-// One counter that every thread of a CUDA block adds to (it lives in shared
-// memory). Per-thread copies of all counters would cost ~80 registers per
-// thread; shared atomics cost a few cycles per packet.
-struct block_counter {
-  unsigned long long v;
-  GNIO_HOST_DEVICE GNIO_FORCEINLINE void operator+=(uint64_t x) {
-    // Relaxed, block scope: only this block adds; flush_block_counters reads
-    // after a block barrier.
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_block>(v).fetch_add(x, cuda::std::memory_order_relaxed);
-  }
-};
-
-// Same fields as counters, usable with every count_* function.
+// The block's counters for the current batch, one device::block_counter per
+// field of counters (shared memory on the GPU, a local on the host executor),
+// usable with every count_* function.
 struct block_counters {
-#define GNIO_PP_BLOCK_FIELD(name) block_counter name;
+#define GNIO_PP_BLOCK_FIELD(name) device::block_counter name;
   GNIO_PP_COUNTERS(GNIO_PP_BLOCK_FIELD)
 #undef GNIO_PP_BLOCK_FIELD
 };
-// flush_block_counters and zero_block_counters index both structs as arrays,
+// zero_block_counters and flush_block_counters index both structs as arrays,
 // counter k at word k, as the host does with counters.
-static_assert(sizeof(block_counters) == num_counters * sizeof(block_counter) && sizeof(block_counter) == sizeof(uint64_t),
+static_assert(sizeof(block_counters) == num_counters * sizeof(device::block_counter) &&
+                  sizeof(counters) == num_counters * sizeof(uint64_t),
               "block_counters and counters must be arrays of num_counters 64-bit words in the same order");
 
-#if defined(__CUDA_ARCH__)
-namespace detail {
-
-// Moves the block's batch counts into its totals: thread k, k + blockDim.x,
-// ... handles counter k (one device-scope atomic per non-zero counter per
-// batch). Call after a block barrier that follows the last count of the
-// batch; the next batch's counts come after recv's barriers, so the zeroing
-// cannot race with them. Each thread touches only its own counters' words:
-// a chain of per-counter "is it mine and non-zero" tests let the compiler
-// load every counter in every thread ahead of the test, and those loads
-// raced with the owners' zeroing (compute-sanitizer racecheck).
-__device__ inline void flush_block_counters(block_counters& s, counters* total) {
-  block_counter* const sv = reinterpret_cast<block_counter*>(&s);
-  uint64_t* const tv = reinterpret_cast<uint64_t*>(total);
-  for (uint32_t k = threadIdx.x; k < num_counters; k += blockDim.x) {
-    const unsigned long long v = sv[k].v;
-    if (v != 0) {
-      // Relaxed: statistics, as in flush_counters.
-      device::dev_atomic_ref<uint64_t>(tv[k]).fetch_add(v, cuda::std::memory_order_relaxed);
-      sv[k].v = 0;
-    }
-  }
+// Zeroes the block's counters at kernel start; a block barrier must follow
+// before the first count.
+GNIO_HOST_DEVICE inline void zero_block_counters(block_counters& s) {
+  device::block_counters_zero(reinterpret_cast<device::block_counter*>(&s), num_counters);
 }
 
-// Zeroes the block's counters at kernel start (split over the threads as
-// flush_block_counters splits them); a block barrier must follow before the
-// first count.
-__device__ inline void zero_block_counters(block_counters& s) {
-  block_counter* const sv = reinterpret_cast<block_counter*>(&s);
-  for (uint32_t k = threadIdx.x; k < num_counters; k += blockDim.x) sv[k].v = 0;
+// Moves the block's batch counts into its totals. Call after a block barrier
+// that follows the last count of the batch; the next batch's counts come
+// after recv's barriers, so the zeroing cannot race with them.
+GNIO_HOST_DEVICE inline void flush_block_counters(block_counters& s, counters* total) {
+  device::block_counters_flush(reinterpret_cast<device::block_counter*>(&s), reinterpret_cast<uint64_t*>(total),
+                               num_counters);
 }
-
-__device__ GNIO_FORCEINLINE uint32_t warp_members() {
-  const uint32_t in_warp = blockDim.x - (threadIdx.x & ~31u);
-  return in_warp >= 32u ? 0xffffffffu : ((1u << in_warp) - 1u);
-}
-
-// Block-wide TX in two phases, so that a thread can learn its descriptor index
-// (and so its TX buffer) before writing the frame: tx_block_reserve counts
-// the frames of the block in thread order and reserves them together, each
-// thread that got a descriptor writes its frame and descriptor, then
-// tx_block_publish rings one doorbell for *n_out descriptors. Every thread of
-// the block calls both, in order. Returns success for a thread that holds
-// descriptor *idx; full for a wanting thread left without one (the ring
-// stayed full for timeout_ns, or more frames than the ring has descriptors).
-__device__ inline status tx_block_reserve(const device::txq& q, bool want, uint64_t timeout_ns, uint64_t* idx,
-                                          uint32_t* n_out, device::poll_policy policy) {
-  __shared__ uint32_t s_warp_count[32];
-  __shared__ uint64_t s_first;
-  __shared__ uint32_t s_n;
-  const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-  const uint32_t vmask = __ballot_sync(warp_members(), want);
-  if (lane == 0) s_warp_count[warp] = __popc(vmask);
-  __syncthreads();
-  uint32_t rank = __popc(vmask & ((1u << lane) - 1u)), n = 0;
-  const uint32_t num_warps = (blockDim.x + 31u) >> 5;
-  for (uint32_t w = 0; w < num_warps; ++w) {
-    if (w < warp) rank += s_warp_count[w];
-    n += s_warp_count[w];
-  }
-  if (threadIdx.x == 0) {
-    // A reservation larger than the ring could never succeed: the frames
-    // past the ring's size are dropped (tx_failed) instead.
-    const uint32_t take = n < q.num_descs ? n : q.num_descs;
-    s_n = take != 0 && device::tx_reserve(q, take, timeout_ns, &s_first, policy) == status::success ? take : 0u;
-  }
-  __syncthreads();
-  *idx = s_first + rank;
-  *n_out = s_n;
-  // Nobody writes s_* again before tx_block_publish's barrier, which every
-  // thread reaches only after these reads.
-  return want && rank < s_n ? status::success : status::full;
-}
-
-__device__ inline void tx_block_publish(const device::txq& q, uint32_t n) {
-  // Every thread's descriptor and frame bytes before the leader's doorbell
-  // (whose release store pairs with the backend's acquire of the doorbell).
-  __syncthreads();
-  if (threadIdx.x == 0 && n != 0) {
-    device::tx_commit(q, n);
-    device::tx_doorbell(q);
-  }
-}
-
-}  // namespace detail
-#endif
 
 // Writes a report of the block's counters into its semaphore item when the
 // host has freed it. Returns false when the item is still busy (try later);
@@ -1019,13 +928,9 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
   // arrival order, one at a time (the ordered pass below on the GPU).
   stream_table* const stt = streams != nullptr ? streams + ctx.block : nullptr;
   uint64_t last_report = now_ns();
-#if defined(__CUDA_ARCH__)
-  __shared__ block_counters s_count;
-  detail::zero_block_counters(s_count);
+  GNIO_BLOCK_SHARED block_counters s_count;
+  zero_block_counters(s_count);
   // The first barrier inside should_exit orders the zeroing before any count.
-#else
-  counters local{};
-#endif
 
   for (;;) {
     if (should_exit<scope::block>(ctx)) break;
@@ -1044,30 +949,28 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
     // other thread is in the table now: recv's barriers are after the last
     // ordered pass, and the next one starts after a barrier below).
     constexpr uint32_t k_sweep_per_batch = 4;
-
-#if defined(__CUDA_ARCH__)
-    if (stt != nullptr && threadIdx.x == 0) {
+    if (stt != nullptr && thread_rank() == 0) {
       const uint32_t freed = stream_table_sweep(*stt, batch_ns, k_sweep_per_batch);
       if (freed != 0) s_count.stream_reclaimed += freed;
     }
-    // Rounds of blockDim.x packets; every thread runs every round (num is
-    // block-uniform) so the block-wide TX calls inside are never divergent.
+    // Rounds of block_threads() packets (one on the host executor); every
+    // thread runs every round (num is block-uniform) so the block-wide calls
+    // inside are never divergent.
     bool inplace = false;
-    // Which threads of a round hold a fragment, for the reassembly pass.
-    __shared__ uint8_t s_frag[1024];
-    __shared__ uint32_t s_conn[1024];  // each TCP segment's connection hash, for the ordered pass
-    for (uint32_t base = 0; base < num; base += blockDim.x) {
-      const uint32_t i = base + threadIdx.x;
+    for (uint32_t base = 0; base < num; base += block_threads()) {
+      const uint32_t i = base + thread_rank();
       const bool have = i < num;
       parsed_pkt p;
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
+      uint32_t len = 0;
       bool is_frag = false, is_seg = false;
       uint32_t conn_hash = 0;
       if (have) {
         const uint64_t idx = first + i;
         f = pkt_addr(rq, idx);
-        const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
+        len = pkt_len(rq, idx);
+        const uint32_t wire = pkt_wire_len(rq, idx);
         parse_frame(f, len, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {
@@ -1077,11 +980,12 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         }
         if (can_tx && !is_frag) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       }
+      // Replies, with one reservation and one doorbell for the round.
       if (can_tx) {
         const bool want = plan.kind != reply_kind::none;
         uint64_t di = 0;
         uint32_t n = 0;
-        const status ts = detail::tx_block_reserve(tq, want, tx_timeout_ns, &di, &n, ctx.poll);
+        const status ts = tx_block_reserve(tq, want, tx_timeout_ns, &di, &n, ctx.poll);
         if (want) {
           if (ts != status::success) {
             s_count.tx_failed += 1;
@@ -1099,18 +1003,23 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
             else s_count.tx_failed += 1;
           }
         }
-        detail::tx_block_publish(tq, n);
+        tx_block_publish(tq, n);
       }
       // Fragments, in arrival order, by one thread: the table is not shared.
-      // Block-uniform: every thread takes part in the barriers or none does.
-      if (__syncthreads_or(is_frag)) {
-        s_frag[threadIdx.x] = is_frag ? 1 : 0;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          for (uint32_t j = 0; j < blockDim.x && base + j < num; ++j)
+      // It re-reads each from its slot (count_fragment_at parses it again,
+      // out of line: a second parsed packet live here would cost the kernel
+      // registers). Block-uniform: every thread takes part in the barriers or
+      // none does.
+      if (block_any(is_frag)) {
+        GNIO_BLOCK_SHARED uint8_t s_frag[k_max_block_threads];
+        s_frag[thread_rank()] = is_frag ? 1 : 0;
+        sync_block();
+        if (thread_rank() == 0) {
+          for (uint32_t j = 0; j < block_threads() && base + j < num; ++j) {
             if (s_frag[j]) count_fragment_at(rq, first + base + j, ft, conv, conv_capacity, dns, dns_capacity, s_count);
+          }
         }
-        __syncthreads();  // s_frag is rewritten below and by the next round
+        sync_block();  // s_frag is rewritten by the next round
       }
       // TCP segments through their connections' framing, each connection's
       // in arrival order. A segment's rank is the number of segments with
@@ -1120,74 +1029,32 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       // connections takes one step, a round of one connection a step per
       // segment. (A hash collision puts two connections in one sequence:
       // still each in order.)
-      if (__syncthreads_or(is_seg)) {
-        constexpr uint32_t k_no_conn = ~0u;  // a thread without a segment
-        s_conn[threadIdx.x] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
-        __syncthreads();
+      if (block_any(is_seg)) {
+        GNIO_BLOCK_SHARED uint32_t s_conn[k_max_block_threads];  // each thread's connection hash
+        constexpr uint32_t k_no_conn = ~0u;                       // a thread without a segment
+        s_conn[thread_rank()] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
+        sync_block();
         uint32_t rank = 0;
         if (is_seg) {
-          const uint32_t h = s_conn[threadIdx.x];
-          for (uint32_t j = 0; j < threadIdx.x; ++j) rank += s_conn[j] == h ? 1u : 0u;
+          const uint32_t h = s_conn[thread_rank()];
+          for (uint32_t j = 0; j < thread_rank(); ++j) rank += s_conn[j] == h ? 1u : 0u;
         }
         for (uint32_t k = 0;; ++k) {
-          if (is_seg && rank == k)
-            count_stream(f, pkt_len(rq, first + i), p, stt, dns, dns_capacity, s_count, batch_ns);
+          if (is_seg && rank == k) count_stream(f, len, p, stt, dns, dns_capacity, s_count, batch_ns);
           // The barrier orders step k's writes to the table before step
           // k + 1 reads them, and every read of s_conn before the next
           // round rewrites it.
-          if (!__syncthreads_or(is_seg && rank > k)) break;
+          if (!block_any(is_seg && rank > k)) break;
         }
       }
     }
-    // Block-wide OR; also the barrier after which every count of the batch is in.
-    const bool any_inplace = __syncthreads_or(inplace);
-    if (any_inplace) {
+    // Also the barrier after which every count of the batch is in.
+    if (block_any(inplace)) {
       // In-place replies still sit in RX slots the next recv releases.
-      if (threadIdx.x == 0 && tx_wait(tq, tx_timeout_ns, ctx.poll) != status::success) s_count.tx_failed += 1;
-      __syncthreads();  // thread 0's count before whichever thread flushes tx_failed
+      if (thread_rank() == 0 && tx_wait(tq, tx_timeout_ns, ctx.poll) != status::success) s_count.tx_failed += 1;
+      sync_block();  // thread 0's count before whichever thread flushes tx_failed
     }
-    detail::flush_block_counters(s_count, total);
-#else
-    if (stt != nullptr) local.stream_reclaimed += stream_table_sweep(*stt, batch_ns, k_sweep_per_batch);
-    bool inplace = false;
-    for (uint32_t i = 0; i < num; ++i) {
-      const uint64_t idx = first + i;
-      uint8_t* f = pkt_addr(rq, idx);
-      const uint32_t len = pkt_len(rq, idx), wire = pkt_wire_len(rq, idx);
-      parsed_pkt p;
-      parse(f, len, p);
-      if (ft != nullptr && reassemble_this(p, len)) {
-        count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, local);
-        continue;
-      }
-      count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, local, stt, false, batch_ns);
-      if (!can_tx) continue;
-      const reply_plan plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
-      if (plan.kind == reply_kind::none) continue;
-      uint64_t di = 0;
-      if (tx_reserve(tq, 1, tx_timeout_ns, &di, ctx.poll) != status::success) {
-        local.tx_failed += 1;
-        continue;
-      }
-      uint32_t w = plan.len;
-      const uint8_t* addr = f;
-      if (plan.kind == reply_kind::icmp_inplace) {
-        inplace = true;
-      } else {
-        uint8_t* out = tq.buf_addr(di);
-        w = write_reply(plan, f, p, cfg, out, tq.stride);
-        addr = out;
-      }
-      tx_prepare(tq, di, addr, w);
-      tx_commit(tq, 1);
-      tx_doorbell(tq);
-      if (w) count_sent(plan.kind, local);
-      else local.tx_failed += 1;
-    }
-    // In-place replies still sit in RX slots the next recv releases.
-    if (inplace && tx_wait(tq, tx_timeout_ns, ctx.poll) != status::success) local.tx_failed += 1;
-    flush_counters(local, total);
-#endif
+    flush_block_counters(s_count, total);
   }
 
   if (thread_rank() == 0) {

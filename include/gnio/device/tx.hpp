@@ -4,6 +4,7 @@
 // block may produce into a queue.
 #pragma once
 
+#include "gnio/device/block.hpp"
 #include "gnio/device/exec.hpp"
 #include "gnio/device/status_code.hpp"
 
@@ -109,21 +110,10 @@ GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32
   } else {
     // Ranks follow thread order, so frames leave in the order of the threads
     // that hold them (a forwarder must not reorder a flow).
-    __shared__ uint32_t s_warp_count[32];
     __shared__ uint64_t s_first;
     __shared__ int32_t s_status;
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-    const uint32_t in_warp = blockDim.x - warp * 32u;
-    const uint32_t members = in_warp >= 32u ? 0xffffffffu : ((1u << in_warp) - 1u);
-    const uint32_t vmask = __ballot_sync(members, valid);
-    if (lane == 0) s_warp_count[warp] = __popc(vmask);
-    __syncthreads();
-    uint32_t rank = __popc(vmask & ((1u << lane) - 1u)), n = 0;
-    const uint32_t num_warps = (blockDim.x + 31u) >> 5;
-    for (uint32_t w = 0; w < num_warps; ++w) {
-      if (w < warp) rank += s_warp_count[w];
-      n += s_warp_count[w];
-    }
+    uint32_t n = 0;
+    const uint32_t rank = block_count_before(valid, &n);
     if (threadIdx.x == 0) {
       s_status = n ? static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &s_first)) : 0;
     }
@@ -148,6 +138,54 @@ GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32
   tx_doorbell(q);
   return status::success;
 #endif
+}
+
+// Block-wide TX in two phases, so that a thread learns its descriptor (and so
+// its TX buffer) before it writes the frame: tx_block_reserve counts the
+// block's wanting threads in thread order and reserves for them together;
+// each thread that got a descriptor writes its frame and calls tx_prepare;
+// then tx_block_publish commits *n_out descriptors with one doorbell. Every
+// thread of the block calls both, in order (on the host executor the block is
+// one thread and this is tx_reserve of one descriptor). Returns success for a
+// wanting thread that holds descriptor *idx; full for every other thread: a
+// thread that did not want one, or one left without (the ring stayed full
+// for timeout_ns, or the block wanted more descriptors than the ring has: the
+// frames past the ring's size get none).
+GNIO_HOST_DEVICE inline status tx_block_reserve(const txq& q, bool want, uint64_t timeout_ns, uint64_t* idx,
+                                                uint32_t* n_out, poll_policy policy = poll_policy::adaptive) noexcept {
+#if defined(__CUDA_ARCH__)
+  __shared__ uint64_t s_first;
+  __shared__ uint32_t s_n;
+  uint32_t n = 0;
+  const uint32_t rank = block_count_before(want, &n);
+  if (threadIdx.x == 0) {
+    const uint32_t take = n < q.num_descs ? n : q.num_descs;
+    s_n = take != 0 && tx_reserve(q, take, timeout_ns, &s_first, policy) == status::success ? take : 0u;
+  }
+  __syncthreads();  // thread 0's reservation before anyone reads it
+  *idx = s_first + rank;
+  *n_out = s_n;
+  // Nobody writes s_first or s_n again before tx_block_publish's barrier,
+  // which every thread reaches only after these reads.
+  return want && rank < s_n ? status::success : status::full;
+#else
+  *n_out = 0;
+  if (!want || tx_reserve(q, 1, timeout_ns, idx, policy) != status::success) return status::full;
+  *n_out = 1;
+  return status::success;
+#endif
+}
+
+// The second phase of tx_block_reserve: after every thread prepared its
+// descriptor, one doorbell for the n the reservation returned.
+GNIO_HOST_DEVICE inline void tx_block_publish(const txq& q, uint32_t n) noexcept {
+  // Every thread's descriptor and frame bytes before the leader's doorbell
+  // (whose release store pairs with the backend's acquire of the doorbell).
+  sync_block();
+  if (thread_rank() == 0 && n != 0) {
+    tx_commit(q, n);
+    tx_doorbell(q);
+  }
 }
 
 }  // namespace gnio::device
