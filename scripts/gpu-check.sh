@@ -38,16 +38,32 @@ run_bins=(examples/flow_count/flow_count examples/l2fwd/l2fwd tools/gnio/gnio te
 do_build() {
   cmake -G Ninja -S . -B "$build" -DGNIO_BUILD_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DGNIO_BUILD_BENCH=ON || return 1
   ninja -C "$build" flow_count l2fwd gnio_tool conformance_test flow_count_test pp_test l2fwd_test module_loading_test \
-    frag_gpu_test capacity engine_cost latency || return 1
+    frag_gpu_test capacity engine_cost latency gnio_doca || return 1
+  build_doca_sample || return 1
   stage_libs || return 1
   echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
+}
+
+# NVIDIA's DOCA receive sample, unmodified, built against this build's install
+# into $build/doca (tests/integration/doca_sample_test.sh), where the samples
+# are (GNIO_DOCA_SAMPLES_DIR, by default ../shared/doca-samples beside the tree).
+doca_sample=doca/doca_gpunetio_simple_receive
+build_doca_sample() {
+  local samples=${GNIO_DOCA_SAMPLES_DIR:-$PWD/../shared/doca-samples}
+  rm -rf "${build:?}/doca"
+  if [[ ! -d $samples/samples/doca_gpunetio/gpunetio_simple_receive ]]; then
+    echo "gpu-check: no DOCA samples at $samples: step doca_sample_cuda will be skipped"
+    return 0
+  fi
+  GNIO_DOCA_SAMPLES_DIR=$samples GNIO_DOCA_SAMPLE_OUT=$PWD/$build/doca bash tests/integration/doca_sample_test.sh "$build"
 }
 
 stage_libs() {
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
-  local b
-  for b in "${run_bins[@]}"; do
+  local b bins=("${run_bins[@]}")
+  [[ -x $build/$doca_sample ]] && bins+=("$doca_sample")
+  for b in "${bins[@]}"; do
     # grep finds nothing (status 1) for a binary that needs only the runtime.
     ldd "$build/$b" | awk '/=> \//{print $3}' | { grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' || true; } |
       xargs -r -I{} cp -L {} "$build/lib/" || return 1
@@ -63,6 +79,9 @@ do_stage() {
     # Host debug info off; the device code (with its -lineinfo) stays.
     objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
   done
+  if [[ -x $build/$doca_sample ]]; then
+    mkdir -p "$dir/doca" && objcopy --strip-debug "$build/$doca_sample" "$dir/$doca_sample" || return 1
+  fi
   stage_libs && cp -r "$build/lib" "$dir/lib" || return 1
   echo "gpu-check: staged $build into $dir ($(du -sh "$dir" | cut -f1))"
 }
@@ -112,6 +131,13 @@ do_run() {
   step l2fwd_cuda env GNIO_TEST_EXEC=cuda "$build/tests/l2fwd_test"
   step module_loading_cuda "$build/tests/module_loading_test"
   step frag_gpu "$build/tests/frag_gpu_test"
+  # NVIDIA's receive sample on a capture (thread, warp, block scope) and on a
+  # veth pair with real traffic; counts against tshark's and the sender's.
+  if [[ -x $build/$doca_sample ]]; then
+    step doca_sample_cuda python3 tests/integration/doca_sample_gpu.py "$build/$doca_sample"
+  else
+    step doca_sample_cuda sh -c "echo 'no $build/$doca_sample (built by gpu-check.sh build where the DOCA samples are)'; exit 77"
+  fi
   # The launch modes (gnio::launch_dims::mode): the conformance suite and
   # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
   # launched per burst and as a replayed CUDA graph (GNIO_TEST_LAUNCH).

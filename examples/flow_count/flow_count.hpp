@@ -5,6 +5,7 @@
 // queue) and on the host executor (one thread per queue).
 #pragma once
 
+#include <gnio/device/block.hpp>
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/rx.hpp>
 
@@ -76,19 +77,14 @@ GNIO_HOST_DEVICE inline void publish_claims(flip_ctl* c, uint32_t block, totals&
 // The epoch the whole block writes until its next call, after every thread
 // finished the batch before (the barrier, then thread 0 announces).
 GNIO_HOST_DEVICE inline uint64_t enter_epoch(flip_ctl* c, uint32_t block, totals& t) {
-#if defined(__CUDA_ARCH__)
-  __shared__ uint64_t s_epoch;
-  __syncthreads();  // every thread's writes to the table and its claims are done, and everyone read the last s_epoch
-  if (threadIdx.x == 0) {
+  GNIO_BLOCK_SHARED uint64_t s_epoch;
+  gnio::device::sync_block();  // every thread's writes to the table and its claims are done, and everyone read the last s_epoch
+  if (gnio::device::thread_rank() == 0) {
     publish_claims(c, block, t);
     s_epoch = announce_epoch(c, block);
   }
-  __syncthreads();
+  gnio::device::sync_block();
   return s_epoch;
-#else
-  publish_claims(c, block, t);
-  return announce_epoch(c, block);
-#endif
 }
 
 // The body returns: this block writes no table until it starts again.

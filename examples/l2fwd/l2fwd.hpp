@@ -70,9 +70,7 @@ struct body {
       // The frames sit in RX slots that the next recv hands back to the
       // engine: wait until the backend has sent them.
       if (thread_rank() == 0) (void)tx_wait(tq, tx_timeout_ns, ctx.poll);
-#if defined(__CUDA_ARCH__)
-      __syncthreads();
-#endif
+      sync_block();
     }
     if (thread_rank() == 0) release_all(rq);
     dev_atomic_ref<uint64_t>(tot[ctx.block].packets).fetch_add(packets, cuda::std::memory_order_relaxed);

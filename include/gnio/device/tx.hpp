@@ -72,74 +72,6 @@ GNIO_HOST_DEVICE inline status tx_wait(const txq& q, uint64_t timeout_ns,
   return status::success;
 }
 
-// Sends one frame per participating thread (valid == true) at the given
-// scope: reserve for all of them, each writes its descriptor, one doorbell.
-// Every thread of the scope must call it. Returns full when the ring stayed
-// full for timeout_ns (nothing of this call is sent then).
-template <scope S>
-GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32_t len, uint64_t timeout_ns) noexcept {
-#if defined(__CUDA_ARCH__)
-  if constexpr (S == scope::thread) {
-    if (!valid) return status::success;
-    uint64_t first;
-    status s = tx_reserve(q, 1, timeout_ns, &first);
-    if (s != status::success) return s;
-    tx_prepare(q, first, frame, len);
-    tx_commit(q, 1);
-    tx_doorbell(q);
-    return status::success;
-  } else if constexpr (S == scope::warp) {
-    const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t mask = __ballot_sync(0xffffffffu, valid);
-    if (mask == 0) return status::success;
-    const uint32_t n = __popc(mask);
-    uint64_t first = 0;
-    int32_t st = 0;
-    if (lane == 0) st = static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &first));
-    st = __shfl_sync(0xffffffffu, st, 0);
-    first = __shfl_sync(0xffffffffu, first, 0);
-    if (st != 0) return static_cast<status>(st);
-    if (valid) tx_prepare(q, first + __popc(mask & ((1u << lane) - 1u)), frame, len);
-    __syncwarp();  // descriptors of every lane before the leader's doorbell
-    if (lane == 0) {
-      tx_commit(q, n);
-      tx_doorbell(q);
-    }
-    __syncwarp();
-    return status::success;
-  } else {
-    // Ranks follow thread order, so frames leave in the order of the threads
-    // that hold them (a forwarder must not reorder a flow).
-    __shared__ uint64_t s_first;
-    __shared__ int32_t s_status;
-    uint32_t n = 0;
-    const uint32_t rank = block_count_before(valid, &n);
-    if (threadIdx.x == 0) {
-      s_status = n ? static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &s_first)) : 0;
-    }
-    __syncthreads();
-    const status s = static_cast<status>(s_status);
-    if (s == status::success && valid) tx_prepare(q, s_first + rank, frame, len);
-    __syncthreads();  // every descriptor before the doorbell
-    if (threadIdx.x == 0 && s == status::success && n) {
-      tx_commit(q, n);
-      tx_doorbell(q);
-    }
-    __syncthreads();
-    return s;
-  }
-#else
-  if (!valid) return status::success;
-  uint64_t first;
-  status s = tx_reserve(q, 1, timeout_ns, &first);
-  if (s != status::success) return s;
-  tx_prepare(q, first, frame, len);
-  tx_commit(q, 1);
-  tx_doorbell(q);
-  return status::success;
-#endif
-}
-
 // Block-wide TX in two phases, so that a thread learns its descriptor (and so
 // its TX buffer) before it writes the frame: tx_block_reserve counts the
 // block's wanting threads in thread order and reserves for them together;
@@ -186,6 +118,67 @@ GNIO_HOST_DEVICE inline void tx_block_publish(const txq& q, uint32_t n) noexcept
     tx_commit(q, n);
     tx_doorbell(q);
   }
+}
+
+// Sends one frame per participating thread (valid == true) at the given
+// scope: reserve for all of them, each writes its descriptor, one doorbell.
+// Every thread of the scope must call it. Returns full when the ring stayed
+// full for timeout_ns (nothing of this call is sent then). At block scope
+// (built on tx_block_reserve / tx_block_publish) the result is each thread's
+// own: full for a frame that got no descriptor, which also happens to the
+// frames past the ring's size when the block sends more frames than the ring
+// has descriptors (the others are sent); success otherwise.
+template <scope S>
+GNIO_HOST_DEVICE status send(const txq& q, bool valid, const void* frame, uint32_t len, uint64_t timeout_ns) noexcept {
+#if defined(__CUDA_ARCH__)
+  if constexpr (S == scope::thread) {
+    if (!valid) return status::success;
+    uint64_t first;
+    status s = tx_reserve(q, 1, timeout_ns, &first);
+    if (s != status::success) return s;
+    tx_prepare(q, first, frame, len);
+    tx_commit(q, 1);
+    tx_doorbell(q);
+    return status::success;
+  } else if constexpr (S == scope::warp) {
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint32_t mask = __ballot_sync(0xffffffffu, valid);
+    if (mask == 0) return status::success;
+    const uint32_t n = __popc(mask);
+    uint64_t first = 0;
+    int32_t st = 0;
+    if (lane == 0) st = static_cast<int32_t>(tx_reserve(q, n, timeout_ns, &first));
+    st = __shfl_sync(0xffffffffu, st, 0);
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (st != 0) return static_cast<status>(st);
+    if (valid) tx_prepare(q, first + __popc(mask & ((1u << lane) - 1u)), frame, len);
+    __syncwarp();  // descriptors of every lane before the leader's doorbell
+    if (lane == 0) {
+      tx_commit(q, n);
+      tx_doorbell(q);
+    }
+    __syncwarp();
+    return status::success;
+  } else {
+    // Ranks follow thread order, so frames leave in the order of the threads
+    // that hold them (a forwarder must not reorder a flow).
+    uint64_t idx = 0;
+    uint32_t n = 0;
+    const status mine = tx_block_reserve(q, valid, timeout_ns, &idx, &n);
+    if (mine == status::success) tx_prepare(q, idx, frame, len);
+    tx_block_publish(q, n);
+    return !valid || mine == status::success ? status::success : status::full;
+  }
+#else
+  if (!valid) return status::success;
+  uint64_t first;
+  status s = tx_reserve(q, 1, timeout_ns, &first);
+  if (s != status::success) return s;
+  tx_prepare(q, first, frame, len);
+  tx_commit(q, 1);
+  tx_doorbell(q);
+  return status::success;
+#endif
 }
 
 }  // namespace gnio::device
