@@ -5,7 +5,7 @@
 // command. The steps up to the launch are in pp_setup.cpp (pp_run.hpp),
 // option checks in pp_options.cpp, the plan in pp_plan.cpp, the CPU thread
 // for TCP connection control in pp_ctrl.cpp, stats lines and the JSON in
-// pp_report.cpp; the per-packet work is in pp_device.hpp (shared by the
+// pp_report.cpp; the per-packet work is in pp_device.hpp's headers (shared by the
 // kernels and the CPU thread).
 #include "pp_app.hpp"
 
