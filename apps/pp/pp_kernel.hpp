@@ -73,6 +73,94 @@ GNIO_HOST_DEVICE inline bool try_report(const body& b, uint32_t block, bool fina
 }
 
 // ---------------------------------------------------------------------------
+// The steps of a round (every thread of the block calls each)
+// ---------------------------------------------------------------------------
+
+// Sends the round's replies with one reservation and one doorbell. Returns
+// whether this thread's reply was sent in place (from its RX slot), which
+// must complete before the next recv releases the slot.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE bool send_replies(const body& b, const device::txq& tq, const reply_plan& plan,
+                                                    uint8_t* f, const device::parsed_pkt& p,
+                                                    device::poll_policy poll, block_counters& c) {
+  using namespace device;
+  const bool want = plan.kind != reply_kind::none;
+  uint64_t di = 0;
+  uint32_t n = 0;
+  const status ts = tx_block_reserve(tq, want, tx_timeout_ns, &di, &n, poll);
+  bool inplace = false;
+  if (want) {
+    if (ts != status::success) {
+      c.tx_failed += 1;
+    } else if (plan.kind == reply_kind::icmp_inplace) {
+      tx_prepare(tq, di, f, plan.len);
+      count_sent(plan.kind, c);
+      inplace = true;
+    } else {
+      uint8_t* out = tq.buf_addr(di);
+      const uint32_t w = write_reply(plan, f, p, b.cfg, out, tq.stride);
+      // w == 0 cannot happen after plan_reply sized it; a zero-length
+      // descriptor is completed unsent by the backend (bad_addr).
+      tx_prepare(tq, di, out, w);
+      if (w) count_sent(plan.kind, c);
+      else c.tx_failed += 1;
+    }
+  }
+  tx_block_publish(tq, n);
+  return inplace;
+}
+
+// Fragments, in arrival order, by one thread: the table is not shared. It
+// re-reads each from its slot (count_fragment_at parses it again, out of
+// line: a second parsed packet live in the loop would cost the kernel
+// registers). The round's packets are first + 0 .. first + n - 1; is_frag
+// is this thread's. Block-uniform: every thread takes part in the barriers or
+// none does.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_fragments(const body& b, const device::rxq& rq, uint64_t first,
+                                                       uint32_t n, bool is_frag, device::frag_table* ft,
+                                                       block_counters& c) {
+  using namespace device;
+  if (!block_any(is_frag)) return;
+  GNIO_BLOCK_SHARED uint8_t s_frag[k_max_block_threads];
+  s_frag[thread_rank()] = is_frag ? 1 : 0;
+  sync_block();
+  if (thread_rank() == 0) {
+    for (uint32_t j = 0; j < block_threads() && j < n; ++j)
+      if (s_frag[j]) count_fragment_at(rq, first + j, ft, b.conv, b.conv_capacity, b.dns, b.dns_capacity, c);
+  }
+  sync_block();  // s_frag is rewritten by the next round
+}
+
+// TCP segments through their connections' framing, each connection's in
+// arrival order. A segment's rank is the number of segments with its
+// connection hash before it in the round; step k feeds the segments of rank
+// k, each from its own thread with the packet it parsed, different
+// connections at once. A round of distinct connections takes one step, a
+// round of one connection a step per segment. (A hash collision puts two
+// connections in one sequence: still each in order.)
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_segments(const body& b, bool is_seg, uint32_t conn_hash,
+                                                      const uint8_t* f, uint32_t len, const device::parsed_pkt& p,
+                                                      device::stream_table* stt, uint64_t batch_ns,
+                                                      block_counters& c) {
+  using namespace device;
+  if (!block_any(is_seg)) return;
+  GNIO_BLOCK_SHARED uint32_t s_conn[k_max_block_threads];  // each thread's connection hash
+  constexpr uint32_t k_no_conn = ~0u;                       // a thread without a segment
+  s_conn[thread_rank()] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
+  sync_block();
+  uint32_t rank = 0;
+  if (is_seg) {
+    const uint32_t h = s_conn[thread_rank()];
+    for (uint32_t j = 0; j < thread_rank(); ++j) rank += s_conn[j] == h ? 1u : 0u;
+  }
+  for (uint32_t k = 0;; ++k) {
+    if (is_seg && rank == k) count_stream(f, len, p, stt, b.dns, b.dns_capacity, c, batch_ns);
+    // The barrier orders step k's writes to the table before step k + 1
+    // reads them, and every read of s_conn before the next round rewrites it.
+    if (!block_any(is_seg && rank > k)) break;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // The kernel body
 // ---------------------------------------------------------------------------
 
@@ -144,73 +232,9 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         }
         if (can_tx && !is_frag) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       }
-      // Replies, with one reservation and one doorbell for the round.
-      if (can_tx) {
-        const bool want = plan.kind != reply_kind::none;
-        uint64_t di = 0;
-        uint32_t n = 0;
-        const status ts = tx_block_reserve(tq, want, tx_timeout_ns, &di, &n, ctx.poll);
-        if (want) {
-          if (ts != status::success) {
-            s_count.tx_failed += 1;
-          } else if (plan.kind == reply_kind::icmp_inplace) {
-            tx_prepare(tq, di, f, plan.len);
-            count_sent(plan.kind, s_count);
-            inplace = true;
-          } else {
-            uint8_t* out = tq.buf_addr(di);
-            const uint32_t w = write_reply(plan, f, p, cfg, out, tq.stride);
-            // w == 0 cannot happen after plan_reply sized it; a zero-length
-            // descriptor is completed unsent by the backend (bad_addr).
-            tx_prepare(tq, di, out, w);
-            if (w) count_sent(plan.kind, s_count);
-            else s_count.tx_failed += 1;
-          }
-        }
-        tx_block_publish(tq, n);
-      }
-      // Fragments, in arrival order, by one thread: the table is not shared.
-      // It re-reads each from its slot (count_fragment_at parses it again,
-      // out of line: a second parsed packet live here would cost the kernel
-      // registers). Block-uniform: every thread takes part in the barriers or
-      // none does.
-      if (block_any(is_frag)) {
-        GNIO_BLOCK_SHARED uint8_t s_frag[k_max_block_threads];
-        s_frag[thread_rank()] = is_frag ? 1 : 0;
-        sync_block();
-        if (thread_rank() == 0) {
-          for (uint32_t j = 0; j < block_threads() && base + j < num; ++j) {
-            if (s_frag[j]) count_fragment_at(rq, first + base + j, ft, conv, conv_capacity, dns, dns_capacity, s_count);
-          }
-        }
-        sync_block();  // s_frag is rewritten by the next round
-      }
-      // TCP segments through their connections' framing, each connection's
-      // in arrival order. A segment's rank is the number of segments with
-      // its connection hash before it in the round; step k feeds the
-      // segments of rank k, each from its own thread with the packet it
-      // parsed above, different connections at once. A round of distinct
-      // connections takes one step, a round of one connection a step per
-      // segment. (A hash collision puts two connections in one sequence:
-      // still each in order.)
-      if (block_any(is_seg)) {
-        GNIO_BLOCK_SHARED uint32_t s_conn[k_max_block_threads];  // each thread's connection hash
-        constexpr uint32_t k_no_conn = ~0u;                       // a thread without a segment
-        s_conn[thread_rank()] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
-        sync_block();
-        uint32_t rank = 0;
-        if (is_seg) {
-          const uint32_t h = s_conn[thread_rank()];
-          for (uint32_t j = 0; j < thread_rank(); ++j) rank += s_conn[j] == h ? 1u : 0u;
-        }
-        for (uint32_t k = 0;; ++k) {
-          if (is_seg && rank == k) count_stream(f, len, p, stt, dns, dns_capacity, s_count, batch_ns);
-          // The barrier orders step k's writes to the table before step
-          // k + 1 reads them, and every read of s_conn before the next
-          // round rewrites it.
-          if (!block_any(is_seg && rank > k)) break;
-        }
-      }
+      if (can_tx && send_replies(*this, tq, plan, f, p, ctx.poll, s_count)) inplace = true;
+      count_fragments(*this, rq, first + base, num - base, is_frag, ft, s_count);
+      count_segments(*this, is_seg, conn_hash, f, len, p, stt, batch_ns, s_count);
     }
     // Also the barrier after which every count of the batch is in.
     if (block_any(inplace)) {
