@@ -45,17 +45,17 @@ do_build() {
 }
 
 # NVIDIA's DOCA receive sample, unmodified, built against this build's install
-# into $build/doca (tests/integration/doca_sample_test.sh), where the samples
+# into $build/doca-sample (tests/integration/doca_sample_test.sh), where the samples
 # are (GNIO_DOCA_SAMPLES_DIR, by default ../shared/doca-samples beside the tree).
-doca_sample=doca/doca_gpunetio_simple_receive
+doca_sample=doca-sample/doca_gpunetio_simple_receive
 build_doca_sample() {
   local samples=${GNIO_DOCA_SAMPLES_DIR:-$PWD/../shared/doca-samples}
-  rm -rf "${build:?}/doca"
+  rm -rf "${build:?}/doca-sample"
   if [[ ! -d $samples/samples/doca_gpunetio/gpunetio_simple_receive ]]; then
     echo "gpu-check: no DOCA samples at $samples: step doca_sample_cuda will be skipped"
     return 0
   fi
-  GNIO_DOCA_SAMPLES_DIR=$samples GNIO_DOCA_SAMPLE_OUT=$PWD/$build/doca bash tests/integration/doca_sample_test.sh "$build"
+  GNIO_DOCA_SAMPLES_DIR=$samples GNIO_DOCA_SAMPLE_OUT=$PWD/$build/doca-sample bash tests/integration/doca_sample_test.sh "$build"
 }
 
 stage_libs() {
@@ -80,7 +80,7 @@ do_stage() {
     objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
   done
   if [[ -x $build/$doca_sample ]]; then
-    mkdir -p "$dir/doca" && objcopy --strip-debug "$build/$doca_sample" "$dir/$doca_sample" || return 1
+    mkdir -p "$dir/doca-sample" && objcopy --strip-debug "$build/$doca_sample" "$dir/$doca_sample" || return 1
   fi
   stage_libs && cp -r "$build/lib" "$dir/lib" || return 1
   echo "gpu-check: staged $build into $dir ($(du -sh "$dir" | cut -f1))"
