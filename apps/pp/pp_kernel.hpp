@@ -228,7 +228,9 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         if (!is_frag) {
           count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
           is_seg = streamed(p, len, stt);
-          if (is_seg) conn_hash = connection_hash(p);
+          // The ordered pass ranks a block's segments by connection; a block
+          // of one thread (the host executor) has nothing to rank.
+          if (is_seg && block_threads() > 1) conn_hash = connection_hash(p);
         }
         if (can_tx && !is_frag) plan = plan_reply(f, len, wire, p, cfg, pages, tq.stride);
       }
