@@ -6,6 +6,24 @@
 
 namespace gnio {
 
+// What a port does with a frame's not-before time (device::tx_prepare_at).
+//   none:      the port does not send.
+//   hold:      the engine keeps the frame (and the frames after it on its
+//              queue) until its time, then hands it to the backend: it leaves
+//              at or after its time, never before, later by the engine's
+//              polling and the backend's own path (software pacing).
+//   timestamp: the backend writes the frame with its time as its timestamp
+//              (a capture file); nothing waits.
+enum class tx_time_mode : uint8_t { none = 0, hold = 1, timestamp = 2 };
+
+[[nodiscard]] constexpr const char* to_string(tx_time_mode m) noexcept {
+  switch (m) {
+    case tx_time_mode::hold: return "hold";
+    case tx_time_mode::timestamp: return "timestamp";
+    default: return "none";
+  }
+}
+
 struct port_caps {
   bool rx = false;
   bool tx = false;
@@ -19,6 +37,9 @@ struct port_caps {
   bool hw_steering = false;       // steering done by the NIC, not in software
   bool ipv4_csum_offload = false;
   bool l4_csum_offload = false;
+  // Set by a backend whose tx_burst_at handles the times itself; the core
+  // makes it hold for every other port that sends.
+  tx_time_mode tx_time = tx_time_mode::none;
 };
 
 }  // namespace gnio

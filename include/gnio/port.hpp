@@ -173,4 +173,10 @@ class port {
   std::shared_ptr<detail::port_state> state_;
 };
 
+// The clock of TX not-before times (device::tx_prepare_at): CLOCK_REALTIME,
+// in nanoseconds since the epoch. A kernel gets its times from the host (the
+// GPU's own timer is not this clock), as DOCA programs get theirs from
+// doca_eth_txq_calculate_timestamp.
+[[nodiscard]] uint64_t tx_clock_ns() noexcept;
+
 }  // namespace gnio

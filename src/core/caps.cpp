@@ -43,6 +43,9 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
     add(std::string("recv_") + s, with_exec(why));
   }
   for (const char* s : {"thread", "warp", "block"}) add(std::string("send_") + s, with_exec(no_tx));
+  // Timed TX (device::tx_prepare_at): every port that sends honours the time,
+  // by holding the frame or by writing it as the frame's timestamp.
+  add("tx_time", no_tx);
 
   // Memory types for packet buffers.
   add("mem_cpu_gpu", cuda && !dev.can_map_host_memory ? "the GPU cannot map pinned host memory" : "");

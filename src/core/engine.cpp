@@ -237,14 +237,49 @@ const region* find_region(const std::vector<region>& rs, uint64_t addr, uint32_t
   return &*it;
 }
 
-bool drain_tx(port_state& p, lane_state& l) {
+// Sends what the kernels rang for. With tx_time hold, a frame whose
+// not-before time has not come stays on its queue with the frames after it,
+// and *due gets the earliest such time (0: none), for the idle loop to wake
+// at; the last drain (final) completes those frames unsent and counts them.
+bool drain_tx(port_state& p, lane_state& l, uint64_t* due, bool final) {
   bool busy = false;
   constexpr uint32_t burst = 64;
   backend::tx_frame frames[burst];
+  uint64_t times[burst];
+  const bool hold = p.caps.tx_time == tx_time_mode::hold;
+  const bool timed_ops = !hold && p.ops->tx_burst_at != nullptr;
+  *due = 0;
   for (txq_state* q : p.live_tx) {
     uint64_t first = 0;
     uint32_t n;
     while ((n = q->r.peek(burst, &first)) > 0) {
+      if (hold) {
+        // The prefix whose times have come; frames leave in ring order.
+        uint64_t now = 0;
+        uint32_t ready = 0;
+        for (; ready < n; ++ready) {
+          const uint64_t t = q->r.not_before(first + ready);
+          if (t == 0) continue;
+          if (now == 0) now = realtime_ns();
+          if (t > now) {
+            if (*due == 0 || t < *due) *due = t;
+            break;
+          }
+        }
+        if (ready == 0 && final) {
+          // Stopping: these frames' times are still to come. They are not
+          // sent early; they are completed unsent and counted.
+          q->errors.add(n);
+          if (p.tx_warnings++ < 5)
+            log(log_level::warn, "port {}: {} frame(s) not sent: the port stopped before their not-before time",
+                p.name, n);
+          q->r.release(n);
+          busy = true;
+          continue;
+        }
+        if (ready == 0) break;  // this queue waits for its time
+        n = ready;
+      }
       uint32_t nf = 0;
       size_t stage_off = 0;
       uint64_t bytes = 0;
@@ -268,6 +303,7 @@ bool drain_tx(port_state& p, lane_state& l) {
           q->bad_addr.add();
           continue;
         }
+        times[nf] = timed_ops ? q->r.not_before(first + i) : 0;
         frames[nf++] = {host, d.len, r->pool ? static_cast<uint32_t>(d.addr - r->exec) : UINT32_MAX};
         bytes += d.len;
       }
@@ -279,7 +315,9 @@ bool drain_tx(port_state& p, lane_state& l) {
       }
       uint32_t sent = 0;
       if (nf) {
-        if (auto e = p.ops->tx_burst(p.priv, frames, nf, &sent); e) {
+        if (auto e = timed_ops ? p.ops->tx_burst_at(p.priv, frames, times, nf, &sent)
+                               : p.ops->tx_burst(p.priv, frames, nf, &sent);
+            e) {
           q->errors.add(nf - sent);
           if (p.tx_warnings++ < 5) log(log_level::warn, "port {}: transmit failed: {}", p.name, e.what());
         }
@@ -370,13 +408,22 @@ void engine_main(lane_state& l) {
         flush(l, false);  // copies may have finished: publish what they carried
       }
     }
-    if (tx) busy |= drain_tx(p, l);
+    uint64_t due = 0;
+    if (tx) busy |= drain_tx(p, l, &due, false);
     // Idle: spin (yielding the core to any other runnable thread) for
     // k_engine_spin_ns after the last frame, so a frame that arrives while
     // traffic goes on is published at once, not after a sleep; then sleep
     // 20 us, and 200 us once idle for long. engine_poll=busy never sleeps.
+    // A frame held for its time: yield in its last 100 us, sleep before.
     if (busy) {
       idle = 0;
+    } else if (due != 0) {
+      const uint64_t now = realtime_ns();
+      const uint64_t left = due > now ? due - now : 0;
+      if (left > 100'000 && !p.engine_busy)
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(left - 60'000, 200'000)));
+      else
+        std::this_thread::yield();
     } else if (++idle > 64 && !has_staged && !p.engine_busy) {
       if (idle == 65) idle_since = steady_ns();
       const uint64_t quiet = steady_ns() - idle_since;
@@ -387,7 +434,10 @@ void engine_main(lane_state& l) {
     }
   }
   flush(l, true);
-  if (tx) drain_tx(p, l);
+  if (tx) {
+    uint64_t due = 0;
+    drain_tx(p, l, &due, true);
+  }
 }
 
 }  // namespace detail

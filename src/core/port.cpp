@@ -202,6 +202,11 @@ result<port> port::open(gpu& g, std::string_view dev) {
   if (auto e = ops->open(*args, &priv); e) return e;
   st->priv = priv;
   if (ops->get_caps) ops->get_caps(priv, &st->caps);
+  // A port that sends and whose backend does not handle frame times itself:
+  // the engine holds each frame until its time (engine.cpp, drain_tx).
+  if (st->caps.tx && (ops->tx_burst_at == nullptr || st->caps.tx_time == tx_time_mode::none))
+    st->caps.tx_time = tx_time_mode::hold;
+  if (!st->caps.tx) st->caps.tx_time = tx_time_mode::none;
   if (ops->rx_pool_setup) {
     // The backend receives into memory of its own: allocate it GPU-visible,
     // so RX completions can name its buffers instead of copying them.
@@ -497,6 +502,12 @@ error port::engine_error() const {
   if (!state_) return {};
   std::lock_guard lk(state_->err_mu);
   return state_->engine_err;
+}
+
+uint64_t tx_clock_ns() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
 }
 
 }  // namespace gnio

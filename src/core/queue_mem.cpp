@@ -185,7 +185,9 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   const mem_type bm = cfg.host_producer ? mem_type::cpu_gpu : resolve(cfg.pkt_mem);
   queue_memory mem{*q->owner, {}};
   error e;
-  if ((e = mem.take(q->ring, sizeof(device::tx_desc) * cfg.num_descs, mem_type::cpu_gpu)) ||
+  // The ring block holds the descriptors, then one not-before time per slot.
+  const size_t desc_bytes = sizeof(device::tx_desc) * cfg.num_descs;
+  if ((e = mem.take(q->ring, desc_bytes + sizeof(uint64_t) * cfg.num_descs, mem_type::cpu_gpu)) ||
       (e = mem.take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, bm)) ||
       (e = mem.take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = mem.take(q->done, 64, mem_type::cpu_gpu)) ||
       (e = mem.take(q->prod, 64, host_exec || cfg.host_producer ? mem_type::cpu_gpu : mem_type::gpu))) {
@@ -193,7 +195,8 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
     return e;
   }
   q->r.init({static_cast<const device::tx_desc*>(q->ring.host_ptr), static_cast<const uint64_t*>(q->doorbell.host_ptr),
-             static_cast<uint64_t*>(q->done.host_ptr), cfg.num_descs});
+             static_cast<uint64_t*>(q->done.host_ptr), cfg.num_descs,
+             reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(q->ring.host_ptr) + desc_bytes)});
   q->view.ring = static_cast<device::tx_desc*>(q->ring.exec_ptr);
   q->view.bufs = static_cast<uint8_t*>(q->bufs.exec_ptr);
   q->view.doorbell = static_cast<uint64_t*>(q->doorbell.exec_ptr);
@@ -203,6 +206,7 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   q->view.log2_descs = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
   q->view.stride = cfg.stride;
   q->view.queue_id = q->id;
+  q->view.times = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(q->ring.exec_ptr) + desc_bytes);
   if (cfg.host_producer) {
     q->host_view = q->view;
     q->host_view.ring = static_cast<device::tx_desc*>(q->ring.host_ptr);
@@ -210,6 +214,7 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
     q->host_view.doorbell = static_cast<uint64_t*>(q->doorbell.host_ptr);
     q->host_view.done = static_cast<const uint64_t*>(q->done.host_ptr);
     q->host_view.prod = static_cast<uint64_t*>(q->prod.host_ptr);
+    q->host_view.times = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(q->ring.host_ptr) + desc_bytes);
   }
   const uint32_t id = q->id;
   if (q->owner != s.gpu) q->owner->children.fetch_add(1);

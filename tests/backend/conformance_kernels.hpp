@@ -171,7 +171,47 @@ struct large_body {
   }
 };
 
+// Sends n frames of 60 bytes from its TX buffers, frame i carrying i in
+// bytes 14..17 and the not-before time times[i] (0: none), one descriptor
+// and doorbell at a time from thread 0, then (wait) waits for the completions.
+struct timed_send_body {
+  gnio::device::txq t;
+  const uint64_t* times;  // n times, host-written before the launch
+  uint32_t n;
+  uint64_t* failed;
+  bool wait = true;
+
+  GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx&) const {
+    using namespace gnio::device;
+    if (thread_rank() != 0) return;
+    uint64_t bad = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t idx = 0;
+      if (tx_reserve(t, 1, 10'000'000'000ull, &idx) != gnio::status::success) {
+        ++bad;
+        continue;
+      }
+      uint8_t* f = t.buf_addr(idx);
+      for (uint32_t b = 0; b < 60; ++b) f[b] = 0;
+      for (uint32_t b = 0; b < 6; ++b) f[b] = 0xff;
+      f[6] = 0x02;
+      f[12] = 0x88;  // local experimental ethertype 0x88b5
+      f[13] = 0xb5;
+      f[14] = static_cast<uint8_t>(i >> 24);
+      f[15] = static_cast<uint8_t>(i >> 16);
+      f[16] = static_cast<uint8_t>(i >> 8);
+      f[17] = static_cast<uint8_t>(i);
+      tx_prepare_at(t, idx, f, 60, times[i]);
+      tx_commit(t, 1);
+      tx_doorbell(t);
+    }
+    if (wait && tx_wait(t, 30'000'000'000ull) != gnio::status::success) ++bad;
+    *failed = bad;  // read by the host after the kernel returned (runner wait orders it)
+  }
+};
+
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const record_body& b);
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const timed_send_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const large_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const echo_body& b);
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const stubborn_body& b);

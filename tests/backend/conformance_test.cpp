@@ -694,6 +694,177 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
 INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp, kind::dpdk),
                          [](const auto& info) { return to_string(info.param); });
 
+// --- Timed TX (device::tx_prepare_at) --------------------------------------------
+
+// Runs conf::timed_send_body on a new TX queue of p with these times.
+void run_timed_send(gnio::gpu& g, gnio::port& p, uint32_t txq, const std::vector<uint64_t>& times) {
+  auto tb = g.alloc(sizeof(uint64_t) * times.size(), gnio::mem_type::cpu_gpu);
+  ASSERT_TRUE(tb.ok()) << tb.err().what();
+  std::memcpy(tb->host_ptr, times.data(), sizeof(uint64_t) * times.size());
+  auto failed = g.alloc(64, gnio::mem_type::cpu_gpu);
+  ASSERT_TRUE(failed.ok());
+  auto rr = gnio::kernel_runner::create(g, {&p});
+  ASSERT_TRUE(rr.ok()) << rr.err().what();
+  std::optional<gnio::kernel_runner> r(std::move(rr).value());
+  gnio::launch_dims d;
+  d.threads = 32;
+  ASSERT_FALSE(conf::launch(*r, d,
+                            conf::timed_send_body{*p.txq(txq), static_cast<const uint64_t*>(tb->exec_ptr),
+                                                  static_cast<uint32_t>(times.size()),
+                                                  static_cast<uint64_t*>(failed->exec_ptr)}));
+  ASSERT_FALSE(r->wait(std::chrono::seconds(60)));
+  EXPECT_EQ(*static_cast<uint64_t*>(failed->host_ptr), 0u) << "sends that got no descriptor or completion";
+  r.reset();
+  (void)g.free(*tb);
+  (void)g.free(*failed);
+}
+
+// Frame index (bytes 14..17) of a frame timed_send_body built.
+uint32_t timed_index(const uint8_t* f) {
+  return (uint32_t{f[14]} << 24) | (uint32_t{f[15]} << 16) | (uint32_t{f[16]} << 8) | f[17];
+}
+
+TEST(timed_tx, a_capture_file_gets_each_frame_with_its_time) {
+  auto g = open_gpu();
+  const std::string out = gnio::test::temp_path("timed_tx") + ".pcap";
+  auto pr = gnio::port::open(g, "pcap:tx=" + out);
+  ASSERT_TRUE(pr.ok()) << pr.err().what();
+  gnio::port p = std::move(pr).value();
+  EXPECT_EQ(p.caps().tx_time, gnio::tx_time_mode::timestamp);
+  auto t = p.create_txq();
+  ASSERT_TRUE(t.ok()) << t.err().what();
+  ASSERT_FALSE(p.start());
+  // Times an hour ahead and spread over nanoseconds: written as they are,
+  // nobody waits. Every fourth frame has none: it gets the time of writing.
+  const uint64_t base = gnio::tx_clock_ns() + 3'600'000'000'000ull;
+  std::vector<uint64_t> times;
+  for (uint64_t i = 0; i < 100; ++i) times.push_back(i % 4 == 3 ? 0 : base + i * 1'000'003);
+  const uint64_t t0 = gnio::tx_clock_ns();
+  run_timed_send(g, p, *t, times);
+  const uint64_t t1 = gnio::tx_clock_ns();
+  ASSERT_FALSE(p.stop());
+  EXPECT_EQ(p.stats().txq[*t].sent, times.size());
+  p = {};
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* pc = pcap_open_offline_with_tstamp_precision(out.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+  ASSERT_NE(pc, nullptr) << err;
+  pcap_pkthdr* h = nullptr;
+  const u_char* data = nullptr;
+  size_t i = 0;
+  while (pcap_next_ex(pc, &h, &data) == 1) {
+    ASSERT_LT(i, times.size());
+    ASSERT_EQ(h->caplen, 60u);
+    EXPECT_EQ(timed_index(data), i) << "frames leave in descriptor order";
+    const uint64_t ts = static_cast<uint64_t>(h->ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(h->ts.tv_usec);
+    if (times[i] != 0) {
+      EXPECT_EQ(ts, times[i]) << "frame " << i;
+    } else {
+      EXPECT_GE(ts, t0 - t0 % 1000) << "frame " << i;
+      EXPECT_LE(ts, t1) << "frame " << i;
+    }
+    ++i;
+  }
+  pcap_close(pc);
+  EXPECT_EQ(i, times.size());
+  std::filesystem::remove(out);
+}
+
+TEST(timed_tx, the_engine_holds_a_frame_until_its_time_and_never_sends_early) {
+  auto g = open_gpu();
+  auto host = gnio::gpu::open("host");
+  ASSERT_TRUE(host.ok());
+  const std::string name = "timed" + std::to_string(g_pair_seq++);
+  auto pa = gnio::port::open(g, "pair:name=" + name);
+  ASSERT_TRUE(pa.ok()) << pa.err().what();
+  gnio::port a = std::move(pa).value();
+  EXPECT_EQ(a.caps().tx_time, gnio::tx_time_mode::hold);
+  auto pb = gnio::port::open(*host, "pair:name=" + name);
+  ASSERT_TRUE(pb.ok()) << pb.err().what();
+  gnio::port b = std::move(pb).value();
+  auto ta = a.create_txq();
+  ASSERT_TRUE(ta.ok());
+  auto rb = b.create_rxq();
+  ASSERT_TRUE(rb.ok());
+  ASSERT_FALSE(b.start());
+  ASSERT_FALSE(a.start());
+  // 20 frames 5 ms apart from 50 ms on, a frame without a time between two
+  // timed ones (it waits behind the one before it), and one in the past.
+  const uint64_t base = gnio::tx_clock_ns() + 50'000'000;
+  std::vector<uint64_t> times;
+  for (uint64_t i = 0; i < 20; ++i) times.push_back(base + i * 5'000'000);
+  times[7] = 0;
+  times[0] = base - 1'000'000'000;
+  std::thread sender([&] { run_timed_send(g, a, *ta, times); });
+  // The pair hands each frame over with the time it was sent (CLOCK_REALTIME).
+  const gnio::device::rxq q = *b.rxq(*rb);
+  std::vector<std::pair<uint32_t, uint64_t>> got;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got.size() < times.size() && std::chrono::steady_clock::now() < end) {
+    uint64_t first = 0;
+    uint32_t num = 0;
+    if (gnio::device::recv<gnio::device::scope::thread>(q, 64, 1'000'000, &first, &num) != gnio::status::success)
+      continue;
+    for (uint32_t i = 0; i < num; ++i)
+      got.emplace_back(timed_index(gnio::device::pkt_addr(q, first + i)), q.cqe(first + i).ts_ns);
+  }
+  sender.join();
+  ASSERT_EQ(got.size(), times.size());
+  uint64_t late_max = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].first, i) << "frames leave in descriptor order";
+    // A frame without a time waits for the timed frame before it.
+    const uint64_t want = times[i] != 0 ? times[i] : times[i - 1];
+    EXPECT_GE(got[i].second, want) << "frame " << i << " left " << (want - got[i].second) << " ns early";
+    if (i > 0 && got[i].second > want) late_max = std::max(late_max, got[i].second - want);  // frame 0's time had passed
+  }
+  std::printf("timed_tx: %zu frames held for their time; latest %.1f us after it\n", got.size(), late_max / 1e3);
+  ASSERT_FALSE(a.stop());
+  ASSERT_FALSE(b.stop());
+}
+
+TEST(timed_tx, frames_still_waiting_when_the_port_stops_are_counted_not_sent) {
+  auto g = open_gpu();
+  auto host = gnio::gpu::open("host");
+  ASSERT_TRUE(host.ok());
+  const std::string name = "timed" + std::to_string(g_pair_seq++);
+  gnio::port a = std::move(gnio::port::open(g, "pair:name=" + name)).value();
+  gnio::port b = std::move(gnio::port::open(*host, "pair:name=" + name)).value();
+  auto ta = a.create_txq();
+  ASSERT_TRUE(ta.ok());
+  ASSERT_TRUE(b.create_rxq().ok());
+  ASSERT_FALSE(b.start());
+  ASSERT_FALSE(a.start());
+  // Two frames now, then three an hour from now (the last without a time of
+  // its own, behind them); the kernel does not wait for the completions.
+  const uint64_t later = gnio::tx_clock_ns() + 3'600'000'000'000ull;
+  const std::vector<uint64_t> times = {0, 0, later, later + 1, 0};
+  auto tb = g.alloc(sizeof(uint64_t) * times.size(), gnio::mem_type::cpu_gpu);
+  ASSERT_TRUE(tb.ok());
+  std::memcpy(tb->host_ptr, times.data(), sizeof(uint64_t) * times.size());
+  auto failed = g.alloc(64, gnio::mem_type::cpu_gpu);
+  ASSERT_TRUE(failed.ok());
+  auto rr = gnio::kernel_runner::create(g, {&a});
+  ASSERT_TRUE(rr.ok());
+  std::optional<gnio::kernel_runner> r(std::move(rr).value());
+  gnio::launch_dims d;
+  d.threads = 32;
+  ASSERT_FALSE(conf::launch(*r, d,
+                            conf::timed_send_body{*a.txq(*ta), static_cast<const uint64_t*>(tb->exec_ptr),
+                                                  static_cast<uint32_t>(times.size()),
+                                                  static_cast<uint64_t*>(failed->exec_ptr), false}));
+  ASSERT_FALSE(r->wait(std::chrono::seconds(30)));
+  r.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the two untimed frames leave
+  EXPECT_EQ(a.stats().txq[*ta].sent, 2u);
+  ASSERT_FALSE(a.stop());
+  const auto st = a.stats();
+  EXPECT_EQ(st.txq[*ta].sent, 2u);
+  EXPECT_EQ(st.txq[*ta].errors, 3u) << "held frames are counted when the port stops";
+  (void)g.free(*tb);
+  (void)g.free(*failed);
+  ASSERT_FALSE(b.stop());
+}
+
 // --- Semaphores ----------------------------------------------------------------
 
 TEST(semaphore, items_cycle_ready_free_in_order) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -123,6 +124,25 @@ TEST(Caps, HostAndPcapJsonValidates) {
     if (v["feature"] == "rx") EXPECT_TRUE(v["supported"].get<bool>());
   }
   EXPECT_TRUE(saw_tx);
+}
+
+// What each backend does with a frame's not-before time (device::tx_prepare_at).
+TEST(Caps, TimedTxIsReportedPerBackend) {
+  const std::string tx = gnio::test::temp_path("caps_tx") + ".pcap";
+  for (const auto& [port, mode] : {std::pair<std::string, const char*>{"pcap:tx=" + tx, "timestamp"},
+                                   {"pair:name=caps_timed", "hold"},
+                                   {"gen:count=1", "hold"},  // gen sends into a counting sink
+                                   {"pcap:file=" + data("http.pcap"), "none"}}) {
+    int rc = 0;
+    const std::string out = stdout_of(tool() + " caps --json --gpu host --port " + port, &rc);
+    ASSERT_EQ(rc, 0) << port << ": " << out;
+    expect_valid(out, "caps.schema.json");
+    auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["port"]["tx_time"], mode) << port;
+    for (const auto& v : j["verdicts"])
+      if (v["feature"] == "tx_time") EXPECT_EQ(v["supported"].get<bool>(), std::string(mode) != "none") << port;
+  }
+  std::filesystem::remove(tx);
 }
 
 TEST(Caps, GenPortOnTheFirstGpuOrHost) {

@@ -360,7 +360,8 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
              {"finite", pc.finite},
              {"hw_steering", pc.hw_steering},
              {"ipv4_csum_offload", pc.ipv4_csum_offload},
-             {"l4_csum_offload", pc.l4_csum_offload}}},
+             {"l4_csum_offload", pc.l4_csum_offload},
+             {"tx_time", to_string(pc.tx_time)}}},
            {"device", gpu_json(g->info())}};
     json v = json::array();
     for (const auto& x : verdicts)
@@ -369,9 +370,9 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
     j["verdicts"] = v;
     gnio::console::out(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   } else {
-    say("port {}: rx {}, tx {}, queues rx {} tx {}, max frame {} B, ring {}..{}, timestamps {}, {}\n", dev,
+    say("port {}: rx {}, tx {}, queues rx {} tx {}, max frame {} B, ring {}..{}, timestamps {}, {}, timed tx {}\n", dev,
                pc.rx, pc.tx, pc.max_rx_queues, pc.max_tx_queues, pc.max_pkt_bytes, pc.min_ring_descs, pc.max_ring_descs,
-               pc.rx_timestamps, pc.finite ? "finite source" : "live source");
+               pc.rx_timestamps, pc.finite ? "finite source" : "live source", to_string(pc.tx_time));
     const auto& i = g->info();
     say("device {} ({}): cc {}.{}, {} SMs, map host memory {}, unified addressing {}, GPUDirect RDMA {}\n", i.name,
                to_string(i.executor), i.cc_major, i.cc_minor, i.num_sms, i.can_map_host_memory, i.unified_addressing,

@@ -25,10 +25,11 @@
 #include "gnio/caps.hpp"
 #include "gnio/status.hpp"
 
-// The ops table's layout. 2: rx_burst writes through an rx_lane (copy, in
-// place or by reference), rx_pool_setup/rx_release; 1 (gnio 0.1): frames
-// went through rx_sink::deliver, one copy each.
-#define GNIO_BACKEND_ABI_VERSION 2
+// The ops table's layout. 3: tx_burst_at (optional, last); 2: rx_burst
+// writes through an rx_lane (copy, in place or by reference),
+// rx_pool_setup/rx_release; 1 (gnio 0.1): frames went through
+// rx_sink::deliver, one copy each.
+#define GNIO_BACKEND_ABI_VERSION 3
 
 namespace gnio::detail {
 struct lane_state;
@@ -167,7 +168,7 @@ struct counters {
 };
 
 struct ops {
-  uint32_t size;          // sizeof(ops) the backend was built with (GNIO_BACKEND_ABI_VERSION 2)
+  uint32_t size;          // sizeof(ops) the backend was built with (GNIO_BACKEND_ABI_VERSION 3)
   const char* name;       // device-string prefix, e.g. "pcap"
   const char* summary;    // one line for --help
   const char* options;    // "key=value  meaning" lines for --help
@@ -207,6 +208,13 @@ struct ops {
   // "eth1 was removed"), or null. The core puts it in the port's
   // engine_error(). The text must stay valid until the backend is closed.
   const char* (*last_error)(void* priv);
+  // Optional: transmits n frames as tx_burst does, frame i with its
+  // not-before time not_before[i] (CLOCK_REALTIME nanoseconds, 0: none),
+  // for a backend that handles the times itself and says how in
+  // port_caps::tx_time (a capture file writes them as the frames'
+  // timestamps). Without it the engine holds each frame until its time and
+  // calls tx_burst.
+  error (*tx_burst_at)(void* priv, const tx_frame* frames, const uint64_t* not_before, uint32_t n, uint32_t* sent);
 };
 
 // Why a backend's receive failed, for its last_error op and for its other

@@ -188,6 +188,7 @@ class tx_ring_reader {
     const uint64_t* doorbell = nullptr;     // host address of the producer index (written by the kernel)
     uint64_t* done = nullptr;               // host address of the completion index
     uint32_t num_descs = 0;                 // power of two
+    const uint64_t* times = nullptr;        // host address of num_descs not-before times (device::txq::times)
   };
 
   void init(const layout& l) noexcept {
@@ -207,6 +208,15 @@ class tx_ring_reader {
   }
 
   [[nodiscard]] const device::tx_desc& desc(uint64_t idx) const noexcept { return l_.ring[idx & (l_.num_descs - 1)]; }
+
+  // The not-before time of peeked descriptor idx (CLOCK_REALTIME ns), 0 when
+  // it has none. Read after peek(), whose acquire load covers it.
+  [[nodiscard]] uint64_t not_before(uint64_t idx) const noexcept {
+    const device::tx_desc& d = desc(idx);
+    return (d.flags & device::tx_desc_flag_not_before) != 0 && l_.times != nullptr
+               ? l_.times[idx & (l_.num_descs - 1)]
+               : 0;
+  }
 
   // Completes the n oldest peeked descriptors.
   void release(uint32_t n) noexcept {

@@ -27,10 +27,11 @@
 
 #include "gnio/device/config.hpp"
 
-// The layout of rx_cqe, rxq, tx_desc and txq, and the protocol on them. 2:
-// completions name their buffer (rx_cqe::buf); 1 (gnio 0.1): slot = ring
-// position. A producer and a consumer must agree on it.
-#define GNIO_RING_ABI_VERSION 2
+// The layout of rx_cqe, rxq, tx_desc and txq, and the protocol on them. 3:
+// a TX descriptor may carry a not-before time (tx_desc_flag_not_before,
+// txq::times); 2: completions name their buffer (rx_cqe::buf); 1 (gnio
+// 0.1): slot = ring position. A producer and a consumer must agree on it.
+#define GNIO_RING_ABI_VERSION 3
 
 namespace gnio::device {
 
@@ -96,10 +97,13 @@ struct rxq {
   GNIO_HOST_DEVICE const rx_cqe& cqe(uint64_t idx) const noexcept { return cq[idx & (num_descs - 1u)]; }
 };
 
+// tx_desc::flags: the frame must not leave before txq::times[its slot].
+inline constexpr uint32_t tx_desc_flag_not_before = 1u;
+
 struct alignas(16) tx_desc {
   uint64_t addr;   // executor address of the frame (a TX buffer or an RX slot)
   uint32_t len;
-  uint32_t flags;  // reserved, 0
+  uint32_t flags;  // 0, or tx_desc_flag_not_before
 };
 
 // The kernel's view of one TX queue.
@@ -113,6 +117,10 @@ struct txq {
   uint32_t log2_descs;
   uint32_t stride;
   uint32_t queue_id;
+  // num_descs not-before times, one per descriptor slot (host-visible), in
+  // CLOCK_REALTIME nanoseconds; read only for descriptors flagged
+  // tx_desc_flag_not_before (device::tx_prepare_at).
+  uint64_t* times;
 
   GNIO_HOST_DEVICE uint8_t* buf_addr(uint64_t idx) const noexcept {
     return bufs + (idx & (num_descs - 1u)) * static_cast<uint64_t>(stride);

@@ -47,6 +47,27 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare(const txq& q, uint64_t idx, co
   d.flags = 0;
 }
 
+// Fills descriptor idx as tx_prepare does, with a time before which the
+// frame must not leave: not_before_ns is CLOCK_REALTIME nanoseconds (UTC
+// since the epoch; gnio::tx_clock_ns() reads it on the host), 0 for none.
+// Frames leave in descriptor order, so a frame waiting for its time also
+// holds back the frames after it. What each backend does with the time is in
+// its capabilities (port_caps::tx_time): the engine holds the frame until
+// then, or a capture file gets the frame with that timestamp.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare_at(const txq& q, uint64_t idx, const void* addr, uint32_t len,
+                                                     uint64_t not_before_ns) noexcept {
+  const uint32_t slot = static_cast<uint32_t>(idx & (q.num_descs - 1u));
+  tx_desc& d = q.ring[slot];
+  d.addr = reinterpret_cast<uint64_t>(addr);
+  d.len = len;
+  if (not_before_ns != 0 && q.times != nullptr) {
+    q.times[slot] = not_before_ns;  // published with the descriptor by tx_doorbell's release store
+    d.flags = tx_desc_flag_not_before;
+  } else {
+    d.flags = 0;
+  }
+}
+
 // Makes n prepared descriptors part of the next doorbell. Leader only.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_commit(const txq& q, uint32_t n) noexcept { *q.prod += n; }
 

@@ -625,6 +625,7 @@ void pcap_get_caps(void* priv, port_caps* caps) {
   caps->max_ring_descs = 1u << 20;
   caps->rx_timestamps = true;
   caps->finite = p->has_rx() && p->loops != 0;
+  caps->tx_time = p->has_tx() ? tx_time_mode::timestamp : tx_time_mode::none;
 }
 
 error pcap_start(void* priv) {
@@ -772,8 +773,9 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
   return status::success;
 }
 
-error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
-  auto* p = static_cast<port*>(priv);
+// Writes n frames, frame i stamped not_before[i] when given and non-zero,
+// else the time of the call.
+error pcap_write_frames(port* p, const tx_frame* frames, const uint64_t* not_before, uint32_t n, uint32_t* sent) {
   *sent = 0;
   if (!p->has_tx()) return fail(status::not_supported, "pcap: this port has no tx= file");
   if (!p->dumper) return fail(status::bad_state, "pcap: tx file '{}' is closed; start the port first", p->tx_path);
@@ -787,8 +789,10 @@ error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* se
   FILE* f = pcap_dump_file(p->dumper);
   for (uint32_t i = 0; i < n; ++i) {
     pcap_pkthdr h{};
-    h.ts.tv_sec = now.tv_sec;
-    h.ts.tv_usec = now.tv_nsec;  // nanoseconds: the dumper was opened with nano precision
+    const uint64_t t = not_before != nullptr ? not_before[i] : 0;
+    // Nanoseconds in tv_usec: the dumper was opened with nano precision.
+    h.ts.tv_sec = t != 0 ? static_cast<time_t>(t / 1'000'000'000u) : now.tv_sec;
+    h.ts.tv_usec = t != 0 ? static_cast<suseconds_t>(t % 1'000'000'000u) : now.tv_nsec;
     h.caplen = frames[i].len;
     h.len = frames[i].len;
     errno = 0;
@@ -804,6 +808,14 @@ error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* se
     *sent = i + 1;
   }
   return {};
+}
+
+error pcap_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
+  return pcap_write_frames(static_cast<port*>(priv), frames, nullptr, n, sent);
+}
+
+error pcap_tx_burst_at(void* priv, const tx_frame* frames, const uint64_t* not_before, uint32_t n, uint32_t* sent) {
+  return pcap_write_frames(static_cast<port*>(priv), frames, not_before, n, sent);
 }
 
 const char* pcap_last_error(void* priv) {
@@ -833,8 +845,9 @@ const ops pcap_ops = {
         "           link types, all delivered as Ethernet frames; a pipe or FIFO is read once (file=/dev/stdin,\n"
         "           file=<(zcat x.pcap.gz))\n"
         "rx=PATH    same as file=\n"
-        "tx=PATH    write every transmitted frame to this pcap file (Ethernet, nanosecond timestamps); checked at\n"
-        "           open, created when the port starts\n"
+        "tx=PATH    write every transmitted frame to this pcap file (Ethernet, nanosecond timestamps: the frame's\n"
+        "           not-before time when it has one, else the time it was written); checked at open, created\n"
+        "           when the port starts\n"
         "loop=N     play the file N times (default 1; 0 = forever; a pipe only once); a later pass that cannot be\n"
         "           read ends the stream with io_failed\n"
         "rate=R     pace reading, in packets or bits per second: 1000pps, 2Mpps, 100Mbps (default: unpaced)\n",
@@ -847,6 +860,7 @@ const ops pcap_ops = {
     .close = pcap_close_port,
     .get_counters = pcap_get_counters,
     .last_error = pcap_last_error,
+    .tx_burst_at = pcap_tx_burst_at,
 };
 
 }  // namespace gnio::backend
