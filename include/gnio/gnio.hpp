@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gnio/atomic_file.hpp"
+#include "gnio/backends.hpp"
 #include "gnio/caps.hpp"
 #include "gnio/console.hpp"
 #include "gnio/device/pkt.hpp"

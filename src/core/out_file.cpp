@@ -7,21 +7,31 @@
 
 #include <cerrno>
 
-namespace gnio::detail {
+namespace gnio::backend {
 
-status file_errno_status(int e) noexcept {
+status status_from_errno(int e) noexcept {
   switch (e) {
     case ENOENT:
     case ENOTDIR:
-      return status::not_found;
+    case ENODEV:
+    case ENXIO: return status::not_found;
     case EACCES:
     case EPERM:
-    case EROFS:
-      return status::not_permitted;
+    case EROFS: return status::not_permitted;
     case ENOMEM:
-      return status::no_memory;
-    default:
-      return status::io_failed;
+    case ENOBUFS: return status::no_memory;
+    case EBUSY: return status::in_use;
+    case EEXIST: return status::already_exist;
+    case EINVAL: return status::invalid_value;
+    case ENETDOWN: return status::not_connected;
+    case ENOTSUP:
+#if EOPNOTSUPP != ENOTSUP
+    case EOPNOTSUPP:
+#endif
+    case EAFNOSUPPORT:
+    case EPROTONOSUPPORT:
+    case ENOPROTOOPT: return status::not_supported;
+    default: return status::io_failed;
   }
 }
 
@@ -43,4 +53,4 @@ int output_path_errno(const std::string& path) noexcept {
   return faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0 ? 0 : errno;
 }
 
-}  // namespace gnio::detail
+}  // namespace gnio::backend

@@ -7,17 +7,13 @@
 
 #include <string>
 
+#include "gnio/backend/log.hpp"
 #include "gnio/status.hpp"
 
 namespace gnio::detail {
 
-// The status for an errno from opening, creating or writing a file.
-[[nodiscard]] status file_errno_status(int e) noexcept;
-
-// 0 when `path` could be created (or, existing, written), else the errno
-// creating it would fail with (ENOENT: no such directory, EISDIR, EACCES,
-// EROFS, ...). Touches nothing: an existing file is neither opened nor
-// truncated, and a missing one is not created.
-[[nodiscard]] int output_path_errno(const std::string& path) noexcept;
+// The backend SDK's helpers (gnio/backend/log.hpp), by the core's names.
+using backend::output_path_errno;
+inline status file_errno_status(int e) noexcept { return backend::status_from_errno(e); }
 
 }  // namespace gnio::detail

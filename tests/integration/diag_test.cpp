@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "support/process.hpp"
 #include <nlohmann/json.hpp>
 
+#include <gnio/backends.hpp>
 #include <gnio/status.hpp>
 
 namespace {
@@ -84,7 +86,8 @@ TEST(Doctor, JsonValidatesAndExitCodeMatchesUsable) {
   (void)stdout_of(tool() + " doctor --json --for pcap", &rc);
   EXPECT_EQ(rc, 0);
   // dpdk: the check follows whether this build has the backend (gnio backends).
-  const bool built = stdout_of(tool() + " backends", &rc).find("\ndpdk:") != std::string::npos;
+  const std::string listed = stdout_of(tool() + " backends", &rc);
+  const bool built = listed.find("\ndpdk:") != std::string::npos && listed.find("\ndpdk: not built") == std::string::npos;
   const std::string out = stdout_of(tool() + " doctor --json --for dpdk", &rc);
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
@@ -124,6 +127,33 @@ TEST(Caps, HostAndPcapJsonValidates) {
     if (v["feature"] == "rx") EXPECT_TRUE(v["supported"].get<bool>());
   }
   EXPECT_TRUE(saw_tx);
+}
+
+// gnio backends: every backend gnio knows, from gnio::list_backends(), with
+// its options where it is built and what building it needs where it is not.
+TEST(Backends, ListsEveryBackendWithItsOptionsOrWhyItIsMissing) {
+  int rc = 0;
+  const std::string out = stdout_of(tool() + " backends", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const auto all = gnio::list_backends();
+  for (const char* name : {"pcap", "gen", "pair", "af_packet", "af_xdp", "dpdk"}) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const gnio::backend_info& b) { return b.name == name; });
+    ASSERT_NE(it, all.end()) << name;
+    EXPECT_EQ(it->available, gnio::backend_available(name)) << name;
+    if (it->available) {
+      EXPECT_FALSE(it->options.empty()) << name;
+      EXPECT_NE(("\n" + out).find(std::string("\n") + name + ": " + it->summary), std::string::npos) << name << "\n" << out;
+    } else {
+      EXPECT_FALSE(it->why_not.empty()) << name;
+      EXPECT_NE(out.find(std::string(name) + ": not built: "), std::string::npos) << name << "\n" << out;
+    }
+  }
+  for (const char* name : {"pcap", "gen", "pair"}) EXPECT_TRUE(gnio::backend_available(name)) << name;
+  EXPECT_FALSE(gnio::backend_available("bogus"));
+  EXPECT_NE(out.find("all backends:\n    overflow=drop|wait"), std::string::npos) << out;
+  EXPECT_NE(out.find("tx_pcap=PATH"), std::string::npos) << out;
+  // The lists agree: every option line of pcap is printed, indented.
+  EXPECT_NE(out.find("\n    tx=PATH"), std::string::npos) << out;
 }
 
 // What each backend does with a frame's not-before time (device::tx_prepare_at).

@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <gnio/backend/backend.hpp>
+#include <gnio/backends.hpp>
 #include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
@@ -126,7 +126,8 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
 
   // gnio itself.
   std::string names;
-  for (const auto* o : backend::registered()) names += (names.empty() ? "" : ",") + std::string(o->name);
+  for (const auto& b : list_backends())
+    if (b.available) names += (names.empty() ? "" : ",") + b.name;
   add({"gnio", "gnio version and build options", "pass",
        fmt::format("gnio {}; cuda {}; backends {}", GNIO_VERSION_STRING, built_with_cuda() ? "on" : "off", names), "", false});
 
@@ -258,7 +259,7 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
 
   // AF_XDP and libxdp, DPDK.
   {
-    const bool xdp_backend = backend::find("af_xdp") != nullptr;
+    const bool xdp_backend = backend_available("af_xdp");
     int fd = socket(AF_XDP, SOCK_RAW, 0);
     const int err = errno;
     if (fd >= 0) close(fd);
@@ -268,17 +269,17 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
          xdp_backend ? (fd >= 0 ? "" : "run as root or grant CAP_NET_RAW; the kernel needs CONFIG_XDP_SOCKETS")
                      : "apt-get install libxdp-dev libbpf-dev and rebuild",
          for_path == "af_xdp"});
-    const bool dpdk_backend = backend::find("dpdk") != nullptr;
+    const bool dpdk_backend = backend_available("dpdk");
     const bool testpmd = fs::exists("/usr/bin/dpdk-testpmd");
     add({"dpdk", "DPDK backend", dpdk_backend ? "pass" : (for_path == "dpdk" ? "fail" : "skip"),
          fmt::format("gnio dpdk backend {}; dpdk-testpmd {}", dpdk_backend ? "built" : "not in this build",
                      testpmd ? "installed" : "not installed"),
          dpdk_backend ? "" : "this gnio build has no dpdk backend; use af_xdp or af_packet", for_path == "dpdk"});
-    const bool pcap_ok = backend::find("pcap") != nullptr;
+    const bool pcap_ok = backend_available("pcap");
     add({"pcap", "pcap backend (libpcap)", pcap_ok ? "pass" : "fail", pcap_ok ? "built with libpcap" : "missing", "",
          for_path == "pcap"});
     if (for_path == "af_packet") {
-      const bool afp = backend::find("af_packet") != nullptr;
+      const bool afp = backend_available("af_packet");
       add({"af_packet", "AF_PACKET backend", afp ? "pass" : "fail", afp ? "built" : "not in this build",
            afp ? "" : "rebuild with GNIO_BACKEND_AF_PACKET=ON", true});
     }

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <gnio/backend/backend.hpp>
+#include <gnio/backends.hpp>
 #include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
@@ -37,21 +37,24 @@ int main(int argc, char** argv) {
 
     auto* backends = app.add_subcommand("backends", "list the port backends and their device-string options");
     backends->callback([] {
-      for (const auto* o : gnio::backend::registered()) {
-        gnio::console::out(fmt::format("{}: {}\n", o->name, o->summary));
-        std::string_view opts = o->options ? o->options : "";
-        while (!opts.empty()) {
-          auto nl = opts.find('\n');
-          gnio::console::out(fmt::format("    {}\n", opts.substr(0, nl)));
+      auto lines = [](std::string_view text) {
+        while (!text.empty()) {
+          auto nl = text.find('\n');
+          gnio::console::out(fmt::format("    {}\n", text.substr(0, nl)));
           if (nl == std::string_view::npos) break;
-          opts.remove_prefix(nl + 1);
+          text.remove_prefix(nl + 1);
         }
+      };
+      for (const auto& b : gnio::list_backends()) {
+        if (!b.available) {
+          gnio::console::out(fmt::format("{}: not built: {}\n", b.name, b.why_not));
+          continue;
+        }
+        gnio::console::out(fmt::format("{}: {}\n", b.name, b.summary));
+        lines(b.options);
       }
-      gnio::console::out("all backends: overflow=drop|wait  full RX ring: drop and count (default for live sources) or "
-                         "wait (default for files and counted generators)\n");
-      gnio::console::out("all backends: tx_pcap=PATH     also write every transmitted frame to this pcap file\n");
-      gnio::console::out("all backends: engine_poll=adaptive|busy  an idle engine thread spins 200 us after its last frame, then "
-                         "sleeps 20-200 us (adaptive, the default), or never sleeps (busy: lowest latency, a core kept busy)\n");
+      gnio::console::out("all backends:\n");
+      lines(gnio::common_backend_options());
     });
 
     gnio::pp::add_command(app);

@@ -46,7 +46,7 @@
 
 #include "gnio/backend/backend.hpp"
 #include "gnio/device/pkt.hpp"
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 
 // Older UAPI headers lack these; the kernel answers ENOPROTOOPT/EINVAL where
 // it lacks them too, and every use below handles that.
@@ -69,7 +69,6 @@
 namespace gnio::backend {
 namespace {
 
-using detail::fail;
 
 constexpr uint32_t k_max_queues = 64;
 constexpr uint64_t k_default_blocks = 64;
@@ -90,24 +89,6 @@ uint64_t mono_ns() {
 }
 
 std::string err_text(int e) { return fmt::format("{} ({})", std::strerror(e), e); }
-
-status errno_status(int e) {
-  switch (e) {
-    case EPERM:
-    case EACCES: return status::not_permitted;
-    case ENODEV:
-    case ENXIO: return status::not_found;
-    case ENOMEM:
-    case ENOBUFS: return status::no_memory;
-    case EBUSY: return status::in_use;
-    case EINVAL: return status::invalid_value;
-    case ENETDOWN: return status::not_connected;
-    case EAFNOSUPPORT:
-    case EPROTONOSUPPORT:
-    case ENOPROTOOPT: return status::not_supported;
-    default: return status::io_failed;
-  }
-}
 
 struct rx_sock {
   int fd = -1;
@@ -172,7 +153,7 @@ void collect_kernel_stats(port* p) {
     tpacket_stats_v3 st{};
     socklen_t len = sizeof st;
     if (getsockopt(s.fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) {
-      detail::log(log_level::debug, "af_packet: {}: PACKET_STATISTICS failed: {}", p->ifname, err_text(errno));
+      log(log_level::debug, "af_packet: {}: PACKET_STATISTICS failed: {}", p->ifname, err_text(errno));
       continue;
     }
     bump(p->kernel_drops, st.tp_drops);
@@ -209,7 +190,7 @@ error socket_error(const port* p, const char* what, int e) {
     return fail(status::not_supported, "af_packet: {} failed: this kernel has no AF_PACKET support: {}", what, err_text(e));
   if (e == EMFILE || e == ENFILE)
     return fail(status::no_memory, "af_packet: {} failed: out of file descriptors: {}", what, err_text(e));
-  return fail(errno_status(e), "af_packet: {} for interface '{}' failed: {}", what, p->ifname, err_text(e));
+  return fail(status_from_errno(e), "af_packet: {} for interface '{}' failed: {}", what, p->ifname, err_text(e));
 }
 
 error new_packet_socket(port* p, int* out) {
@@ -232,19 +213,19 @@ error query_interface(port* p, int fd, short* flags) {
   if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) {
     int e = errno;
     if (e == ENODEV || e == ENXIO) return missing(e);
-    return fail(errno_status(e), "af_packet: reading the flags of '{}' failed: {}", p->ifname, err_text(e));
+    return fail(status_from_errno(e), "af_packet: reading the flags of '{}' failed: {}", p->ifname, err_text(e));
   }
   *flags = ifr.ifr_flags;
   if (ioctl(fd, SIOCGIFMTU, &ifr) != 0) {
     int e = errno;
     if (e == ENODEV || e == ENXIO) return missing(e);
-    return fail(errno_status(e), "af_packet: reading the MTU of '{}' failed: {}", p->ifname, err_text(e));
+    return fail(status_from_errno(e), "af_packet: reading the MTU of '{}' failed: {}", p->ifname, err_text(e));
   }
   p->mtu = static_cast<uint32_t>(ifr.ifr_mtu);
   if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0) {
     int e = errno;
     if (e == ENODEV || e == ENXIO) return missing(e);
-    return fail(errno_status(e), "af_packet: reading the link type of '{}' failed: {}", p->ifname, err_text(e));
+    return fail(status_from_errno(e), "af_packet: reading the link type of '{}' failed: {}", p->ifname, err_text(e));
   }
   // Ports carry Ethernet frames; loopback also has a 14-byte Ethernet header.
   const int type = ifr.ifr_hwaddr.sa_family;
@@ -320,7 +301,7 @@ error create_sockets(port* p, int probe_fd) {
   if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) != 0) {
     const int e = errno;
     if (e != ENOPROTOOPT && e != EINVAL) return socket_error(p, "PACKET_QDISC_BYPASS", e);
-    detail::log(log_level::info, "af_packet: {}: no PACKET_QDISC_BYPASS (Linux < 3.14); transmitting through the qdisc",
+    log(log_level::info, "af_packet: {}: no PACKET_QDISC_BYPASS (Linux < 3.14); transmitting through the qdisc",
                 p->ifname);
   }
   return {};
@@ -374,7 +355,7 @@ error join_fanout(port* p) {
     const uint32_t arg = id | (PACKET_FANOUT_HASH << 16);
     if (setsockopt(p->rx[0].fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
       const int e2 = errno;
-      return fail(e2 == EINVAL ? status::in_use : errno_status(e2),
+      return fail(e2 == EINVAL ? status::in_use : status_from_errno(e2),
                   "af_packet: PACKET_FANOUT group {} on '{}' failed: {} (another process may use that group id)", id,
                   p->ifname, err_text(e2));
     }
@@ -427,7 +408,7 @@ error af_packet_open(const devargs& a, void** priv) {
     if (e == ENODEV || e == ENXIO || e == 0)
       return bail(fail(status::not_found,
                        "af_packet: no interface '{}' in this network namespace; `ip link show` lists them", p->ifname));
-    return bail(fail(errno_status(e), "af_packet: looking up interface '{}' failed: {}", p->ifname, err_text(e)));
+    return bail(fail(status_from_errno(e), "af_packet: looking up interface '{}' failed: {}", p->ifname, err_text(e)));
   }
   int probe = -1;
   if (error e = new_packet_socket(p, &probe)) return bail(e);
@@ -442,7 +423,7 @@ error af_packet_open(const devargs& a, void** priv) {
         fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
   }
   if (!(flags & IFF_RUNNING))
-    detail::log(log_level::warn, "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
+    log(log_level::warn, "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
                 "nothing arrives until it has one", p->ifname);
   // Room for one full frame per block, or the kernel cuts every frame short.
   const uint32_t need = p->mtu + k_eth_hdr + k_vlan_hdr + 128;
@@ -651,7 +632,7 @@ uint32_t drain_v2(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t bu
     if (r == entry::damaged) {
       bump(p->rx_bad);
       if (!p->warned_corrupt.exchange(true, std::memory_order_relaxed))
-        detail::log(log_level::warn, "af_packet: {}: a ring frame points outside its slot; skipped", p->ifname);
+        log(log_level::warn, "af_packet: {}: a ring frame points outside its slot; skipped", p->ifname);
     }
     got += r == entry::delivered;
     // Pairs with the kernel's read of tp_status: our reads of the slot are
@@ -691,7 +672,7 @@ uint32_t drain(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t budge
       // outside it.
       bump(p->rx_bad, s.left);
       if (!p->warned_corrupt.exchange(true, std::memory_order_relaxed))
-        detail::log(log_level::warn, "af_packet: {}: a ring entry points outside its block; {} frame(s) skipped",
+        log(log_level::warn, "af_packet: {}: a ring entry points outside its block; {} frame(s) skipped",
                     p->ifname, s.left);
       release_block(p, s);
       continue;
@@ -726,7 +707,7 @@ bool interface_exists(const port* p, bool* up) {
 // Logs why receive failed and keeps the first such text for the last_error
 // op; every lane then reports the failure, so the whole stream ends.
 status rx_failed(port* p, status s, std::string why) {
-  detail::log(log_level::error, "{}", why);
+  log(log_level::error, "{}", why);
   p->failure.set(std::move(why));
   return s;
 }
@@ -775,14 +756,14 @@ status check_health(port* p) {
     return status::again;
   }
   if (!up && !p->warned_down) {
-    detail::log(log_level::warn, "af_packet: interface {} went down ({}); waiting for it to come back up (ip link set {} up)",
+    log(log_level::warn, "af_packet: interface {} went down ({}); waiting for it to come back up (ip link set {} up)",
                 p->ifname, err_text(last_err ? last_err : ENETDOWN), p->ifname);
     p->warned_down = true;
   } else if (up && p->warned_down) {
-    detail::log(log_level::info, "af_packet: interface {} is up again", p->ifname);
+    log(log_level::info, "af_packet: interface {} is up again", p->ifname);
     p->warned_down = false;
   } else if (saw_error && up) {
-    detail::log(log_level::warn, "af_packet: {}: socket error {}", p->ifname, err_text(last_err));
+    log(log_level::warn, "af_packet: {}: socket error {}", p->ifname, err_text(last_err));
   }
   return status::again;
 }
@@ -881,7 +862,7 @@ error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_
       else if (e == ENETDOWN)
         first = fail(status::io_failed, "af_packet: {}: transmit failed: the interface is down ({})", p->ifname, err_text(e));
       else
-        first = fail(errno_status(e) == status::invalid_value ? status::io_failed : errno_status(e),
+        first = fail(status_from_errno(e) == status::invalid_value ? status::io_failed : status_from_errno(e),
                      "af_packet: {}: transmit failed: {}", p->ifname, err_text(e));
     }
     failed += n - i;

@@ -71,7 +71,7 @@
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 
 // Older UAPI headers lack these (Linux 5.11); the kernel refuses them where
 // it lacks them too, and open says so.
@@ -88,7 +88,6 @@ extern const ops af_xdp_ops;
 
 namespace {
 
-using detail::fail;
 
 constexpr uint64_t k_default_frames = 4096;
 constexpr uint64_t k_default_frame_size = 2048;
@@ -198,7 +197,7 @@ void capture(bool warning, const char* fmt, va_list ap) {
   std::string line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
   while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
   if (line.empty()) return;
-  detail::log(log_level::debug, "af_xdp: {}", line);
+  log(log_level::debug, "af_xdp: {}", line);
   // Only warnings explain a failure; the info lines are libbpf's ELF chatter.
   if (!warning || !g_captured || g_captured->find(line) != std::string::npos) return;
   if (!g_captured->empty()) *g_captured += "; ";
@@ -387,7 +386,7 @@ error clear_foreign_program(const port* p) {
                     "more, and detaching it failed: {}; detach it by hand: ip link set dev {} {} off",
                     p->ifname, f.id, name, attach_mode_name(f.flags), std::strerror(-rc), p->ifname,
                     ip_mode_word(f.flags));
-      detail::log(log_level::warn,
+      log(log_level::warn,
                   "af_xdp: {} had a stale AF_XDP program attached (id {}, '{}', {} mode) that no process holds any "
                   "more, left by a process that was killed; detached it",
                   p->ifname, f.id, name, attach_mode_name(f.flags));
@@ -498,7 +497,7 @@ error attach_program(port* p, print_capture& pc) {
       // (but not if the process is killed).
       if (bpf_xdp_attach(static_cast<int>(p->ifindex), a->prog_fd, flags | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr) == 0) {
         err = 0;
-        detail::log(log_level::info,
+        log(log_level::info,
                     "af_xdp: {}: this kernel has no XDP bpf_link; the program is attached through netlink and would "
                     "stay attached if the process were killed",
                     p->ifname);
@@ -512,7 +511,7 @@ error attach_program(port* p, print_capture& pc) {
     }
     // Permission, busy and missing-device failures would recur in skb mode.
     if (i + 1 < modes.size() && err != EPERM && err != EACCES && err != ENODEV && err != EBUSY && err != EEXIST) {
-      detail::log(log_level::info, "af_xdp: {}: native (drv) XDP failed ({}{}); falling back to skb mode", p->ifname,
+      log(log_level::info, "af_xdp: {}: native (drv) XDP failed ({}{}); falling back to skb mode", p->ifname,
                   std::strerror(err), pc.take());
       continue;
     }
@@ -619,7 +618,7 @@ void destroy(port* p) {
   for (auto& q : p->q) {
     if (q.umem) {
       if (int rc = xsk_umem__delete(q.umem); rc != 0)
-        detail::log(log_level::warn, "af_xdp: {} queue {}: deleting the UMEM failed: {}", p->ifname, q.qid,
+        log(log_level::warn, "af_xdp: {} queue {}: deleting the UMEM failed: {}", p->ifname, q.qid,
                     std::strerror(-rc));
     }
     q.umem = nullptr;
@@ -731,7 +730,7 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
       usleep(k_busy_retry_us);
     }
     if (rc == 0 && tries)
-      detail::log(log_level::debug, "af_xdp: {} queue {}: bound after {} EBUSY retries", p->ifname, q.qid, tries);
+      log(log_level::debug, "af_xdp: {} queue {}: bound after {} EBUSY retries", p->ifname, q.qid, tries);
     return rc;
   };
 
@@ -886,7 +885,7 @@ error check_health(port* p) {
 void fail_engine(port* p, const error& e) {
   // The reason goes to the log and, through the last_error op, into the
   // port's engine_error(). Every lane then reports the failure.
-  detail::log(log_level::error, "{}", e.message());
+  log(log_level::error, "{}", e.message());
   p->failure.set(e.message());
 }
 
@@ -1029,7 +1028,7 @@ error af_xdp_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
     }
   }
   for (auto& q : p->q) refill(q);
-  detail::log(log_level::info,
+  log(log_level::info,
               "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue, received by reference",
               p->ifname, p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
               p->q.front().zerocopy ? "zero-copy" : "copy", p->frames, p->frame_size);
@@ -1054,7 +1053,7 @@ void af_xdp_rx_release(void* priv, uint32_t lane, const uint32_t* bufs, uint32_t
     if (r >= p->q.size() || (bufs[i] - r * p->region_bytes) / p->frame_size >= p->rx_frames) {
       // Not an RX frame of ours: a caller's bug. Dropping it loses nothing of ours.
       if (p->bad_release_warnings.fetch_add(1, std::memory_order_relaxed) < 5)
-        detail::log(log_level::error, "af_xdp: {}: released buffer {} is no RX frame of the pool; ignored", p->ifname,
+        log(log_level::error, "af_xdp: {}: released buffer {} is no RX frame of the pool; ignored", p->ifname,
                     bufs[i]);
       continue;
     }
@@ -1163,7 +1162,7 @@ status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced)
     if (tx_in_flight(q) == 0) continue;
     if (auto e = kick_tx(p, q); e && p->tx_kick_warnings < 5) {
       ++p->tx_kick_warnings;
-      detail::log(log_level::warn, "{}", e.message());
+      log(log_level::warn, "{}", e.message());
     }
   }
   if (!p->failure.failed()) {
@@ -1369,7 +1368,7 @@ error af_xdp_stop(void* priv) {
     reap(p, q);
     if (const uint32_t left = tx_in_flight(q)) {
       bump(p->tx_errors, left);
-      detail::log(log_level::warn, "af_xdp: {} queue {}: {} frame(s) never left the TX ring{}{}", p->ifname, q.qid,
+      log(log_level::warn, "af_xdp: {} queue {}: {} frame(s) never left the TX ring{}{}", p->ifname, q.qid,
                   left, e ? ": " : "", e ? e.message() : std::string());
     }
   }

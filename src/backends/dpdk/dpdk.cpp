@@ -50,13 +50,12 @@
 #include <rte_pause.h>
 
 #include "gnio/backend/backend.hpp"
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 
 namespace gnio::backend {
 
 namespace {
 
-using detail::fail;
 
 constexpr uint32_t k_max_queues = 64;
 constexpr uint32_t k_burst = 32;
@@ -103,7 +102,7 @@ error init_eal(const std::string& user_args) {
   const std::string text = user_args.empty() ? k_default_eal : user_args;
   if (s.tried) {
     if (!s.result && !user_args.empty() && text != s.args_text)
-      detail::log(log_level::warn, "dpdk: EAL already initialised with '{}'; eal='{}' is ignored", s.args_text,
+      log(log_level::warn, "dpdk: EAL already initialised with '{}'; eal='{}' is ignored", s.args_text,
                   user_args);
     return s.result;
   }
@@ -155,7 +154,7 @@ void register_thread() {
   if (rte_lcore_id() != LCORE_ID_ANY) return;  // the EAL main thread or an lcore of its own
   r.registered = rte_thread_register() == 0;
   if (!r.registered)
-    detail::log(log_level::debug, "dpdk: engine thread not registered with EAL ({}): mbufs bypass the mempool cache",
+    log(log_level::debug, "dpdk: engine thread not registered with EAL ({}): mbufs bypass the mempool cache",
                 rte_strerror(rte_errno));
 }
 
@@ -238,19 +237,10 @@ error dpdk_fail(status s, int rte_err, const std::string& what) {
   return error(s, fmt::format("{}: {} (rte_errno {})", what, rte_strerror(rte_err), rte_err));
 }
 
+// DPDK's negative errnos: the SDK's mapping, and driver for what it calls io_failed.
 status errno_status(int e) {
-  switch (e) {
-    case ENODEV:
-    case ENOENT: return status::not_found;
-    case ENOMEM: return status::no_memory;
-    case EINVAL: return status::invalid_value;
-    case ENOTSUP: return status::not_supported;
-    case EEXIST: return status::already_exist;
-    case EBUSY: return status::in_use;
-    case EACCES:
-    case EPERM: return status::not_permitted;
-    default: return status::driver;
-  }
+  const status s = status_from_errno(e);
+  return s == status::io_failed ? status::driver : s;
 }
 
 std::string port_text(const port* p) {
@@ -272,7 +262,7 @@ void promisc_on(port* p) {
     }
     const int e = errno;
     if (fd >= 0) ::close(fd);
-    detail::log(log_level::warn,
+    log(log_level::warn,
                 "dpdk: {}: promiscuous mode through a packet-socket membership on {} failed ({}); using the driver's, "
                 "which stays on if the process is killed (ip link set dev {} promisc off)",
                 port_text(p), p->kernel_ifname, std::strerror(e), p->kernel_ifname);
@@ -309,16 +299,16 @@ void release(port* p) {
         ++held;
       }
     const unsigned in_use = rte_mempool_in_use_count(p->rx_ext);
-    detail::log(log_level::info,
+    log(log_level::info,
                 "dpdk: {}: RX {} by reference, {} copied by the core, {} copied into the pool, {} dropped (no mbuf), "
                 "{} cut (chained); TX {} by reference, {} by copy; {} held at close",
                 port_text(p), p->rx_ref.load(), p->rx_core_copied.load(), p->rx_copied_in.load(),
                 p->rx_no_mbuf.load(), p->rx_cut.load(), p->tx_ref_frames.load(), p->tx_copied.load(), held);
     // A device we did not close (port=N) may keep its RX descriptors' mbufs.
     if (in_use != 0 && !p->vdev_name.empty())
-      detail::log(log_level::warn, "dpdk: {}: {} mbuf(s) of the RX pool were not returned", port_text(p), in_use);
+      log(log_level::warn, "dpdk: {}: {} mbuf(s) of the RX pool were not returned", port_text(p), in_use);
     if (p->bad_release)
-      detail::log(log_level::warn, "dpdk: {}: {} release(s) of RX buffers that were not held (ignored)",
+      log(log_level::warn, "dpdk: {}: {} release(s) of RX buffers that were not held (ignored)",
                   port_text(p), p->bad_release.load());
     rte_mempool_free(p->rx_ext);
     p->rx_ext = nullptr;
@@ -518,7 +508,7 @@ error dpdk_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
     // The pool is page-granular anonymous memory: without an IOMMU (IOVA as
     // PA) its pages are not physically contiguous, so one IOVA per buffer
     // cannot be given. Receive by copy instead.
-    detail::log(log_level::warn,
+    log(log_level::warn,
                 "dpdk: {}: EAL runs with IOVA as PA, so the device cannot DMA into gnio's RX pool; receiving by copy "
                 "(bind the NIC to vfio-pci with an IOMMU, or pass --iova-mode=va in eal=)",
                 port_text(p));
@@ -558,7 +548,7 @@ error dpdk_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
   const int socket = rte_eth_dev_socket_id(p->port_id);
   p->rx_ext = create_lifo_extbuf_pool(name, n, cache, socket, ext);
   if (!p->rx_ext) {
-    detail::log(log_level::debug, "dpdk: {}: no LIFO (stack) mempool ({}); the RX pool is a ring", port_text(p),
+    log(log_level::debug, "dpdk: {}: no LIFO (stack) mempool ({}); the RX pool is a ring", port_text(p),
                 rte_strerror(rte_errno));
     p->rx_ext = rte_pktmbuf_pool_create_extbuf(name.c_str(), n, cache, 0, static_cast<uint16_t>(p->elt), socket, &ext, 1);
   }
@@ -631,15 +621,15 @@ error dpdk_start(void* priv) {
   p->next_health_ns = 0;
   rte_eth_link link{};
   if (rte_eth_link_get_nowait(p->port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN)
-    detail::log(log_level::warn, "dpdk: port {} ({}) link is down", p->port_id, p->info.driver_name);
+    log(log_level::warn, "dpdk: port {} ({}) link is down", p->port_id, p->info.driver_name);
   p->tx_ref = p->rx_ext && frees_tx_promptly(p);
   if (p->rx_ext)
-    detail::log(log_level::info,
+    log(log_level::info,
                 "dpdk: {}: RX by reference into gnio's pool ({} mbufs of {} bytes{}), TX from RX buffers {}",
                 port_text(p), p->num_bufs, p->elt, p->dma_mapped && p->pci ? ", mapped for the device's DMA" : "",
                 p->tx_ref ? "by reference" : "by copy (the driver may keep mbufs after sending)");
   else
-    detail::log(log_level::info, "dpdk: {}: RX and TX by copy (by_ref=0)", port_text(p));
+    log(log_level::info, "dpdk: {}: RX and TX by copy (by_ref=0)", port_text(p));
   return {};
 }
 
@@ -930,7 +920,7 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
   // to let go of those sent from RX buffers.
   if (by_ref && !wait_tx_refs(p)) {
     p->tx_ref = false;
-    detail::log(log_level::error,
+    log(log_level::error,
                 "dpdk: {}: the driver kept frames sent from RX buffers for over a second; TX by reference is off "
                 "for this port (frames are copied from now on)",
                 port_text(p));

@@ -35,7 +35,7 @@
 
 #include "gnio/backend/backend.hpp"
 #include "gnio/device/pkt.hpp"
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 
 namespace gnio::backend {
 
@@ -43,7 +43,6 @@ extern const ops gen_ops;
 
 namespace {
 
-using detail::fail;
 namespace dev = gnio::device;
 
 constexpr uint32_t min_frame_bytes = 60;  // Ethernet minimum without FCS
@@ -561,7 +560,7 @@ error gen_open(const devargs& args, void** priv) {
     // an idle spell turn into a long line-rate burst.
     g->bucket_depth = std::max(rate_per_s * 1e-3, 32 * max_cost);
     if (auto e = make_streams(*g, 1)) return e;
-    detail::log(log_level::debug, "gen: {} flows, {} frame size(s), {}", g->num_flows, g->sizes.size(),
+    log(log_level::debug, "gen: {} flows, {} frame size(s), {}", g->num_flows, g->sizes.size(),
                 g->use_templates ? "prebuilt templates" : "patched headers");
     *priv = g.release();
     return {};

@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "gnio/backend/backend.hpp"
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 
 namespace gnio::backend {
 namespace {
 
-using detail::fail;
 
 constexpr size_t k_max_inflight = 1u << 20;  // frames on the "wire" per direction
 

@@ -26,15 +26,13 @@
 #include "gnio/atomic_file.hpp"
 #include "gnio/backend/backend.hpp"
 #include "gnio/device/pkt/load.hpp"
-#include "log_internal.hpp"
-#include "out_file.hpp"
+#include "gnio/backend/log.hpp"
 #include "pcap_reader.hpp"
 
 namespace gnio::backend {
 
 namespace {
 
-using detail::fail;
 
 constexpr uint32_t kMaxFrame = pcap_detail::max_frame_bytes;
 constexpr uint32_t kEthHdr = 14;
@@ -83,7 +81,6 @@ uint32_t load_host32(const uint8_t* p) {
   return v;
 }
 
-status errno_status(int e) { return detail::file_errno_status(e); }
 
 // Compressed captures are common (wireshark's test captures, rotated logs) and
 // libpcap only says "unknown file format" for them, which sends users looking
@@ -165,13 +162,13 @@ error open_capture(const std::string& path, uint64_t loops, std::unique_ptr<pcap
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
-    return fail(errno_status(e), "pcap: cannot open capture '{}': {}", path, std::strerror(e));
+    return fail(status_from_errno(e), "pcap: cannot open capture '{}': {}", path, std::strerror(e));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    return fail(errno_status(e), "pcap: cannot stat capture '{}': {}", path, std::strerror(e));
+    return fail(status_from_errno(e), "pcap: cannot stat capture '{}': {}", path, std::strerror(e));
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
@@ -193,7 +190,7 @@ error open_capture(const std::string& path, uint64_t loops, std::unique_ptr<pcap
   if (got < 0) {
     const int e = errno;
     ::close(fd);
-    return fail(errno_status(e), "pcap: cannot read capture '{}': {}", path, std::strerror(e));
+    return fail(status_from_errno(e), "pcap: cannot read capture '{}': {}", path, std::strerror(e));
   }
   const std::string hint = compression_hint(magic, static_cast<size_t>(got), path);
   if (!hint.empty()) {
@@ -536,7 +533,7 @@ error open_tx(port* p) {
     FILE* f = std::fopen(p->tx_path.c_str(), "wb");
     if (!f) {
       int e = errno;
-      return fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e));
+      return fail(status_from_errno(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e));
     }
     // On failure libpcap has already closed f (it can only fail writing the
     // header; DLT_EN10MB always maps to a linktype).
@@ -606,8 +603,8 @@ error pcap_open(const devargs& args, void** priv) {
     // leaves an existing file as it was and creates none.
     if (std::string why = fifo_output_refusal(p->tx_path); !why.empty())
       return bail(fail(status::invalid_value, "pcap: tx={}: {}", p->tx_path, why));
-    if (int e = detail::output_path_errno(p->tx_path); e != 0)
-      return bail(fail(errno_status(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e)));
+    if (int e = output_path_errno(p->tx_path); e != 0)
+      return bail(fail(status_from_errno(e), "pcap: cannot create tx file '{}': {}", p->tx_path, std::strerror(e)));
   }
   *priv = p;
   return {};
@@ -734,13 +731,13 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
         bump(p->rx_errors);
         auto level = p->warned_convert ? log_level::debug : log_level::warn;
         p->warned_convert = true;
-        detail::log(level, "pcap: '{}' packet {}: {}; skipped", p->rx_path, p->pass_records, c.problem);
+        log(level, "pcap: '{}' packet {}: {}; skipped", p->rx_path, p->pass_records, c.problem);
         continue;
       }
       if (h->len > kImplausibleWireLen && !p->warned_wire_len) {
         // Counted as it claims, as tshark counts it, but not silently.
         p->warned_wire_len = true;
-        detail::log(log_level::warn,
+        log(log_level::warn,
                     "pcap: '{}' packet {} claims a wire length of {} bytes (captured {}), more than any link carries; "
                     "it is counted with that length, as tshark counts it",
                     p->rx_path, p->pass_records, h->len, h->caplen);
@@ -761,7 +758,7 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
       bump(p->rx_errors);
       auto level = p->warned_read ? log_level::debug : log_level::warn;
       p->warned_read = true;
-      detail::log(level, "pcap: '{}': read error at packet {} ({}); ending this pass over the file", p->rx_path,
+      log(level, "pcap: '{}': read error at packet {} ({}); ending this pass over the file", p->rx_path,
                   p->pass_records + 1, p->rx->error_text());
     }
     // rc == -2 is the end of the file; 0 (timeout) only happens on live captures.

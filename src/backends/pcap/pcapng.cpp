@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "log_internal.hpp"
+#include "gnio/backend/log.hpp"
 #include "pcap_reader.hpp"
 
 namespace gnio::backend::pcap_detail {
@@ -251,7 +251,7 @@ error open_pcapng_stream(FILE* f, const std::string& path, std::unique_ptr<pcapn
   st->path = path;
   auto refuse = [&](status code, std::string why) {
     std::fclose(f);
-    return detail::fail(code, "pcap: cannot read the header of capture '{}' ({})", path, why);
+    return fail(code, "pcap: cannot read the header of capture '{}' ({})", path, why);
   };
   uint32_t type = 0;
   int rc = read_block(*st, &type);
@@ -261,7 +261,7 @@ error open_pcapng_stream(FILE* f, const std::string& path, std::unique_ptr<pcapn
   if (rc < 0) return refuse(status::bad_config, st->err);
   if (rc == 0) {
     std::fclose(f);
-    return detail::fail(status::unsupported_version, "pcap: '{}' has an unsupported {} (gnio reads pcap 2.4 and pcapng 1.0)",
+    return fail(status::unsupported_version, "pcap: '{}' has an unsupported {} (gnio reads pcap 2.4 and pcapng 1.0)",
                         path, st->err);
   }
   // Blocks before the first interface carry no packets (a packet needs an
