@@ -53,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GNIO_FUZZ_CHECK(hok == (len >= dns_header_len));
   if (hok) {
     GNIO_FUZZ_CHECK(h.qr == ((h.flags & 0x8000) != 0) && h.rcode == (h.flags & 0xf));
-    if (dns_header_sane(h, len)) GNIO_FUZZ_CHECK(h.qdcount >= 1 && h.qdcount <= 16);
+    // An inverse query (opcode 1) may ask with no question (RFC 1035 6.4).
+    if (dns_header_sane(h, len)) GNIO_FUZZ_CHECK((h.qdcount >= 1 || h.opcode == 1) && h.qdcount <= 16);
   }
 
   // The question name, then names at a few other offsets (answers start
