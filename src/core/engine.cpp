@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <pcap/pcap.h>
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -322,24 +321,7 @@ bool drain_tx(port_state& p, lane_state& l, uint64_t* due, bool final) {
           if (p.tx_warnings++ < 5) log(log_level::warn, "port {}: transmit failed: {}", p.name, e.what());
         }
       }
-      if (p.tx_dumper && sent) {
-        const auto now = std::chrono::system_clock::now().time_since_epoch();
-        pcap_pkthdr h{};
-        h.ts.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(now).count();
-        h.ts.tv_usec = std::chrono::duration_cast<std::chrono::microseconds>(now).count() % 1000000;
-        FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(p.tx_dumper));
-        for (uint32_t i = 0; i < sent && p.tx_pcap_errno == 0; ++i) {
-          h.caplen = h.len = frames[i].len;
-          errno = 0;
-          pcap_dump(static_cast<u_char*>(p.tx_dumper), &h, frames[i].data);
-          if (std::ferror(f)) {
-            // errno now is the failed fwrite's; stop() reports it.
-            p.tx_pcap_errno = errno != 0 ? errno : EIO;
-            log(log_level::warn, "port {}: writing tx_pcap '{}' failed: {}; no more frames are written to it", p.name,
-                p.tx_pcap_path, std::strerror(p.tx_pcap_errno));
-          }
-        }
-      }
+      if (sent) p.mirror.write(frames, sent, p.name);
       q->sent.add(sent);
       q->bytes.add(bytes);
       q->r.release(n);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tx_mirror.hpp"
 #include "gnio/backend/backend.hpp"
 #include "gnio/backend/ring.hpp"
 #include "gnio/device/pkt.hpp"
@@ -200,10 +201,7 @@ struct port_state {
   port_caps caps;
   bool overflow_wait = false;  // wait for ring space instead of dropping (finite sources)
   bool engine_busy = false;    // engine_poll=busy: the engine never sleeps when idle
-  std::string tx_pcap_path;    // tx_pcap=: a copy of every transmitted frame goes here
-  void* tx_pcap = nullptr;     // pcap_t* (dead handle) and pcap_dumper_t* while started
-  void* tx_dumper = nullptr;
-  int tx_pcap_errno = 0;       // errno of the first failed write to it (engine lane 0, read after join)
+  tx_mirror mirror;             // tx_pcap=: a copy of every transmitted frame
   // The backend's RX pool (rx_pool_setup), if it has one.
   mem_block pool;
   uint32_t pool_buf_bytes = 0;
@@ -235,8 +233,6 @@ struct port_state {
   void teardown() noexcept;
   void join_engines() noexcept;
   void set_engine_error(error e);
-  void close_tx_pcap() noexcept;
-  error finish_tx_pcap();  // flushes and closes tx_pcap=; the first write error, with its errno
   void release_tx_stage() noexcept;  // the engine's TX staging buffer, if any
 };
 

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <pcap/pcap.h>
 
 #include "gnio/atomic_file.hpp"
 #include "internal.hpp"
@@ -46,64 +45,6 @@ void port_state::release_tx_stage() noexcept {
   tx_stage = {};
 }
 
-void port_state::close_tx_pcap() noexcept {
-  if (tx_dumper) pcap_dump_close(static_cast<pcap_dumper_t*>(tx_dumper));
-  if (tx_pcap) pcap_close(static_cast<pcap_t*>(tx_pcap));
-  tx_dumper = nullptr;
-  tx_pcap = nullptr;
-  tx_pcap_errno = 0;
-}
-
-error port_state::finish_tx_pcap() {
-  if (!tx_dumper) return {};
-  int err = tx_pcap_errno;
-  if (pcap_dump_flush(static_cast<pcap_dumper_t*>(tx_dumper)) != 0 && err == 0) err = errno;
-  close_tx_pcap();
-  if (err == 0) return {};
-  return fail(status::io_failed, "tx_pcap: writing '{}' failed: {}", tx_pcap_path, std::strerror(err));
-}
-
-namespace {
-
-// tx_pcap=, once the backend started: the file opened at start (without
-// truncating it, so a start the backend refuses changes nothing) becomes a
-// pcap file with a fresh header.
-error create_tx_pcap(port_state& s, int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return fail(file_errno_status(e), "tx_pcap: cannot truncate '{}': {}", s.tx_pcap_path, std::strerror(e));
-  }
-  FILE* f = fdopen(fd, "wb");
-  if (!f) {
-    const int e = errno;
-    ::close(fd);
-    return fail(file_errno_status(e), "tx_pcap: cannot write '{}': {}", s.tx_pcap_path, std::strerror(e));
-  }
-  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
-  if (!dead) {
-    std::fclose(f);
-    return fail(status::no_memory, "tx_pcap: pcap_open_dead failed");
-  }
-  errno = 0;
-  // On failure libpcap has closed f.
-  pcap_dumper_t* d = pcap_dump_fopen(dead, f);
-  if (!d) {
-    const int e = errno;
-    std::string why = pcap_geterr(dead);
-    pcap_close(dead);
-    return fail(e ? file_errno_status(e) : status::io_failed, "tx_pcap: cannot write '{}': {}", s.tx_pcap_path,
-                e ? std::strerror(e) : why);
-  }
-  s.tx_pcap = dead;
-  s.tx_dumper = d;
-  s.tx_pcap_errno = 0;
-  return {};
-}
-
-}  // namespace
-
 void port_state::teardown() noexcept {
   if (kernels_running.load() > 0) {
     // Fail closed: a kernel may still read these rings.
@@ -112,7 +53,7 @@ void port_state::teardown() noexcept {
   }
   join_engines();
   if (phase == port_phase::started && ops->stop) (void)ops->stop(priv);
-  close_tx_pcap();
+  mirror.close();
   auto release = [&](gpu_state& owner, mem_block& b) {
     if (!b.empty() || b.host_ptr) owner.dev->release(b);
     b = {};
@@ -189,14 +130,9 @@ result<port> port::open(gpu& g, std::string_view dev) {
   }
   if (const auto* v = args->find("tx_pcap")) {
     if (v->empty()) return fail(status::invalid_value, "{}: tx_pcap= needs a file name", args->name);
-    st->tx_pcap_path = *v;
+    std::string path = *v;
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "tx_pcap"; });
-    // Checked now, so a bad path fails at open as the pcap backend's tx= does;
-    // created at start, so a port that never starts touches no file.
-    if (std::string why = fifo_output_refusal(st->tx_pcap_path); !why.empty())
-      return fail(status::invalid_value, "tx_pcap: {}", why);
-    if (int e = detail::output_path_errno(st->tx_pcap_path); e != 0)
-      return fail(detail::file_errno_status(e), "tx_pcap: cannot create '{}': {}", st->tx_pcap_path, std::strerror(e));
+    if (auto e = st->mirror.configure(std::move(path)); e) return e;
   }
   void* priv = nullptr;
   if (auto e = ops->open(*args, &priv); e) return e;
@@ -367,46 +303,26 @@ error port::start() {
     }
     lanes.front()->copies = std::move(*cq);
   }
-  // tx_pcap=: opened before the backend starts, so an unwritable file fails
+  // tx_pcap=: reserved before the backend starts, so an unwritable file fails
   // the start, but neither truncated nor (when new) left behind unless the
   // backend started too.
-  int tx_pcap_fd = -1;
-  bool tx_pcap_created = false;
-  if (!s.tx_pcap_path.empty() && !tx.empty() && !s.tx_dumper) {
-    tx_pcap_fd = ::open(s.tx_pcap_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (tx_pcap_fd >= 0) {
-      tx_pcap_created = true;
-    } else if (errno == EEXIST) {
-      tx_pcap_fd = ::open(s.tx_pcap_path.c_str(), O_WRONLY | O_CLOEXEC);
-    }
-    if (tx_pcap_fd < 0) {
-      const int e = errno;
+  if (!tx.empty() && !s.mirror.writing()) {
+    if (auto e = s.mirror.reserve(); e) {
       s.release_tx_stage();
-      return fail(detail::file_errno_status(e), "tx_pcap: cannot create '{}': {}", s.tx_pcap_path, std::strerror(e));
+      return e;
     }
   }
-  auto drop_tx_pcap = [&] {
-    if (tx_pcap_fd < 0) return;
-    ::close(tx_pcap_fd);
-    if (tx_pcap_created) ::unlink(s.tx_pcap_path.c_str());
-    tx_pcap_fd = -1;
-  };
   if (s.ops->start) {
     if (auto e = s.ops->start(s.priv); e) {
-      drop_tx_pcap();
+      s.mirror.drop();
       s.release_tx_stage();
       return e;
     }
   }
-  if (tx_pcap_fd >= 0) {
-    const int fd = tx_pcap_fd;
-    tx_pcap_fd = -1;
-    if (auto e = detail::create_tx_pcap(s, fd); e) {
-      if (tx_pcap_created) ::unlink(s.tx_pcap_path.c_str());
-      if (s.ops->stop) (void)s.ops->stop(s.priv);
-      s.release_tx_stage();
-      return e;
-    }
+  if (auto e = s.mirror.begin(); e) {
+    if (s.ops->stop) (void)s.ops->stop(s.priv);
+    s.release_tx_stage();
+    return e;
   }
   s.regions = std::move(regions);
   s.live_tx = std::move(tx);
@@ -430,7 +346,7 @@ error port::stop() {
   error e;
   if (s.ops->stop) e = s.ops->stop(s.priv);
   // A tx_pcap= write that failed (a full disk) is reported here too, with its errno.
-  if (auto te = s.finish_tx_pcap(); te && !e) e = std::move(te);
+  if (auto te = s.mirror.finish(); te && !e) e = std::move(te);
   s.release_tx_stage();
   s.phase = port_phase::stopped;
   return e;

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tx_mirror.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include <pcap/pcap.h>
+
+#include "gnio/atomic_file.hpp"
+#include "log_internal.hpp"
+#include "out_file.hpp"
+
+namespace gnio::detail {
+
+error tx_mirror::configure(std::string path) {
+  // Checked now, so a bad path fails at open as the pcap backend's tx= does;
+  // created at start, so a port that never starts touches no file.
+  if (std::string why = fifo_output_refusal(path); !why.empty()) return fail(status::invalid_value, "tx_pcap: {}", why);
+  if (int e = output_path_errno(path); e != 0)
+    return fail(file_errno_status(e), "tx_pcap: cannot create '{}': {}", path, std::strerror(e));
+  path_ = std::move(path);
+  return {};
+}
+
+error tx_mirror::reserve() {
+  if (path_.empty() || dumper_ != nullptr || fd_ >= 0) return {};
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ >= 0) {
+    created_ = true;
+  } else if (errno == EEXIST) {
+    created_ = false;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  }
+  if (fd_ < 0) {
+    const int e = errno;
+    return fail(file_errno_status(e), "tx_pcap: cannot create '{}': {}", path_, std::strerror(e));
+  }
+  return {};
+}
+
+void tx_mirror::drop() noexcept {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  if (created_) ::unlink(path_.c_str());
+  created_ = false;
+}
+
+// The reserved file becomes a pcap file with a fresh header.
+error tx_mirror::begin() {
+  if (fd_ < 0) return {};
+  const int fd = fd_;
+  fd_ = -1;
+  auto undo = [&](int e, status s, const std::string& why) {
+    if (created_) ::unlink(path_.c_str());
+    created_ = false;
+    return fail(e ? file_errno_status(e) : s, "tx_pcap: cannot write '{}': {}", path_, e ? std::strerror(e) : why);
+  };
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return undo(e, status::io_failed, "");
+  }
+  FILE* f = fdopen(fd, "wb");
+  if (!f) {
+    const int e = errno;
+    ::close(fd);
+    return undo(e, status::io_failed, "");
+  }
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  if (!dead) {
+    std::fclose(f);
+    return undo(0, status::no_memory, "pcap_open_dead failed");
+  }
+  errno = 0;
+  // On failure libpcap has closed f.
+  pcap_dumper_t* d = pcap_dump_fopen(dead, f);
+  if (!d) {
+    const int e = errno;
+    std::string why = pcap_geterr(dead);
+    pcap_close(dead);
+    return undo(e, status::io_failed, why);
+  }
+  pcap_ = dead;
+  dumper_ = d;
+  errno_ = 0;
+  created_ = false;
+  return {};
+}
+
+void tx_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::string& port_name) noexcept {
+  if (dumper_ == nullptr || errno_ != 0 || n == 0) return;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  pcap_pkthdr h{};
+  h.ts.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(now).count();
+  h.ts.tv_usec = std::chrono::duration_cast<std::chrono::microseconds>(now).count() % 1000000;
+  FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
+  for (uint32_t i = 0; i < n && errno_ == 0; ++i) {
+    h.caplen = h.len = frames[i].len;
+    errno = 0;
+    pcap_dump(static_cast<u_char*>(dumper_), &h, frames[i].data);
+    if (std::ferror(f)) {
+      // errno now is the failed fwrite's; finish() reports it.
+      errno_ = errno != 0 ? errno : EIO;
+      log(log_level::warn, "port {}: writing tx_pcap '{}' failed: {}; no more frames are written to it", port_name,
+          path_, std::strerror(errno_));
+    }
+  }
+}
+
+error tx_mirror::finish() {
+  if (dumper_ == nullptr) return {};
+  int err = errno_;
+  if (pcap_dump_flush(static_cast<pcap_dumper_t*>(dumper_)) != 0 && err == 0) err = errno;
+  close();
+  if (err == 0) return {};
+  return fail(status::io_failed, "tx_pcap: writing '{}' failed: {}", path_, std::strerror(err));
+}
+
+void tx_mirror::close() noexcept {
+  drop();
+  if (dumper_) pcap_dump_close(static_cast<pcap_dumper_t*>(dumper_));
+  if (pcap_) pcap_close(static_cast<pcap_t*>(pcap_));
+  dumper_ = nullptr;
+  pcap_ = nullptr;
+  errno_ = 0;
+}
+
+}  // namespace gnio::detail
