@@ -8,10 +8,14 @@
  *
  * The GPU side of a TX queue: the handle kernels send through, and the
  * doorbell and completion placement options, which mean nothing on gnio
- * (its engine threads read the doorbell and write completions).
+ * (its engine threads read the doorbell and write completions). Includes
+ * <pthread.h>: programs run doca_eth_txq_gpu_cpu_proxy_progress on a thread
+ * of their own and expect the declarations from here.
  */
 #ifndef GNIO_COMPAT_DOCA_ETH_TXQ_GPU_DATA_PATH_H
 #define GNIO_COMPAT_DOCA_ETH_TXQ_GPU_DATA_PATH_H
+
+#include <pthread.h>
 
 #include "doca_compat.h"
 #include "doca_error.h"
