@@ -1655,8 +1655,8 @@ doca_error_t doca_eth_txq_create(doca_dev *dev, uint32_t max_burst_size,
   auto *q = new doca_eth_txq;
   q->ctx.txq = q;
   q->dev = dev;
-  // gnio's TX rings have at least 2 descriptors.
-  q->num_descs = std::max<uint32_t>(std::bit_ceil(max_burst_size), 2);
+  // At least a warp's worth: a warp-scope send reserves for all its lanes.
+  q->num_descs = std::max<uint32_t>(std::bit_ceil(max_burst_size), 32);
   q->queue_id = static_cast<uint16_t>(dev->txqs.size());
   dev->txqs.push_back(q);
   *eth_txq = q;

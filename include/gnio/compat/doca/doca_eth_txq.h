@@ -8,7 +8,7 @@
  *
  * Ethernet TX queues: one gnio TX queue each, created when the queue's
  * context starts; max_burst_size becomes the ring depth (rounded up to a
- * power of two, at most 32768). Kernels send through the handle of
+ * power of two, at least 32, at most 32768). Kernels send through the handle of
  * doca_eth_txq_get_gpu_handle (doca_gpunetio_dev_eth_txq.cuh).
  */
 #ifndef GNIO_COMPAT_DOCA_ETH_TXQ_H
