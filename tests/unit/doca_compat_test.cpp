@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -712,6 +713,50 @@ TEST(DocaCompat, SendWaitTimeStampsTheCapture) {
     EXPECT_EQ(frames[i].bytes,
               std::vector<uint8_t>(want, want + k_frame_bytes));
   }
+  fs::remove(out);
+}
+
+// Sharing mode GPU at thread scope: host threads standing in for GPU threads
+// send at once through the queue's producer lock; every frame is written
+// once, and every NOTIFY send is counted.
+TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
+  const std::string out = temp_capture("shared_send");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:tx=" + out);
+  send_setup s;
+  ASSERT_NO_FATAL_FAILURE(s.open(2, false));
+  constexpr uint32_t k_per_thread = 200; // more than the ring's 64
+  std::vector<std::thread> senders;
+  for (uint32_t t = 0; t < 2; ++t)
+    senders.emplace_back([&s, t] {
+      for (uint32_t i = 0; i < k_per_thread; ++i)
+        doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
+                                  DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
+                                  DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
+                                  DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(
+            s.h, reinterpret_cast<uint64_t>(s.frames + t * k_frame_bytes),
+            s.mkey, k_frame_bytes, DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY,
+            nullptr);
+    });
+  for (auto &t : senders)
+    t.join();
+  uint32_t done = 0, total = 0;
+  for (uint32_t i = 0; i < 2 * k_per_thread / 50; ++i) {
+    ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                  s.h, 50, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+              DOCA_SUCCESS);
+    total += done;
+  }
+  EXPECT_EQ(total, 2 * k_per_thread);
+  s.close();
+  const auto frames = read_capture(out);
+  ASSERT_EQ(frames.size(), 2 * k_per_thread);
+  uint32_t per[2] = {0, 0};
+  for (const auto &f : frames) {
+    ASSERT_EQ(f.bytes.size(), k_frame_bytes);
+    per[f.bytes[k_frame_bytes - 1] == static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
+  }
+  EXPECT_EQ(per[0], k_per_thread);
+  EXPECT_EQ(per[1], k_per_thread);
   fs::remove(out);
 }
 
