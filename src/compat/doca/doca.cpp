@@ -1242,6 +1242,7 @@ doca_error_t doca_mmap_start(doca_mmap *mmap) {
                       " already started; gnio registers memory before a "
                       "port starts (start the mmap before the DOCA Flow "
                       "entries are processed)");
+  // Only distinct numbers: no other memory is published with them.
   static std::atomic<uint32_t> next_mkey{0};
   mmap->started = true;
   mmap->mkey = ++next_mkey;

@@ -97,6 +97,8 @@ GNIO_HOST_DEVICE inline void unlock_producer(const doca_gpu_eth_txq &t) noexcept
 
 /* Gives the NOTIFY send of descriptor desc the next notification number. */
 GNIO_HOST_DEVICE inline void record_notify(const doca_gpu_eth_txq &t, uint64_t desc) noexcept {
+	// Relaxed: it only hands out distinct numbers; the entry is published
+	// by the release store of its seq below.
 	const uint64_t n = gnio::device::dev_atomic_ref<uint64_t>(t.counters->notify_next)
 				   .fetch_add(1, cuda::std::memory_order_relaxed);
 	notify_entry &e = t.notify[n & (t.num_notify - 1u)];
@@ -254,7 +256,9 @@ GNIO_HOST_DEVICE inline doca_error_t doca_gpu_dev_eth_txq_poll_completion(struct
 	gnio::device::dev_atomic_ref<uint64_t> polled(txq->counters->polled);
 	if (wait_flags == DOCA_GPUNETIO_ETH_WAIT_FLAG_B) {
 		// Claims the numbers first, so concurrent pollers wait for
-		// different notifications.
+		// different notifications. Relaxed: what the numbers name is
+		// published by each entry's seq (record_notify's release store,
+		// acquired in notify_done).
 		const uint64_t first = polled.fetch_add(num_cqe, cuda::std::memory_order_relaxed);
 		for (uint64_t n = first; n < first + num_cqe; ++n) {
 			uint32_t polls = 0;
@@ -264,6 +268,8 @@ GNIO_HOST_DEVICE inline doca_error_t doca_gpu_dev_eth_txq_poll_completion(struct
 		*num_completed = num_cqe;
 		return DOCA_SUCCESS;
 	}
+	// Relaxed, as above: the CAS only keeps pollers from consuming a
+	// notification twice; notify_done acquires what it names.
 	uint64_t first = polled.load(cuda::std::memory_order_relaxed);
 	for (;;) {
 		uint32_t done = 0;
