@@ -1595,12 +1595,15 @@ doca_error_t start_txq(doca_ctx *ctx) {
   if (!id)
     return fail("doca_ctx_start", id.err());
   auto view = dev.port->txq(*id);
-  // One block in executor memory: the handle, its counters, the ring.
+  // One block in executor memory: the handle, its counters, the ring. GPU
+  // memory on a GPU (host memory on the host executor): kernels take the
+  // producer lock and notification numbers with device-scope atomics, which
+  // are atomic there and not on mapped host memory.
   namespace gd = gnio::compat::doca;
   const size_t counters_off = sizeof(doca_gpu_eth_txq);
   const size_t ring_off = counters_off + sizeof(gd::txq_counters);
   const size_t bytes = ring_off + sizeof(gd::notify_entry) * q.num_descs;
-  auto h = view ? ctx->gpu->g.alloc(bytes, gnio::mem_type::automatic)
+  auto h = view ? ctx->gpu->g.alloc(bytes, gnio::mem_type::gpu)
                 : gnio::result<gnio::mem_block>(view.err());
   if (h) {
     std::vector<uint8_t> init(bytes, 0);
