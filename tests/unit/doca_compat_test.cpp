@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -468,9 +468,8 @@ std::vector<captured> read_capture(const std::string &path) {
 }
 
 std::string temp_capture(const char *name) {
-  return (fs::temp_directory_path() /
-          (std::string("gnio_doca_") + name + "_" +
-           std::to_string(getpid()) + ".pcap"))
+  return (fs::temp_directory_path() / (std::string("gnio_doca_") + name + "_" +
+                                       std::to_string(getpid()) + ".pcap"))
       .string();
 }
 
@@ -529,9 +528,9 @@ struct send_setup {
     ASSERT_EQ(doca_mmap_create(&mmap), DOCA_SUCCESS);
     ASSERT_EQ(doca_mmap_add_dev(mmap, dev), DOCA_SUCCESS);
     void *p = nullptr;
-    ASSERT_EQ(doca_gpu_mem_alloc(gpu, 4096, 4096, DOCA_GPU_MEM_TYPE_GPU, &p,
-                                 nullptr),
-              DOCA_SUCCESS);
+    ASSERT_EQ(
+        doca_gpu_mem_alloc(gpu, 4096, 4096, DOCA_GPU_MEM_TYPE_GPU, &p, nullptr),
+        DOCA_SUCCESS);
     frames = static_cast<uint8_t *>(p);
     // On the host executor GPU memory is the host's: the test writes it as
     // the sample's cudaMemcpy would.
@@ -540,8 +539,9 @@ struct send_setup {
     int fd = -1;
     EXPECT_EQ(doca_gpu_dmabuf_fd(gpu, p, 4096, &fd), DOCA_ERROR_NOT_SUPPORTED);
     ASSERT_EQ(doca_mmap_set_memrange(mmap, p, 4096), DOCA_SUCCESS);
-    ASSERT_EQ(doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE),
-              DOCA_SUCCESS);
+    ASSERT_EQ(
+        doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE),
+        DOCA_SUCCESS);
     ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_ERROR_BAD_STATE);
     ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS); // the port starts here
     ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_SUCCESS);
@@ -584,9 +584,10 @@ TEST(DocaCompat, SimpleSendSequenceWritesACapture) {
     EXPECT_EQ(t, i) << "the ticket is the descriptor's ring index";
   }
   uint32_t done = 0;
-  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
-                s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
-            DOCA_SUCCESS);
+  ASSERT_EQ(
+      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
+          s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+      DOCA_SUCCESS);
   EXPECT_EQ(done, 2u);
   // Four sends, two completions: nothing is left to poll.
   ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
@@ -657,8 +658,7 @@ TEST(DocaCompat, SimpleSendSequenceWritesACapture) {
   for (uint32_t i = 0; i < 6; ++i) {
     uint8_t want[k_frame_bytes];
     fill_frame(want, i);
-    EXPECT_EQ(frames[i].bytes,
-              std::vector<uint8_t>(want, want + k_frame_bytes))
+    EXPECT_EQ(frames[i].bytes, std::vector<uint8_t>(want, want + k_frame_bytes))
         << "frame " << i;
   }
   fs::remove(out);
@@ -699,9 +699,10 @@ TEST(DocaCompat, SendWaitTimeStampsTheCapture) {
         &t);
   }
   uint32_t done = 0;
-  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
-                s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
-            DOCA_SUCCESS);
+  ASSERT_EQ(
+      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
+          s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+      DOCA_SUCCESS);
   EXPECT_EQ(done, 1u);
   s.close();
   const auto frames = read_capture(out);
@@ -734,8 +735,7 @@ TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
                                   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
                                   DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(
             s.h, reinterpret_cast<uint64_t>(s.frames + t * k_frame_bytes),
-            s.mkey, k_frame_bytes, DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY,
-            nullptr);
+            s.mkey, k_frame_bytes, DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, nullptr);
     });
   for (auto &t : senders)
     t.join();
@@ -753,7 +753,8 @@ TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
   uint32_t per[2] = {0, 0};
   for (const auto &f : frames) {
     ASSERT_EQ(f.bytes.size(), k_frame_bytes);
-    per[f.bytes[k_frame_bytes - 1] == static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
+    per[f.bytes[k_frame_bytes - 1] ==
+        static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
   }
   EXPECT_EQ(per[0], k_per_thread);
   EXPECT_EQ(per[1], k_per_thread);

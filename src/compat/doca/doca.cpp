@@ -119,7 +119,8 @@ struct doca_eth_txq {
   bool l3_csum = false, l4_csum = false; // recorded; gnio computes none
   bool wait_on_time = false;
   uint16_t queue_id = 0;
-  std::optional<uint32_t> gnio_id; // the gnio TX queue, once the context started
+  std::optional<uint32_t>
+      gnio_id;            // the gnio TX queue, once the context started
   gnio::mem_block handle; // doca_gpu_eth_txq, counters, notification ring
 };
 
@@ -1728,8 +1729,9 @@ doca_error_t doca_eth_txq_set_wait_on_time_offload(doca_eth_txq *q) {
   if (tx_time_of(q->dev->info) == gnio::tx_time_mode::none)
     return fail("doca_eth_txq_set_wait_on_time_offload",
                 DOCA_ERROR_NOT_SUPPORTED,
-                "device " + q->dev->info.devargs + " does not send, or "
-                "has no use for send times (gnio caps: tx_time none)");
+                "device " + q->dev->info.devargs +
+                    " does not send, or "
+                    "has no use for send times (gnio caps: tx_time none)");
   q->wait_on_time = true;
   return DOCA_SUCCESS;
 }
