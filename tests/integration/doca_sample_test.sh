@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# NVIDIA's DOCA GPUNetIO receive sample, unmodified, built against gnio's
-# DOCA-compatible API (docs/doca-compat.md): install gnio into a temporary
-# prefix, lay the sample out as a DOCA installation does (its
-# meson.build.public is the sample folder's meson.build there; here a link
+# One of NVIDIA's DOCA GPUNetIO Ethernet samples (SAMPLE: the receive sample
+# by default, gpunetio_simple_send or gpunetio_send_wait_time), unmodified,
+# built against gnio's DOCA-compatible API (docs/doca-compat.md): install
+# gnio into a temporary prefix, lay the sample out as a DOCA installation
+# does (its meson.build.public is the sample folder's meson.build there; here a link
 # to it) and run `meson setup` + `ninja` with only PKG_CONFIG_PATH pointing
 # at the install. The samples are test input from ../shared/doca-samples
 # (BSD-3, SOURCES.md there), never copied into gnio's tree. Then the built

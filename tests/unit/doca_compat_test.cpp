@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // gnio's DOCA-compatible API (include/gnio/compat/doca, docs/doca-compat.md)
 // on the host executor: error codes, PCIe addresses, device discovery,
-// queue types, calls out of order, capability answers, argp, and the
-// receive path of the simple_receive sample on a capture.
+// queue types, calls out of order, capability answers, argp, the receive
+// path of the simple_receive sample on a capture, and the send paths of the
+// simple_send and send_wait_time samples into a capture file.
 #include <arpa/inet.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -21,12 +25,16 @@
 #include <doca_error.h>
 #include <doca_eth_rxq.h>
 #include <doca_eth_rxq_gpu_data_path.h>
+#include <doca_eth_txq.h>
+#include <doca_eth_txq_gpu_data_path.h>
 #include <doca_flow.h>
 #include <doca_gpunetio.h>
 #include <doca_gpunetio_dev_eth_rxq.cuh>
+#include <doca_gpunetio_dev_eth_txq.cuh>
 #include <doca_mmap.h>
 
 #include <gnio/gpu.hpp>
+#include <gnio/port.hpp>
 #include <gnio/status.hpp>
 
 namespace {
@@ -428,6 +436,366 @@ TEST(DocaCompat, SimpleReceiveSequenceOnACapture) {
   EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_SUCCESS);
   EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
   EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+// --- The send side
+
+// A frame of a capture file: its timestamp (ns) and bytes.
+struct captured {
+  uint64_t ts_ns = 0;
+  std::vector<uint8_t> bytes;
+};
+
+// Reads a nanosecond pcap file (what the pcap backend's tx= writes).
+std::vector<captured> read_capture(const std::string &path) {
+  std::vector<captured> out;
+  std::ifstream f(path, std::ios::binary);
+  uint32_t global[6] = {};
+  if (!f.read(reinterpret_cast<char *>(global), sizeof global))
+    return out;
+  const bool nano = global[0] == 0xa1b23c4du;
+  uint32_t rec[4];
+  while (f.read(reinterpret_cast<char *>(rec), sizeof rec)) {
+    captured c;
+    c.ts_ns = uint64_t{rec[0]} * 1'000'000'000ull +
+              (nano ? uint64_t{rec[1]} : uint64_t{rec[1]} * 1000);
+    c.bytes.resize(rec[2]);
+    if (!f.read(reinterpret_cast<char *>(c.bytes.data()), rec[2]))
+      break;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string temp_capture(const char *name) {
+  return (fs::temp_directory_path() / (std::string("gnio_doca_") + name + "_" +
+                                       std::to_string(getpid()) + ".pcap"))
+      .string();
+}
+
+// The frames the tests send: Ethernet header as the samples write it, then
+// a payload that tells the frames apart.
+constexpr uint32_t k_frame_bytes = 96;
+void fill_frame(uint8_t *p, uint32_t i) {
+  for (uint32_t b = 0; b < k_frame_bytes; ++b)
+    p[b] = static_cast<uint8_t>(b * 7 + i);
+  const uint8_t hdr[14] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20,
+                           0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00};
+  std::memcpy(p, hdr, sizeof hdr);
+}
+
+// The host part of both send samples: a flow port, a TX queue on the GPU
+// data path, its handle, and GPU memory for n frames mapped by an mmap.
+struct send_setup {
+  doca_dev *dev = nullptr;
+  doca_flow_port *flow = nullptr;
+  doca_gpu *gpu = nullptr;
+  doca_eth_txq *txq = nullptr;
+  doca_ctx *ctx = nullptr;
+  doca_gpu_eth_txq *h = nullptr;
+  doca_mmap *mmap = nullptr;
+  uint8_t *frames = nullptr;
+  uint32_t mkey = 0;
+
+  void open(uint32_t n, bool wait_on_time) {
+    dev = open_dev("ca:00.0");
+    ASSERT_NE(dev, nullptr);
+    doca_flow_port_cfg *pc = nullptr;
+    ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
+    ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
+    ASSERT_EQ(doca_flow_port_start(pc, &flow), DOCA_SUCCESS);
+    doca_flow_port_cfg_destroy(pc);
+    ASSERT_EQ(doca_gpu_create("host", &gpu), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_create(dev, 64, &txq), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_set_l3_chksum_offload(txq, 1), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_set_l4_chksum_offload(txq, 1), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_gpu_set_completion_on_gpu(txq), DOCA_SUCCESS);
+    ctx = doca_eth_txq_as_doca_ctx(txq);
+    ASSERT_NE(ctx, nullptr);
+    ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, gpu), DOCA_SUCCESS);
+    if (wait_on_time) {
+      doca_eth_wait_on_time_type mode = DOCA_ETH_WAIT_ON_TIME_TYPE_NONE;
+      ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
+                    doca_dev_as_devinfo(dev), &mode),
+                DOCA_SUCCESS);
+      ASSERT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE);
+      ASSERT_EQ(doca_eth_txq_set_wait_on_time_offload(txq), DOCA_SUCCESS);
+    }
+    ASSERT_EQ(doca_eth_txq_get_gpu_handle(txq, &h), DOCA_ERROR_BAD_STATE);
+    ASSERT_EQ(doca_ctx_start(ctx), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_apply_queue_id(txq, 0), DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_get_gpu_handle(txq, &h), DOCA_SUCCESS);
+    ASSERT_EQ(doca_mmap_create(&mmap), DOCA_SUCCESS);
+    ASSERT_EQ(doca_mmap_add_dev(mmap, dev), DOCA_SUCCESS);
+    void *p = nullptr;
+    ASSERT_EQ(
+        doca_gpu_mem_alloc(gpu, 4096, 4096, DOCA_GPU_MEM_TYPE_GPU, &p, nullptr),
+        DOCA_SUCCESS);
+    frames = static_cast<uint8_t *>(p);
+    // On the host executor GPU memory is the host's: the test writes it as
+    // the sample's cudaMemcpy would.
+    for (uint32_t i = 0; i < n; ++i)
+      fill_frame(frames + i * k_frame_bytes, i);
+    int fd = -1;
+    EXPECT_EQ(doca_gpu_dmabuf_fd(gpu, p, 4096, &fd), DOCA_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ(doca_mmap_set_memrange(mmap, p, 4096), DOCA_SUCCESS);
+    ASSERT_EQ(
+        doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE),
+        DOCA_SUCCESS);
+    ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_ERROR_BAD_STATE);
+    ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS); // the port starts here
+    ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_SUCCESS);
+    mkey = htonl(mkey);
+  }
+
+  // The samples' teardown order.
+  void close() {
+    EXPECT_EQ(doca_ctx_stop(ctx), DOCA_SUCCESS);
+    EXPECT_EQ(doca_gpu_mem_free(gpu, frames), DOCA_SUCCESS);
+    EXPECT_EQ(doca_eth_txq_destroy(txq), DOCA_SUCCESS);
+    EXPECT_EQ(doca_flow_port_stop(flow), DOCA_SUCCESS);
+    EXPECT_EQ(doca_mmap_destroy(mmap), DOCA_SUCCESS);
+    EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+    EXPECT_EQ(doca_gpu_destroy(gpu), DOCA_SUCCESS);
+  }
+};
+
+// simple_send on a capture file: block-scope sends (the host executor's
+// block is one thread), completions only for NOTIFY sends, the WQE calls,
+// then the file holds every frame byte for byte, in order.
+TEST(DocaCompat, SimpleSendSequenceWritesACapture) {
+  const std::string out = temp_capture("simple_send");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:tx=" + out);
+  send_setup s;
+  ASSERT_NO_FATAL_FAILURE(s.open(6, false));
+
+  // Four sends at block scope; frames 1 and 3 ask for a completion.
+  for (uint32_t i = 0; i < 4; ++i) {
+    doca_gpu_dev_eth_ticket_t t = ~0ull;
+    doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
+                              DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
+                              DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
+                              DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
+        s.h, reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes), s.mkey,
+        k_frame_bytes,
+        i % 2 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
+              : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE,
+        &t);
+    EXPECT_EQ(t, i) << "the ticket is the descriptor's ring index";
+  }
+  uint32_t done = 0;
+  ASSERT_EQ(
+      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
+          s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+      DOCA_SUCCESS);
+  EXPECT_EQ(done, 2u);
+  // Four sends, two completions: nothing is left to poll.
+  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+            DOCA_SUCCESS);
+  EXPECT_EQ(done, 0u);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
+                s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B),
+            DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
+                s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB),
+            DOCA_ERROR_AGAIN);
+
+  // The WQE path, as simple_send without a shared queue: the caller owns
+  // the indices; the last WQE asks for the completion it then polls.
+  for (uint16_t i = 4; i < 6; ++i) {
+    doca_gpu_dev_eth_txq_wqe *w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, i);
+    ASSERT_NE(w, nullptr);
+    ASSERT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
+                  s.h, w, i,
+                  reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes),
+                  s.mkey, k_frame_bytes,
+                  i == 5 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
+                         : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+              DOCA_SUCCESS);
+  }
+  doca_gpu_dev_eth_txq_submit(s.h, 6);
+  EXPECT_EQ((doca_gpu_dev_eth_txq_poll_completion_at<
+                DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
+                DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA>(
+                s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B)),
+            DOCA_SUCCESS);
+
+  // Bad arguments.
+  doca_gpu_dev_eth_txq_wqe *w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, 6);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
+                s.h, w, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey, 0,
+                DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
+                s.h, nullptr, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey,
+                64, DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                s.h, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                s.h, 65, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+            DOCA_ERROR_INVALID_VALUE); // more than the ring holds
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                nullptr, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
+                nullptr, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB),
+            DOCA_ERROR_INVALID_VALUE);
+  uint64_t ts = 0;
+  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, gnio::tx_clock_ns(), &ts),
+            DOCA_ERROR_BAD_STATE); // wait on time is off
+  EXPECT_EQ(doca_eth_txq_set_l3_chksum_offload(s.txq, 1),
+            DOCA_ERROR_BAD_STATE); // the context runs
+  EXPECT_EQ(doca_eth_txq_destroy(s.txq), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_dev_close(s.dev), DOCA_ERROR_IN_USE);
+  EXPECT_EQ(doca_eth_txq_gpu_cpu_proxy_progress(s.txq), DOCA_SUCCESS);
+
+  s.close();
+  const auto frames = read_capture(out);
+  ASSERT_EQ(frames.size(), 6u);
+  for (uint32_t i = 0; i < 6; ++i) {
+    uint8_t want[k_frame_bytes];
+    fill_frame(want, i);
+    EXPECT_EQ(frames[i].bytes, std::vector<uint8_t>(want, want + k_frame_bytes))
+        << "frame " << i;
+  }
+  fs::remove(out);
+}
+
+// send_wait_time on a capture file: the times calculate_timestamp gives are
+// the CLOCK_REALTIME nanoseconds asked for, wait_send puts them on the
+// frames, and the pcap backend writes them as the frames' timestamps.
+TEST(DocaCompat, SendWaitTimeStampsTheCapture) {
+  const std::string out = temp_capture("send_wait_time");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:tx=" + out);
+  send_setup s;
+  ASSERT_NO_FATAL_FAILURE(s.open(4, true));
+  // An hour ahead, nanoseconds apart: the capture takes them as they are.
+  const uint64_t base = gnio::tx_clock_ns() + 3'600'000'000'000ull;
+  uint64_t times[4];
+  for (uint32_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base + i * 1'000'003ull,
+                                               &times[i]),
+              DOCA_SUCCESS);
+    EXPECT_EQ(times[i], base + i * 1'000'003ull);
+  }
+  uint64_t bad = 0;
+  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, 0, &bad),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base, nullptr),
+            DOCA_ERROR_INVALID_VALUE);
+  for (uint32_t i = 0; i < 4; ++i) {
+    doca_gpu_dev_eth_ticket_t t = 0;
+    doca_gpu_dev_eth_txq_wait_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_CTA,
+                                   DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA,
+                                   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
+                                   DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
+        s.h, times[i], reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes),
+        s.mkey, k_frame_bytes,
+        i == 3 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
+               : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE,
+        &t);
+  }
+  uint32_t done = 0;
+  ASSERT_EQ(
+      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
+          s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+      DOCA_SUCCESS);
+  EXPECT_EQ(done, 1u);
+  s.close();
+  const auto frames = read_capture(out);
+  ASSERT_EQ(frames.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(frames[i].ts_ns, times[i]) << "frame " << i;
+    uint8_t want[k_frame_bytes];
+    fill_frame(want, i);
+    EXPECT_EQ(frames[i].bytes,
+              std::vector<uint8_t>(want, want + k_frame_bytes));
+  }
+  fs::remove(out);
+}
+
+// Sharing mode GPU at thread scope: host threads standing in for GPU threads
+// send at once through the queue's producer lock; every frame is written
+// once, and every NOTIFY send is counted.
+TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
+  const std::string out = temp_capture("shared_send");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:tx=" + out);
+  send_setup s;
+  ASSERT_NO_FATAL_FAILURE(s.open(2, false));
+  constexpr uint32_t k_per_thread = 200; // more than the ring's 64
+  std::vector<std::thread> senders;
+  for (uint32_t t = 0; t < 2; ++t)
+    senders.emplace_back([&s, t] {
+      for (uint32_t i = 0; i < k_per_thread; ++i)
+        doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
+                                  DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
+                                  DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
+                                  DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(
+            s.h, reinterpret_cast<uint64_t>(s.frames + t * k_frame_bytes),
+            s.mkey, k_frame_bytes, DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, nullptr);
+    });
+  for (auto &t : senders)
+    t.join();
+  uint32_t done = 0, total = 0;
+  for (uint32_t i = 0; i < 2 * k_per_thread / 50; ++i) {
+    ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
+                  s.h, 50, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
+              DOCA_SUCCESS);
+    total += done;
+  }
+  EXPECT_EQ(total, 2 * k_per_thread);
+  s.close();
+  const auto frames = read_capture(out);
+  ASSERT_EQ(frames.size(), 2 * k_per_thread);
+  uint32_t per[2] = {0, 0};
+  for (const auto &f : frames) {
+    ASSERT_EQ(f.bytes.size(), k_frame_bytes);
+    per[f.bytes[k_frame_bytes - 1] ==
+        static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
+  }
+  EXPECT_EQ(per[0], k_per_thread);
+  EXPECT_EQ(per[1], k_per_thread);
+  fs::remove(out);
+}
+
+// Creation arguments, and wait on time where the port has no use for times.
+TEST(DocaCompat, TxQueueArgumentsAndWaitOnTimeCapability) {
+  scoped_env env("GNIO_DOCA_DEVICES",
+                 "ca:00.0=pcap:file=x.pcap;cb:00.0=af_packet:if=lo");
+  doca_dev *dev = open_dev("ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  doca_eth_txq *q = nullptr;
+  EXPECT_EQ(doca_eth_txq_create(nullptr, 64, &q), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_txq_create(dev, 0, &q), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_txq_create(dev, 65536, &q), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_eth_txq_create(dev, 100, &q), DOCA_SUCCESS);
+  doca_eth_wait_on_time_type mode = DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE;
+  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
+                doca_dev_as_devinfo(dev), &mode),
+            DOCA_SUCCESS);
+  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NONE); // a capture it only reads
+  EXPECT_EQ(doca_eth_txq_set_wait_on_time_offload(q), DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(nullptr, &mode),
+            DOCA_ERROR_INVALID_VALUE);
+  doca_gpu_eth_txq *h = nullptr;
+  EXPECT_EQ(doca_eth_txq_get_gpu_handle(q, &h), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_ctx_start(doca_eth_txq_as_doca_ctx(q)),
+            DOCA_ERROR_NOT_SUPPORTED); // no GPU data path
+  EXPECT_EQ(doca_eth_txq_set_type(q, DOCA_ETH_TXQ_TYPE_REGULAR), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_txq_gpu_set_uar_on_cpu(q), DOCA_SUCCESS);
+  EXPECT_EQ(doca_eth_txq_destroy(q), DOCA_SUCCESS);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
+
+  doca_dev *live = open_dev("cb:00.0");
+  ASSERT_NE(live, nullptr);
+  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
+                doca_dev_as_devinfo(live), &mode),
+            DOCA_SUCCESS);
+  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE); // the engine holds frames
+  EXPECT_EQ(doca_dev_close(live), DOCA_SUCCESS);
 }
 
 struct argp_cfg {

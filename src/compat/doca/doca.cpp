@@ -8,6 +8,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cstdarg>
@@ -30,9 +31,12 @@
 #include "doca_error.h"
 #include "doca_eth_rxq.h"
 #include "doca_eth_rxq_gpu_data_path.h"
+#include "doca_eth_txq.h"
+#include "doca_eth_txq_gpu_data_path.h"
 #include "doca_flow.h"
 #include "doca_gpunetio.h"
 #include "doca_gpunetio_dev_eth_rxq.cuh"
+#include "doca_gpunetio_dev_eth_txq.cuh"
 #include "doca_log.h"
 #include "doca_mmap.h"
 #include "doca_pe.h"
@@ -60,7 +64,9 @@ struct doca_devinfo {
 };
 
 struct doca_eth_rxq;
+struct doca_eth_txq;
 struct doca_flow_port;
+struct doca_mmap;
 
 struct doca_dev {
   doca_devinfo info;
@@ -68,11 +74,16 @@ struct doca_dev {
       port; // opened when the first queue's context starts
   bool port_started = false;
   std::vector<doca_eth_rxq *> rxqs;
+  std::vector<doca_eth_txq *> txqs;
+  // Started mmaps that name this device: registered with the port when it
+  // opens (or at once when it is open and not started).
+  std::vector<doca_mmap *> mmaps;
   doca_flow_port *flow = nullptr;
 };
 
 struct doca_ctx {
-  doca_eth_rxq *rxq = nullptr;
+  doca_eth_rxq *rxq = nullptr; // the queue behind the context: one of these
+  doca_eth_txq *txq = nullptr;
   doca_gpu *gpu = nullptr; // the data path's GPU; null: CPU data path
   doca_ctx_states state = DOCA_CTX_STATE_IDLE;
   doca_data user{};
@@ -84,6 +95,8 @@ struct doca_mmap {
   uint32_t access = DOCA_ACCESS_FLAG_LOCAL_READ_ONLY;
   bool started = false;
   std::vector<doca_dev *> devs;
+  std::vector<doca_dev *> registered; // ports the range is registered with
+  uint32_t mkey = 0;                  // handed out by doca_mmap_get_mkey
 };
 
 struct doca_eth_rxq {
@@ -97,6 +110,18 @@ struct doca_eth_rxq {
   std::optional<uint32_t>
       gnio_id;            // the gnio RX queue, once the context started
   gnio::mem_block handle; // a doca_gpu_eth_rxq in executor memory
+};
+
+struct doca_eth_txq {
+  doca_ctx ctx;
+  doca_dev *dev = nullptr;
+  uint32_t num_descs = 0;
+  bool l3_csum = false, l4_csum = false; // recorded; gnio computes none
+  bool wait_on_time = false;
+  uint16_t queue_id = 0;
+  std::optional<uint32_t>
+      gnio_id;            // the gnio TX queue, once the context started
+  gnio::mem_block handle; // doca_gpu_eth_txq, counters, notification ring
 };
 
 struct doca_flow_cfg {
@@ -168,6 +193,11 @@ doca_error_t fail(const char *call, doca_error_t code, const std::string &why) {
 }
 
 std::mutex g_mu; // guards the flow library state and the log levels below
+
+// Every open doca_gpu, so an mmap's range can be traced to the allocation it
+// lies in (for the CPU's view of it). Guarded by g_gpus_mu.
+std::mutex g_gpus_mu;
+std::vector<doca_gpu *> g_gpus;
 
 // --- PCIe addresses
 // -----------------------------------------------------------
@@ -479,6 +509,41 @@ doca_error_t apply_fwd(doca_dev &dev, const doca_flow_fwd &f,
   return DOCA_SUCCESS;
 }
 
+// The gnio block for an mmap's range: inside a doca_gpu_mem_alloc allocation
+// it carries that allocation's CPU address and type; other memory is taken
+// as executor memory the CPU cannot read (the engine copies from it).
+gnio::mem_block block_of(const doca_mmap &m) {
+  gnio::mem_block b;
+  b.exec_ptr = m.addr;
+  b.bytes = m.len;
+  b.type = gnio::mem_type::gpu;
+  const auto lo = reinterpret_cast<uintptr_t>(m.addr);
+  std::lock_guard lk(g_gpus_mu);
+  for (auto *g : g_gpus)
+    for (auto &[p, blk] : g->blocks) {
+      const auto base = reinterpret_cast<uintptr_t>(blk.exec_ptr);
+      if (lo >= base && lo + m.len <= base + blk.bytes) {
+        b.type = blk.type;
+        if (blk.host_ptr)
+          b.host_ptr = static_cast<uint8_t *>(blk.host_ptr) + (lo - base);
+        return b;
+      }
+    }
+  return b;
+}
+
+// Registers the started mmap m with dev's port (open, not started) so
+// kernels may send from it.
+doca_error_t register_mmap(doca_dev &dev, doca_mmap &m, const char *call) {
+  if (std::find(m.registered.begin(), m.registered.end(), &dev) !=
+      m.registered.end())
+    return DOCA_SUCCESS;
+  if (auto e = dev.port->register_memory(block_of(m)); e)
+    return fail(call, e);
+  m.registered.push_back(&dev);
+  return DOCA_SUCCESS;
+}
+
 // Opens the device's gnio port on first use: the configured string, or for a
 // sysfs interface AF_XDP and then AF_PACKET.
 doca_error_t open_port(doca_dev &dev, doca_gpu &gpu) {
@@ -494,15 +559,32 @@ doca_error_t open_port(doca_dev &dev, doca_gpu &gpu) {
   if (!p)
     return fail("doca_ctx_start", p.err());
   dev.port.emplace(std::move(*p));
+  for (auto *m : dev.mmaps)
+    if (auto r = register_mmap(dev, *m, "doca_ctx_start"); r != DOCA_SUCCESS)
+      return r;
   return DOCA_SUCCESS;
 }
 
-// Starts the device's port once it can: at once without DOCA Flow, else when a
-// root pipe exists (its steering is applied first).
+// Starts the device's port once it can. A device with RX queues: at once
+// without DOCA Flow, else when a root pipe exists (its steering is applied
+// first). A send-only device: once a TX queue runs and memory to send from
+// is registered (gnio registers memory only before a port starts, and DOCA
+// programs map their send buffers after starting the queue).
 doca_error_t try_start(doca_dev &dev, const char *call) {
   if (!dev.port || dev.port_started)
     return DOCA_SUCCESS;
-  if (dev.flow) {
+  if (dev.rxqs.empty()) {
+    const bool running = std::any_of(
+        dev.txqs.begin(), dev.txqs.end(),
+        [](const doca_eth_txq *q) { return q->gnio_id.has_value(); });
+    const bool mapped =
+        std::any_of(dev.mmaps.begin(), dev.mmaps.end(), [&](doca_mmap *m) {
+          return std::find(m->registered.begin(), m->registered.end(), &dev) !=
+                 m->registered.end();
+        });
+    if (!running || !mapped)
+      return DOCA_SUCCESS;
+  } else if (dev.flow) {
     const doca_flow_pipe *root = nullptr;
     for (auto *p : dev.flow->pipes)
       if (p->is_root)
@@ -957,9 +1039,9 @@ doca_error_t doca_dev_open(doca_devinfo *devinfo, doca_dev **dev) {
 doca_error_t doca_dev_close(doca_dev *dev) {
   if (!dev)
     return DOCA_ERROR_INVALID_VALUE;
-  if (!dev->rxqs.empty())
+  if (!dev->rxqs.empty() || !dev->txqs.empty())
     return fail("doca_dev_close", DOCA_ERROR_IN_USE,
-                "the device still has RX queues; destroy them first");
+                "the device still has queues; destroy them first");
   if (dev->flow)
     return fail("doca_dev_close", DOCA_ERROR_IN_USE,
                 "a DOCA Flow port still uses the device; stop it first");
@@ -969,6 +1051,13 @@ doca_error_t doca_dev_close(doca_dev *dev) {
         return fail("doca_dev_close", e);
     if (auto e = dev->port->close(); e)
       return fail("doca_dev_close", e);
+  }
+  for (auto *m : dev->mmaps) {
+    m->devs.erase(std::remove(m->devs.begin(), m->devs.end(), dev),
+                  m->devs.end());
+    m->registered.erase(
+        std::remove(m->registered.begin(), m->registered.end(), dev),
+        m->registered.end());
   }
   delete dev;
   return DOCA_SUCCESS;
@@ -1023,6 +1112,10 @@ doca_error_t doca_gpu_create(const char *gpu_bus_id, doca_gpu **gpu_dev) {
     return fail("doca_gpu_create", g.err());
   auto *d = new doca_gpu;
   d->g = std::move(*g);
+  {
+    std::lock_guard lk(g_gpus_mu);
+    g_gpus.push_back(d);
+  }
   *gpu_dev = d;
   return DOCA_SUCCESS;
 }
@@ -1030,6 +1123,10 @@ doca_error_t doca_gpu_create(const char *gpu_bus_id, doca_gpu **gpu_dev) {
 doca_error_t doca_gpu_destroy(doca_gpu *gpu_dev) {
   if (!gpu_dev)
     return DOCA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lk(g_gpus_mu);
+    g_gpus.erase(std::find(g_gpus.begin(), g_gpus.end(), gpu_dev));
+  }
   for (auto &[p, b] : gpu_dev->blocks)
     (void)gpu_dev->g.free(b);
   delete gpu_dev;
@@ -1110,12 +1207,27 @@ doca_error_t doca_mmap_create(doca_mmap **mmap) {
   *mmap = new doca_mmap;
   return DOCA_SUCCESS;
 }
+namespace {
+// Takes m off its devices' lists of started mmaps (what the ports
+// registered stays registered until they close).
+void unlist_mmap(doca_mmap &m) {
+  for (auto *d : m.devs) {
+    auto &v = d->mmaps;
+    v.erase(std::remove(v.begin(), v.end(), &m), v.end());
+  }
+}
+} // namespace
+
 doca_error_t doca_mmap_destroy(doca_mmap *mmap) {
   if (!mmap)
     return DOCA_ERROR_INVALID_VALUE;
+  unlist_mmap(*mmap);
   delete mmap;
   return DOCA_SUCCESS;
 }
+// Registers the range with the gnio port of every device added: now if the
+// port is open and not started, else when it opens. A send-only device's
+// port starts here once its TX queue runs (try_start).
 doca_error_t doca_mmap_start(doca_mmap *mmap) {
   if (!mmap)
     return DOCA_ERROR_INVALID_VALUE;
@@ -1124,7 +1236,27 @@ doca_error_t doca_mmap_start(doca_mmap *mmap) {
   if (!mmap->addr || mmap->len == 0)
     return fail("doca_mmap_start", DOCA_ERROR_BAD_STATE,
                 "no memory range set (doca_mmap_set_memrange first)");
+  for (auto *d : mmap->devs)
+    if (d->port_started)
+      return fail("doca_mmap_start", DOCA_ERROR_BAD_STATE,
+                  "the gnio port of device " + d->info.pci +
+                      " already started; gnio registers memory before a "
+                      "port starts (start the mmap before the DOCA Flow "
+                      "entries are processed)");
+  // Only distinct numbers: no other memory is published with them.
+  static std::atomic<uint32_t> next_mkey{0};
   mmap->started = true;
+  mmap->mkey = ++next_mkey;
+  for (auto *d : mmap->devs) {
+    d->mmaps.push_back(mmap);
+    if (d->port) {
+      if (auto r = register_mmap(*d, *mmap, "doca_mmap_start");
+          r != DOCA_SUCCESS)
+        return r;
+      if (auto r = try_start(*d, "doca_mmap_start"); r != DOCA_SUCCESS)
+        return r;
+    }
+  }
   return DOCA_SUCCESS;
 }
 doca_error_t doca_mmap_stop(doca_mmap *mmap) {
@@ -1132,6 +1264,7 @@ doca_error_t doca_mmap_stop(doca_mmap *mmap) {
     return DOCA_ERROR_INVALID_VALUE;
   if (!mmap->started)
     return DOCA_ERROR_BAD_STATE;
+  unlist_mmap(*mmap);
   mmap->started = false;
   return DOCA_SUCCESS;
 }
@@ -1140,12 +1273,16 @@ doca_error_t doca_mmap_add_dev(doca_mmap *mmap, doca_dev *dev) {
     return DOCA_ERROR_INVALID_VALUE;
   if (mmap->started)
     return DOCA_ERROR_BAD_STATE;
+  if (std::find(mmap->devs.begin(), mmap->devs.end(), dev) != mmap->devs.end())
+    return DOCA_ERROR_ALREADY_EXIST;
   mmap->devs.push_back(dev);
   return DOCA_SUCCESS;
 }
 doca_error_t doca_mmap_rm_dev(doca_mmap *mmap, doca_dev *dev) {
   if (!mmap || !dev)
     return DOCA_ERROR_INVALID_VALUE;
+  if (mmap->started)
+    return DOCA_ERROR_BAD_STATE;
   auto it = std::find(mmap->devs.begin(), mmap->devs.end(), dev);
   if (it == mmap->devs.end())
     return DOCA_ERROR_NOT_FOUND;
@@ -1184,8 +1321,20 @@ doca_error_t doca_mmap_get_memrange(const doca_mmap *mmap, void **addr,
   *len = mmap->len;
   return DOCA_SUCCESS;
 }
-doca_error_t doca_mmap_get_mkey(const doca_mmap *mmap, doca_dev *, uint32_t *) {
-  return mmap ? DOCA_ERROR_NOT_SUPPORTED : DOCA_ERROR_INVALID_VALUE;
+// gnio has no memory keys; the number identifies the started mmap, and the
+// device calls accept and ignore it.
+doca_error_t doca_mmap_get_mkey(const doca_mmap *mmap, doca_dev *dev,
+                                uint32_t *mkey) {
+  if (!mmap || !dev || !mkey)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (std::find(mmap->devs.begin(), mmap->devs.end(), dev) == mmap->devs.end())
+    return fail("doca_mmap_get_mkey", DOCA_ERROR_INVALID_VALUE,
+                "the device was not added to the mmap (doca_mmap_add_dev)");
+  if (!mmap->started)
+    return fail("doca_mmap_get_mkey", DOCA_ERROR_BAD_STATE,
+                "the mmap is not started (doca_mmap_start first)");
+  *mkey = mmap->mkey;
+  return DOCA_SUCCESS;
 }
 
 // --- Buffers and progress engines: not part of gnio's data path
@@ -1403,6 +1552,242 @@ doca_error_t doca_eth_rxq_gpu_enable_mcst_qp(doca_eth_rxq *q) {
                                              : DOCA_ERROR_BAD_STATE;
 }
 
+// --- Ethernet TX queues
+// ---------------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t k_max_txq_descs = 1u << 15; // WQE indices are 16 bits
+
+// What the device's gnio port does with send times, from its device string
+// (the port need not be open): the pcap backend writes them as timestamps
+// when it has a tx= file; every other backend that sends holds the frame
+// until its time (docs/ring.md, Timed TX).
+gnio::tx_time_mode tx_time_of(const doca_devinfo &info) {
+  const std::string &d = info.devargs;
+  const auto colon = d.find(':');
+  const std::string kind = d.substr(0, colon);
+  if (kind == "pcap") {
+    const std::string args =
+        colon == std::string::npos ? "" : "," + d.substr(colon + 1);
+    return args.find(",tx=") != std::string::npos
+               ? gnio::tx_time_mode::timestamp
+               : gnio::tx_time_mode::none;
+  }
+  for (const char *k : {"af_packet", "af_xdp", "dpdk", "pair", "gen"})
+    if (kind == k)
+      return gnio::tx_time_mode::hold;
+  return gnio::tx_time_mode::none;
+}
+
+doca_error_t start_txq(doca_ctx *ctx) {
+  auto &q = *ctx->txq;
+  auto &dev = *q.dev;
+  if (dev.port_started)
+    return fail("doca_ctx_start", DOCA_ERROR_BAD_STATE,
+                "the device's gnio port already started; start every queue's "
+                "context before it starts (docs/doca-compat.md)");
+  if (auto r = open_port(dev, *ctx->gpu); r != DOCA_SUCCESS)
+    return r;
+  gnio::txq_config cfg;
+  cfg.num_descs = q.num_descs;
+  cfg.owner = &ctx->gpu->g;
+  auto id = dev.port->create_txq(cfg);
+  if (!id)
+    return fail("doca_ctx_start", id.err());
+  auto view = dev.port->txq(*id);
+  // One block in executor memory: the handle, its counters, the ring. GPU
+  // memory on a GPU (host memory on the host executor): kernels take the
+  // producer lock and notification numbers with device-scope atomics, which
+  // are atomic there and not on mapped host memory.
+  namespace gd = gnio::compat::doca;
+  const size_t counters_off = sizeof(doca_gpu_eth_txq);
+  const size_t ring_off = counters_off + sizeof(gd::txq_counters);
+  const size_t bytes = ring_off + sizeof(gd::notify_entry) * q.num_descs;
+  auto h = view ? ctx->gpu->g.alloc(bytes, gnio::mem_type::gpu)
+                : gnio::result<gnio::mem_block>(view.err());
+  if (h) {
+    std::vector<uint8_t> init(bytes, 0);
+    auto *base = static_cast<uint8_t *>(h->exec_ptr);
+    doca_gpu_eth_txq dq{};
+    dq.q = *view;
+    dq.counters = reinterpret_cast<gd::txq_counters *>(base + counters_off);
+    dq.notify = reinterpret_cast<gd::notify_entry *>(base + ring_off);
+    dq.num_notify = q.num_descs;
+    std::memcpy(init.data(), &dq, sizeof dq);
+    if (auto e = ctx->gpu->g.copy_to_block(*h, 0, init.data(), bytes); e) {
+      (void)ctx->gpu->g.free(*h);
+      h = gnio::result<gnio::mem_block>(e);
+    }
+  }
+  if (!h) {
+    (void)dev.port->destroy_txq(*id);
+    return fail("doca_ctx_start", h.err());
+  }
+  q.gnio_id = *id;
+  q.handle = *h;
+  ctx->state = DOCA_CTX_STATE_RUNNING;
+  return try_start(dev, "doca_ctx_start");
+}
+
+doca_error_t stop_txq(doca_ctx *ctx) {
+  auto &q = *ctx->txq;
+  auto &dev = *q.dev;
+  // The port stops with the first queue stopped: gnio stops ports whole.
+  if (dev.port_started) {
+    if (auto e = dev.port->stop(); e)
+      return fail("doca_ctx_stop", e);
+    dev.port_started = false;
+  }
+  if (auto e = dev.port->destroy_txq(*q.gnio_id); e)
+    return fail("doca_ctx_stop", e);
+  (void)ctx->gpu->g.free(q.handle);
+  q.handle = {};
+  q.gnio_id.reset();
+  ctx->state = DOCA_CTX_STATE_IDLE;
+  return DOCA_SUCCESS;
+}
+
+} // namespace
+
+doca_error_t doca_eth_txq_create(doca_dev *dev, uint32_t max_burst_size,
+                                 doca_eth_txq **eth_txq) {
+  if (!dev || !eth_txq || max_burst_size == 0)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (max_burst_size > k_max_txq_descs)
+    return fail("doca_eth_txq_create", DOCA_ERROR_INVALID_VALUE,
+                "max_burst_size above 32768");
+  auto *q = new doca_eth_txq;
+  q->ctx.txq = q;
+  q->dev = dev;
+  // At least a warp's worth: a warp-scope send reserves for all its lanes.
+  q->num_descs = std::max<uint32_t>(std::bit_ceil(max_burst_size), 32);
+  q->queue_id = static_cast<uint16_t>(dev->txqs.size());
+  dev->txqs.push_back(q);
+  *eth_txq = q;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_destroy(doca_eth_txq *q) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (q->ctx.state != DOCA_CTX_STATE_IDLE)
+    return fail("doca_eth_txq_destroy", DOCA_ERROR_BAD_STATE,
+                "the queue's context is running; doca_ctx_stop first");
+  auto &v = q->dev->txqs;
+  v.erase(std::find(v.begin(), v.end(), q));
+  delete q;
+  return DOCA_SUCCESS;
+}
+
+doca_ctx *doca_eth_txq_as_doca_ctx(doca_eth_txq *q) {
+  return q ? &q->ctx : nullptr;
+}
+
+doca_error_t doca_eth_txq_set_type(doca_eth_txq *q, doca_eth_txq_type type) {
+  if (!q || type != DOCA_ETH_TXQ_TYPE_REGULAR)
+    return DOCA_ERROR_INVALID_VALUE;
+  return q->ctx.state == DOCA_CTX_STATE_IDLE ? DOCA_SUCCESS
+                                             : DOCA_ERROR_BAD_STATE;
+}
+
+doca_error_t doca_eth_txq_set_l3_chksum_offload(doca_eth_txq *q,
+                                                uint8_t enable) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (q->ctx.state != DOCA_CTX_STATE_IDLE)
+    return DOCA_ERROR_BAD_STATE;
+  q->l3_csum = enable != 0;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_set_l4_chksum_offload(doca_eth_txq *q,
+                                                uint8_t enable) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (q->ctx.state != DOCA_CTX_STATE_IDLE)
+    return DOCA_ERROR_BAD_STATE;
+  q->l4_csum = enable != 0;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_cap_get_wait_on_time_offload_supported(
+    const doca_devinfo *devinfo, doca_eth_wait_on_time_type *mode) {
+  if (!devinfo || !mode)
+    return DOCA_ERROR_INVALID_VALUE;
+  *mode = tx_time_of(*devinfo) == gnio::tx_time_mode::none
+              ? DOCA_ETH_WAIT_ON_TIME_TYPE_NONE
+              : DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_set_wait_on_time_offload(doca_eth_txq *q) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (q->ctx.state != DOCA_CTX_STATE_IDLE)
+    return DOCA_ERROR_BAD_STATE;
+  if (tx_time_of(q->dev->info) == gnio::tx_time_mode::none)
+    return fail("doca_eth_txq_set_wait_on_time_offload",
+                DOCA_ERROR_NOT_SUPPORTED,
+                "device " + q->dev->info.devargs +
+                    " does not send, or "
+                    "has no use for send times (gnio caps: tx_time none)");
+  q->wait_on_time = true;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_calculate_timestamp(doca_eth_txq *q,
+                                              uint64_t timestamp_ns,
+                                              uint64_t *value) {
+  if (!q || !value || timestamp_ns == 0)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (!q->wait_on_time)
+    return fail("doca_eth_txq_calculate_timestamp", DOCA_ERROR_BAD_STATE,
+                "wait on time is off (doca_eth_txq_set_wait_on_time_offload "
+                "first)");
+  // gnio's send times are CLOCK_REALTIME nanoseconds, which is what DOCA
+  // programs compute theirs from.
+  *value = timestamp_ns;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_apply_queue_id(doca_eth_txq *q, uint16_t queue_id) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  q->queue_id = queue_id;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_get_gpu_handle(const doca_eth_txq *q,
+                                         doca_gpu_eth_txq **out) {
+  if (!q || !out)
+    return DOCA_ERROR_INVALID_VALUE;
+  if (q->ctx.state != DOCA_CTX_STATE_RUNNING || q->handle.empty())
+    return fail("doca_eth_txq_get_gpu_handle", DOCA_ERROR_BAD_STATE,
+                "the queue's context is not running on a GPU "
+                "(doca_ctx_set_datapath_on_gpu, doca_ctx_start first)");
+  *out = static_cast<doca_gpu_eth_txq *>(q->handle.exec_ptr);
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_eth_txq_gpu_set_completion_on_gpu(doca_eth_txq *q) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  return q->ctx.state == DOCA_CTX_STATE_IDLE ? DOCA_SUCCESS
+                                             : DOCA_ERROR_BAD_STATE;
+}
+
+doca_error_t doca_eth_txq_gpu_set_uar_on_cpu(doca_eth_txq *q) {
+  if (!q)
+    return DOCA_ERROR_INVALID_VALUE;
+  return q->ctx.state == DOCA_CTX_STATE_IDLE ? DOCA_SUCCESS
+                                             : DOCA_ERROR_BAD_STATE;
+}
+
+doca_error_t doca_eth_txq_gpu_cpu_proxy_progress(doca_eth_txq *q) {
+  return q ? DOCA_SUCCESS : DOCA_ERROR_INVALID_VALUE;
+}
+
 // --- Contexts
 // ---------------------------------------------------------------------------
 
@@ -1436,16 +1821,23 @@ doca_error_t doca_ctx_get_state(const doca_ctx *ctx, doca_ctx_states *state) {
   return DOCA_SUCCESS;
 }
 
+namespace {
+doca_error_t start_txq(doca_ctx *ctx);
+doca_error_t stop_txq(doca_ctx *ctx);
+} // namespace
+
 doca_error_t doca_ctx_start(doca_ctx *ctx) {
-  if (!ctx || !ctx->rxq)
+  if (!ctx || (!ctx->rxq && !ctx->txq))
     return DOCA_ERROR_INVALID_VALUE;
   if (ctx->state != DOCA_CTX_STATE_IDLE)
     return fail("doca_ctx_start", DOCA_ERROR_BAD_STATE,
                 "the context already runs");
   if (!ctx->gpu)
     return fail("doca_ctx_start", DOCA_ERROR_NOT_SUPPORTED,
-                "gnio runs RX queues only with a GPU data path "
+                "gnio runs queues only with a GPU data path "
                 "(doca_ctx_set_datapath_on_gpu first)");
+  if (ctx->txq)
+    return start_txq(ctx);
   auto &q = *ctx->rxq;
   auto &dev = *q.dev;
   if (dev.port_started)
@@ -1486,11 +1878,13 @@ doca_error_t doca_ctx_start(doca_ctx *ctx) {
 }
 
 doca_error_t doca_ctx_stop(doca_ctx *ctx) {
-  if (!ctx || !ctx->rxq)
+  if (!ctx || (!ctx->rxq && !ctx->txq))
     return DOCA_ERROR_INVALID_VALUE;
   if (ctx->state != DOCA_CTX_STATE_RUNNING)
     return fail("doca_ctx_stop", DOCA_ERROR_BAD_STATE,
                 "the context is not running");
+  if (ctx->txq)
+    return stop_txq(ctx);
   auto &q = *ctx->rxq;
   auto &dev = *q.dev;
   // The port stops with the first queue stopped: gnio stops ports whole.
