@@ -43,6 +43,8 @@ packages=(build-essential ccache cmake ninja-build pkg-config libpcap-dev libcli
 packages+=(nfdump softflowd)
 # meson: tests/integration/doca_sample_test.sh builds the DOCA samples with their own meson.build.
 packages+=(meson)
+# clang-format-14: the format check (scripts/format.sh, ctest format_check).
+packages+=(clang-format-14)
 # libcu++ (cuda/atomic) comes with the CUDA toolkit; without it, Debian's copy.
 if [[ ! -e /usr/local/cuda/include/cccl/cuda/atomic ]]; then
   packages+=(libcu++-dev)
