@@ -50,7 +50,6 @@ using gnio::device::rx_cqe;
 
 namespace {
 
-
 // "1,8,64" -> {1, 8, 64}; empty when an item is not a number.
 std::vector<uint32_t> parse_list(const std::string& s) {
   std::vector<uint32_t> out;
@@ -289,8 +288,8 @@ int main(int argc, char** argv) {
         // Consumer state.
         gnio::mem_block table{}, tot{}, ctr{}, conv{}, dns{};
         auto take = [&](size_t bytes) {
-          auto b = g->alloc(bytes, info.executor == gnio::executor_kind::cuda ? gnio::mem_type::gpu
-                                                                              : gnio::mem_type::cpu_gpu);
+          auto b = g->alloc(bytes,
+                            info.executor == gnio::executor_kind::cuda ? gnio::mem_type::gpu : gnio::mem_type::cpu_gpu);
           return b ? *b : gnio::mem_block{};
         };
         gnio::error le;  // assigned by the launch below
@@ -299,7 +298,8 @@ int main(int argc, char** argv) {
         if (mem == "gpu") {
           // Load the producer now, while nothing spins (lazy loading).
           std::string why;
-          prod = producer_prepare(rs.exec_prod.data(), nr, fs->refs.data(), static_cast<uint32_t>(fs->refs.size()), &why);
+          prod =
+              producer_prepare(rs.exec_prod.data(), nr, fs->refs.data(), static_cast<uint32_t>(fs->refs.size()), &why);
           if (!prod) {
             fmt::print(stderr, "capacity: preparing the producer: {}\n", why);
             return 1;

@@ -60,7 +60,7 @@ __global__ void produce(const ring_prod* rings, uint64_t count, const frame_ref*
         cuda::atomic_thread_fence(cuda::std::memory_order_release, cuda::thread_scope_system);
       }
       gnio::device::sys_atomic_ref<uint32_t>(c.owner).store(gnio::device::rx_phase(i, r.log2),
-                                                              cuda::std::memory_order_relaxed);
+                                                            cuda::std::memory_order_relaxed);
     }
   }
   __syncwarp();
@@ -132,12 +132,13 @@ h2d_result h2d_bandwidth(int ordinal, size_t bytes, int reps) {
       (e = cudaEventRecord(ev[0], st)) != cudaSuccess) {
     r.why = cudaGetErrorString(e);
   } else {
-    for (int i = 0; i < reps && e == cudaSuccess; ++i) e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st);
+    for (int i = 0; i < reps && e == cudaSuccess; ++i)
+      e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess && (e = cudaEventRecord(ev[1], st)) == cudaSuccess &&
-        (e = cudaEventSynchronize(ev[1])) == cudaSuccess && (e = cudaEventElapsedTime(&ms, ev[0], ev[1])) == cudaSuccess)
+        (e = cudaEventSynchronize(ev[1])) == cudaSuccess &&
+        (e = cudaEventElapsedTime(&ms, ev[0], ev[1])) == cudaSuccess)
       r.gbps = ms > 0 ? double(bytes) * reps * 8 / (ms * 1e-3) / 1e9 : 0;
-    else
-      r.why = cudaGetErrorString(e);
+    else r.why = cudaGetErrorString(e);
   }
   for (cudaEvent_t x : ev)
     if (x) (void)cudaEventDestroy(x);

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--consumers", consumers, "consumer threads (each drains queues i, i+C, ...)")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
-  app.add_option("--repeat", repeat, "runs; the JSON has each and the median")->check(CLI::Range(1u, 100u))
+  app.add_option("--repeat", repeat, "runs; the JSON has each and the median")
+      ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
   app.add_option("--json", json_path, "write results as JSON to FILE");
   CLI11_PARSE(app, argc, argv);
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
   utsname un{};
   uname(&un);
   const unsigned ncpu = std::thread::hardware_concurrency();
-  fmt::print("engine_cost: {}\nengine_cost: machine {} ({}, {} CPUs, {})\n", cmdline, un.nodename, bench::cpu_model(), ncpu,
-             un.release);
+  fmt::print("engine_cost: {}\nengine_cost: machine {} ({}, {} CPUs, {})\n", cmdline, un.nodename, bench::cpu_model(),
+             ncpu, un.release);
 
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> ns_per_frame;
@@ -153,10 +154,10 @@ int main(int argc, char** argv) {
     const uint64_t frames = received.load();
     const double per = frames ? static_cast<double>(engine_ns) / static_cast<double>(frames) : 0.0;
     ns_per_frame.push_back(per);
-    fmt::print("engine_cost: run {}: {} frames in {:.3f} s ({:.2f} Mpps), engine CPU {:.3f} s = {:.1f} ns/frame, "
-               "consumers {:.3f} s, missed {}\n",
-               r + 1, frames, wall_s, frames / wall_s / 1e6, engine_ns / 1e9, per, consumer_cpu.load() / 1e9,
-               st.rx_missed);
+    fmt::print(
+        "engine_cost: run {}: {} frames in {:.3f} s ({:.2f} Mpps), engine CPU {:.3f} s = {:.1f} ns/frame, "
+        "consumers {:.3f} s, missed {}\n",
+        r + 1, frames, wall_s, frames / wall_s / 1e6, engine_ns / 1e9, per, consumer_cpu.load() / 1e9, st.rx_missed);
     runs.push_back({{"frames", frames},
                     {"rx_frames", st.rx_frames},
                     {"missed", st.rx_missed},
@@ -171,14 +172,15 @@ int main(int argc, char** argv) {
   const double median = sorted[sorted.size() / 2];
   fmt::print("engine_cost: median engine cost {:.1f} ns/frame over {} run(s)\n", median, repeat);
   if (!json_path.empty()) {
-    nlohmann::json j{{"benchmark", "engine_cost"},
-                     {"command", cmdline},
-                     {"machine", {{"host", un.nodename}, {"cpu", bench::cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
-                     {"inputs",
-                      {{"port", port_dev}, {"queues", queues}, {"ring", ring}, {"batch", batch}, {"consumers", consumers}}},
-                     {"gnio_version", GNIO_VERSION_STRING},
-                     {"runs", runs},
-                     {"engine_ns_per_frame_median", median}};
+    nlohmann::json j{
+        {"benchmark", "engine_cost"},
+        {"command", cmdline},
+        {"machine", {{"host", un.nodename}, {"cpu", bench::cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
+        {"inputs",
+         {{"port", port_dev}, {"queues", queues}, {"ring", ring}, {"batch", batch}, {"consumers", consumers}}},
+        {"gnio_version", GNIO_VERSION_STRING},
+        {"runs", runs},
+        {"engine_ns_per_frame_median", median}};
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
     if (!f) {

@@ -73,7 +73,8 @@ namespace {
 
 uint64_t mono_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // CPU seconds this process has used, every thread together.
@@ -157,12 +158,13 @@ void print_row(const json& j) {
                                        j.contains("setting") ? " " + j["setting"].get<std::string>() : "",
                                        j["poll"].get<std::string>(), j["load"].get<bool>() ? " +load" : "");
   if (j.contains("p50_us")) {
-    fmt::print("latency: {:<44} n={:<6} p50 {:>8.2f}  p90 {:>8.2f}  p99 {:>8.2f}  p99.9 {:>8.2f}  max {:>9.2f} us{}{}{}\n",
-               name, j["samples"].get<uint64_t>(), j["p50_us"].get<double>(), j["p90_us"].get<double>(),
-               j["p99_us"].get<double>(), j["p99_9_us"].get<double>(), j["max_us"].get<double>(),
-               j["lost"].get<uint64_t>() ? fmt::format("  LOST {}", j["lost"].get<uint64_t>()) : "",
-               j.contains("load_pps") ? fmt::format("  load {:.0f} pps", j["load_pps"].get<double>()) : "",
-               j.contains("cpu_cores") ? fmt::format("  cpu {:.2f}", j["cpu_cores"].get<double>()) : "");
+    fmt::print(
+        "latency: {:<44} n={:<6} p50 {:>8.2f}  p90 {:>8.2f}  p99 {:>8.2f}  p99.9 {:>8.2f}  max {:>9.2f} us{}{}{}\n",
+        name, j["samples"].get<uint64_t>(), j["p50_us"].get<double>(), j["p90_us"].get<double>(),
+        j["p99_us"].get<double>(), j["p99_9_us"].get<double>(), j["max_us"].get<double>(),
+        j["lost"].get<uint64_t>() ? fmt::format("  LOST {}", j["lost"].get<uint64_t>()) : "",
+        j.contains("load_pps") ? fmt::format("  load {:.0f} pps", j["load_pps"].get<double>()) : "",
+        j.contains("cpu_cores") ? fmt::format("  cpu {:.2f}", j["cpu_cores"].get<double>()) : "");
   }
   if (j.contains("error")) fmt::print("latency: {:<44} FAILED: {}\n", name, j["error"].get<std::string>());
 }
@@ -684,7 +686,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", c.timeout_s, "seconds after which an unanswered packet counts as lost")
       ->check(gnio::cli::number(0.001, 60))
       ->capture_default_str();
-  app.add_option("--gnio-bin", c.gnio_bin, "veth test: the gnio program (default: ../tools/gnio/gnio next to this one)");
+  app.add_option("--gnio-bin", c.gnio_bin,
+                 "veth test: the gnio program (default: ../tools/gnio/gnio next to this one)");
   auto* json_opt = app.add_option("--json", json_path, "write every run as JSON to FILE");
   if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("latency", *usage);
   std::vector<std::string> test_list = split(tests), poll_list = split(polls), load_list = split(loads);
@@ -745,9 +748,10 @@ int main(int argc, char** argv) {
   fmt::print("latency: {}\n", cmdline);
   fmt::print("latency: machine {} ({}, {} CPUs), kernel {} {}, GPU {}\n", un.nodename, bench::cpu_model(),
              std::thread::hardware_concurrency(), un.sysname, un.release, gpu_name);
-  fmt::print("latency: {} samples (+{} warm-up) per run, one every {} us; load {} frames/s in bursts of {}; ring "
-             "batch {}, batch timeout {} us\n",
-             c.samples, c.warmup, c.interval_us, c.load_pps, c.load_burst, c.batch, c.batch_timeout_us);
+  fmt::print(
+      "latency: {} samples (+{} warm-up) per run, one every {} us; load {} frames/s in bursts of {}; ring "
+      "batch {}, batch timeout {} us\n",
+      c.samples, c.warmup, c.interval_us, c.load_pps, c.load_burst, c.batch, c.batch_timeout_us);
 
   json j;
   j["command"] = cmdline;
@@ -756,16 +760,20 @@ int main(int argc, char** argv) {
                   {"cpus", std::thread::hardware_concurrency()},
                   {"kernel", std::string(un.sysname) + " " + un.release},
                   {"gpu", gpu_name}};
-  j["inputs"] = {{"samples", c.samples},     {"warmup", c.warmup},
-                 {"interval_us", c.interval_us}, {"batch", c.batch},
-                 {"batch_timeout_us", c.batch_timeout_us}, {"threads", c.threads},
+  j["inputs"] = {{"samples", c.samples},
+                 {"warmup", c.warmup},
+                 {"interval_us", c.interval_us},
+                 {"batch", c.batch},
+                 {"batch_timeout_us", c.batch_timeout_us},
+                 {"threads", c.threads},
                  {"timeout_s", c.timeout_s}};
-  j["load"] = {{"what", "ring: 64-byte frames of EtherType 0x88b6 from a second TX queue of the same pair side into the "
-                        "kernel's RX queue; echo: ICMP echo requests (id 0x4c4f) from a second TX queue to the same "
-                        "gnio pp address, answered and received by the client like the timed ones; veth: a flood of "
-                        "the same echo requests from the client namespace"},
-                {"pps", c.load_pps},
-                {"burst", c.load_burst}};
+  j["load"] = {{"what",
+                "ring: 64-byte frames of EtherType 0x88b6 from a second TX queue of the same pair side into the "
+                "kernel's RX queue; echo: ICMP echo requests (id 0x4c4f) from a second TX queue to the same "
+                "gnio pp address, answered and received by the client like the timed ones; veth: a flood of "
+                "the same echo requests from the client namespace"},
+               {"pps", c.load_pps},
+               {"burst", c.load_burst}};
   j["runs"] = json::array();
   int rc = 0;
   auto record = [&](run_result r) {
@@ -782,7 +790,8 @@ int main(int argc, char** argv) {
         continue;
       }
       for (const auto& l : load_list)
-        for (const auto& p : poll_list) record(t == "ring" ? run_ring(e, p, l == "on", c) : run_echo(e, p, l == "on", c));
+        for (const auto& p : poll_list)
+          record(t == "ring" ? run_ring(e, p, l == "on", c) : run_echo(e, p, l == "on", c));
     }
   }
   if (std::find(test_list.begin(), test_list.end(), "veth") != test_list.end()) {
@@ -809,9 +818,9 @@ int main(int argc, char** argv) {
         if (ref && ref->contains("p50_us") && row.contains("p50_us") && row["setting"] != "kernel") {
           row["p50_vs_kernel"] = row["p50_us"].get<double>() / (*ref)["p50_us"].get<double>();
           row["p99_vs_kernel"] = row["p99_us"].get<double>() / (*ref)["p99_us"].get<double>();
-          fmt::print("latency: veth {:<32}{} p50 {:.2f}x, p99 {:.2f}x the kernel's\n", row["setting"].get<std::string>(),
-                     row["load"].get<bool>() ? " +load" : "      ", row["p50_vs_kernel"].get<double>(),
-                     row["p99_vs_kernel"].get<double>());
+          fmt::print("latency: veth {:<32}{} p50 {:.2f}x, p99 {:.2f}x the kernel's\n",
+                     row["setting"].get<std::string>(), row["load"].get<bool>() ? " +load" : "      ",
+                     row["p50_vs_kernel"].get<double>(), row["p99_vs_kernel"].get<double>());
         }
         j["runs"].push_back(row);
       }

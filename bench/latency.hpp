@@ -20,9 +20,9 @@ inline constexpr uint16_t k_ethertype_load = 0x88b6;
 inline constexpr uint32_t k_seq_off = 14;
 
 struct ring_counts {
-  uint64_t timed;   // timed frames acknowledged
-  uint64_t load;    // load frames received
-  uint64_t other;   // anything else
+  uint64_t timed;  // timed frames acknowledged
+  uint64_t load;   // load frames received
+  uint64_t other;  // anything else
   uint64_t batches;
 };
 

@@ -38,7 +38,8 @@ namespace {
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 std::string g_srv, g_cli;
@@ -65,10 +66,7 @@ namespace latency {
 // "BACKEND [OPTION...] poll=P": the port's device-string options and gnio
 // pp's --poll (busy also sets engine_poll=busy); "kernel" is Linux itself.
 std::vector<std::string> veth_settings() {
-  return {"kernel",
-          "af_packet poll=adaptive",
-          "af_packet tpacket=2 poll=busy",
-          "af_xdp poll=adaptive",
+  return {"kernel", "af_packet poll=adaptive", "af_packet tpacket=2 poll=busy", "af_xdp poll=adaptive",
           "af_xdp busy_poll=50 poll=busy"};
 }
 
@@ -191,9 +189,9 @@ run_result run_veth(const std::string& setting, bool load, const config& c, cons
       pos = next;
     }
     if (r.poll == "busy") dev += ",engine_poll=busy";
-    std::vector<std::string> args = {"ip",      "netns",   "exec", ns_srv,   c.gnio_bin, "pp",     "--port",
-                                     dev,       "--gpu",   "host", "--ip",   "10.12.0.3", "--poll", r.poll,
-                                     "--stats-interval",   "0"};
+    std::vector<std::string> args = {
+        "ip",    "netns", "exec", ns_srv,      c.gnio_bin, "pp",   "--port",           dev,
+        "--gpu", "host",  "--ip", "10.12.0.3", "--poll",   r.poll, "--stats-interval", "0"};
     r.extra["pp_command"] = fmt::format("{}", fmt::join(args, " "));
     child = spawn(args, log);
     if (child < 0) {
@@ -271,7 +269,8 @@ run_result run_veth(const std::string& setting, bool load, const config& c, cons
         uint64_t n = 0;
         const uint64_t start = now_ns();
         while (!load_stop.load(std::memory_order_relaxed)) {
-          const uint64_t due = start + static_cast<uint64_t>(static_cast<double>(n) * 1e9 / static_cast<double>(c.load_pps));
+          const uint64_t due =
+              start + static_cast<uint64_t>(static_cast<double>(n) * 1e9 / static_cast<double>(c.load_pps));
           if (now_ns() < due) {
             std::this_thread::yield();
             continue;

@@ -90,8 +90,7 @@ bool produce(gnio::port& p, uint32_t txq, const std::vector<uint64_t>& want, boo
   const gnio::device::txq& q = *tq;
   for (uint32_t k = 0; k < want.size(); ++k) {
     if (!timed)
-      while (gnio::tx_clock_ns() < want[k]) {
-      }
+      while (gnio::tx_clock_ns() < want[k]) {}
     uint64_t idx = 0;
     if (gnio::device::tx_reserve(q, 1, 5'000'000'000ull, &idx) != gnio::status::success) {
       fmt::print(stderr, "tx_timing: no TX descriptor for frame {}\n", k);
@@ -162,7 +161,7 @@ int sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c
 
 struct outcome {
   bool ran = false;
-  std::string why;            // when not ran
+  std::string why;             // when not ran
   std::vector<double> err_us;  // seen - requested, frames seen
   uint32_t lost = 0;
   std::string tx_time;
@@ -181,8 +180,8 @@ outcome run_one(gnio::gpu& g, const std::string& backend, bool timed, const inpu
     dev = fmt::format("pair:name=tx_timing{}", seq++);
   } else if (backend == "af_packet") {
     sh("ip link del " + veth_a);
-    if (sh("ip link add " + veth_a + " type veth peer name " + veth_b) != 0 || sh("ip link set " + veth_a + " up") != 0 ||
-        sh("ip link set " + veth_b + " up") != 0) {
+    if (sh("ip link add " + veth_a + " type veth peer name " + veth_b) != 0 ||
+        sh("ip link set " + veth_a + " up") != 0 || sh("ip link set " + veth_b + " up") != 0) {
       o.why = "cannot create a veth pair (needs root and iproute2)";
       return o;
     }
@@ -230,8 +229,11 @@ outcome run_one(gnio::gpu& g, const std::string& backend, bool timed, const inpu
   std::thread cap;
   std::atomic<bool> pair_done{false};
   if (cap_fd >= 0)
-    cap = std::thread([&] { read_capture(cap_fd, seen, in.frames, std::chrono::milliseconds(in.lead_ns / 1'000'000) +
-                                                                    std::chrono::milliseconds(in.frames * in.interval_ns / 1'000'000 + 5000)); });
+    cap = std::thread([&] {
+      read_capture(cap_fd, seen, in.frames,
+                   std::chrono::milliseconds(in.lead_ns / 1'000'000) +
+                       std::chrono::milliseconds(in.frames * in.interval_ns / 1'000'000 + 5000));
+    });
   if (peer)
     cap = std::thread([&] {
       auto rq = *peer->rxq_host(*prx);
@@ -307,7 +309,9 @@ int main(int argc, char** argv) {
   uint64_t interval_us = 200, lead_ms = 20;
   app.add_option("--backends", backends, "comma-separated: pcap, pair, af_packet (af_packet makes a veth pair; root)")
       ->capture_default_str();
-  app.add_option("--frames", in.frames, "frames per run (at most 8192)")->check(CLI::Range(1u, 8192u))->capture_default_str();
+  app.add_option("--frames", in.frames, "frames per run (at most 8192)")
+      ->check(CLI::Range(1u, 8192u))
+      ->capture_default_str();
   app.add_option("--interval-us", interval_us, "time between two frames' requested times")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
       ->capture_default_str();
@@ -350,7 +354,8 @@ int main(int argc, char** argv) {
         rows.push_back({{"backend", b}, {"mode", mode}, {"skipped", o.why}});
         continue;
       }
-      const auto early = static_cast<uint32_t>(std::count_if(o.err_us.begin(), o.err_us.end(), [](double e) { return e < 0; }));
+      const auto early =
+          static_cast<uint32_t>(std::count_if(o.err_us.begin(), o.err_us.end(), [](double e) { return e < 0; }));
       const double mx = o.err_us.empty() ? 0 : *std::max_element(o.err_us.begin(), o.err_us.end());
       fmt::print("{:<10} {:<6} {:<9} {:>7} {:>10.1f} {:>10.1f} {:>10.1f} {:>6} {:>5}\n", b, mode, o.tx_time,
                  o.err_us.size(), pct(o.err_us, 0.5), pct(o.err_us, 0.99), mx, early, o.lost);
@@ -368,13 +373,18 @@ int main(int argc, char** argv) {
     }
   }
   if (!json_path.empty()) {
-    nlohmann::json j{{"benchmark", "tx_timing"},
-                     {"command", cmdline},
-                     {"machine", {{"host", un.nodename}, {"cpu", bench::cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
-                     {"inputs", {{"frames", in.frames}, {"interval_us", interval_us}, {"lead_ms", lead_ms},
-                                 {"producer", "CPU thread, host-produced TX queue"}, {"executor", "host"}}},
-                     {"gnio_version", GNIO_VERSION_STRING},
-                     {"runs", rows}};
+    nlohmann::json j{
+        {"benchmark", "tx_timing"},
+        {"command", cmdline},
+        {"machine", {{"host", un.nodename}, {"cpu", bench::cpu_model()}, {"cpus", ncpu}, {"kernel", un.release}}},
+        {"inputs",
+         {{"frames", in.frames},
+          {"interval_us", interval_us},
+          {"lead_ms", lead_ms},
+          {"producer", "CPU thread, host-produced TX queue"},
+          {"executor", "host"}}},
+        {"gnio_version", GNIO_VERSION_STRING},
+        {"runs", rows}};
     std::ofstream f(json_path);
     f << j.dump(2) << "\n";
     if (!f) {

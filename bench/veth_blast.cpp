@@ -138,9 +138,10 @@ int main(int argc, char** argv) {
   }
   close(fd);
   const double dt = t - t0;
-  std::printf("{\"interface\": \"%s\", \"size\": %ld, \"flows\": %ld, \"sent\": %llu, \"send_errors\": %llu, "
-              "\"last_error\": \"%s\", \"seconds\": %.6f, \"pps\": %.1f}\n",
-              ifname, size, flows, static_cast<unsigned long long>(sent), static_cast<unsigned long long>(errors),
-              last_errno ? std::strerror(last_errno) : "", dt, dt > 0 ? static_cast<double>(sent) / dt : 0.0);
+  std::printf(
+      "{\"interface\": \"%s\", \"size\": %ld, \"flows\": %ld, \"sent\": %llu, \"send_errors\": %llu, "
+      "\"last_error\": \"%s\", \"seconds\": %.6f, \"pps\": %.1f}\n",
+      ifname, size, flows, static_cast<unsigned long long>(sent), static_cast<unsigned long long>(errors),
+      last_errno ? std::strerror(last_errno) : "", dt, dt > 0 ? static_cast<double>(sent) / dt : 0.0);
   return errors && last_errno != ENOBUFS && last_errno != EAGAIN ? 1 : 0;
 }

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define GNIO_FUZZ_CHECK(cond)                                                                 \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);      \
-      std::abort();                                                                           \
-    }                                                                                         \
+#define GNIO_FUZZ_CHECK(cond)                                                           \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                     \
+    }                                                                                   \
   } while (0)

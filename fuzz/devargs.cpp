@@ -23,9 +23,7 @@ namespace {
 
 // Messages echo what was typed through gnio::printable (control characters
 // and bytes that are not UTF-8 escaped), so the key appears in that form.
-bool names_key(const error& e, const std::string& key) {
-  return e.message().find(printable(key)) != std::string::npos;
-}
+bool names_key(const error& e, const std::string& key) { return e.message().find(printable(key)) != std::string::npos; }
 
 void check_readers(const devargs& a, const std::string& key) {
   uint64_t u = 7;

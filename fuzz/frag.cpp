@@ -93,8 +93,7 @@ uint32_t make_fragment(const uint8_t* r) {
     put16(h + 4, at - 54 + len);
     data_at = at;
   }
-  for (uint32_t i = 0; i < len; ++i)
-    f[data_at + i] = fill ? fill : static_cast<uint8_t>((off + i) * 7 + id);
+  for (uint32_t i = 0; i < len; ++i) f[data_at + i] = fill ? fill : static_cast<uint8_t>((off + i) * 7 + id);
   n = data_at + len;
   return n;
 }

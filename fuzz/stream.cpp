@@ -30,8 +30,8 @@ using namespace gnio::device;
 namespace {
 
 constexpr uint32_t max_segments = 256;
-constexpr uint32_t min_http_msg = 6;   // "GET \n\n"
-constexpr uint32_t min_dns_msg = 14;   // a prefix and a header
+constexpr uint32_t min_http_msg = 6;  // "GET \n\n"
+constexpr uint32_t min_dns_msg = 14;  // a prefix and a header
 
 bool same_events(const stream_events& a, const stream_events& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -109,8 +109,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dns_msgs += seg_dns;
     GNIO_FUZZ_CHECK(http_msgs * min_http_msg <= fed);
     GNIO_FUZZ_CHECK(dns_msgs * min_dns_msg <= fed);
-    for (const tcp_dir_state& s : c.dir) GNIO_FUZZ_CHECK(s.line_len <= stream_line_cap || s.phase == stream_phase::http_line ||
-                                                         s.phase == stream_phase::http_trailer);
+    for (const tcp_dir_state& s : c.dir)
+      GNIO_FUZZ_CHECK(s.line_len <= stream_line_cap || s.phase == stream_phase::http_line ||
+                      s.phase == stream_phase::http_trailer);
   }
   return 0;
 }

@@ -30,8 +30,7 @@ int run_report::stopped_while(const gnio::stop_signals& sig, std::string_view st
   std::string msg;
   if (sig.signal() != 0)
     msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
-  else
-    msg = fmt::format("--duration passed while {} ({})", step, e.what());
+  else msg = fmt::format("--duration passed while {} ({})", step, e.what());
   warn("{}: {}\n", program_, msg);
   set_error(msg, gnio::to_string(e.code()), step);
   return 1;
@@ -72,8 +71,8 @@ bool every::due(double* dt) {
 
 std::string run_report::accounting_line(const gnio::accounting& a) const {
   const auto& t = a.total;
-  return fmt::format("{}: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", program_,
-                     t.received, t.processed, t.missed, t.unsteered, t.pending,
+  return fmt::format("{}: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", program_, t.received,
+                     t.processed, t.missed, t.unsteered, t.pending,
                      t.unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", t.unaccounted));
 }
 
@@ -85,9 +84,9 @@ bool run_report::add_accounting(const gnio::accounting& a, std::string_view what
   j_["pending"] = t.pending;
   j_["unaccounted"] = t.unaccounted;
   if (t.unaccounted == 0) return true;
-  set_error(fmt::format("{} {}(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted,
-                        what),
-            "unexpected", "accounting");
+  set_error(
+      fmt::format("{} {}(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted, what),
+      "unexpected", "accounting");
   return false;
 }
 

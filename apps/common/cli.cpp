@@ -35,8 +35,8 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t") == std::str
 }  // namespace
 
 CLI::Validator number(double lo, double hi) {
-  std::string desc = std::isinf(hi) ? fmt::format("NUMBER >= {}", text(lo))
-                                    : fmt::format("NUMBER in {}..{}", text(lo), text(hi));
+  std::string desc =
+      std::isinf(hi) ? fmt::format("NUMBER >= {}", text(lo)) : fmt::format("NUMBER in {}..{}", text(lo), text(hi));
   return CLI::Validator(
       [lo, hi](std::string& in) -> std::string {
         const std::string shown = gnio::printable(in);
@@ -228,7 +228,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }

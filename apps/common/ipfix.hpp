@@ -70,7 +70,13 @@ enum ie : uint16_t {
 };
 
 // flowEndReason (IANA element 136).
-enum class end_reason : uint8_t { idle_timeout = 1, active_timeout = 2, end_of_flow = 3, forced_end = 4, lack_of_resources = 5 };
+enum class end_reason : uint8_t {
+  idle_timeout = 1,
+  active_timeout = 2,
+  end_of_flow = 3,
+  forced_end = 4,
+  lack_of_resources = 5
+};
 
 struct field {
   uint16_t id;
@@ -130,14 +136,14 @@ struct record {
 
 // The command-line options both programs take (add_options registers them).
 struct options {
-  std::string collector;          // HOST:PORT; empty: no export
-  double active_timeout_s = 60;   // a record at least this often for a flow that keeps sending
-  double idle_timeout_s = 15;     // a flow silent this long is exported and closed
-  double scan_interval_s = 1;     // how often the flow table is copied to the host and scanned
-  double template_refresh_s = 60; // templates resent this often (RFC 7011 §8.4, UDP)
-  uint32_t domain = 1;            // observation domain of the first GPU; the next GPUs count on
+  std::string collector;                         // HOST:PORT; empty: no export
+  double active_timeout_s = 60;                  // a record at least this often for a flow that keeps sending
+  double idle_timeout_s = 15;                    // a flow silent this long is exported and closed
+  double scan_interval_s = 1;                    // how often the flow table is copied to the host and scanned
+  double template_refresh_s = 60;                // templates resent this often (RFC 7011 §8.4, UDP)
+  uint32_t domain = 1;                           // observation domain of the first GPU; the next GPUs count on
   double rate_messages = default_rate_messages;  // messages per second at most (0: unpaced)
-  double flush_timeout_s = 5;     // after a stop request, how long sending may still take
+  double flush_timeout_s = 5;                    // after a stop request, how long sending may still take
   size_t max_message_bytes = default_max_message_bytes;
 };
 void add_options(CLI::App& app, options& o);

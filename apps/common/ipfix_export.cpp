@@ -218,8 +218,8 @@ result<exporter> exporter::open(const options& o) {
   addrinfo* res = nullptr;
   const std::string service = std::to_string(port);
   if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-    return {status::invalid_value,
-            fmt::format("--ipfix '{}': cannot resolve the collector host '{}': {}", o.collector, host, gai_strerror(rc))};
+    return {status::invalid_value, fmt::format("--ipfix '{}': cannot resolve the collector host '{}': {}", o.collector,
+                                               host, gai_strerror(rc))};
   exporter ex;
   ex.opt_ = o;
   int last_errno = 0;
@@ -237,8 +237,9 @@ result<exporter> exporter::open(const options& o) {
       continue;
     }
     char buf[INET6_ADDRSTRLEN] = "?";
-    const void* addr = a->ai_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr)
-                                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr);
+    const void* addr = a->ai_family == AF_INET6
+                           ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr)
+                           : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr);
     inet_ntop(a->ai_family, addr, buf, sizeof buf);
     ex.peer_ = a->ai_family == AF_INET6 ? fmt::format("[{}]:{}", buf, port) : fmt::format("{}:{}", buf, port);
     ex.fd_ = fd;
@@ -248,8 +249,8 @@ result<exporter> exporter::open(const options& o) {
   }
   freeaddrinfo(res);
   if (ex.fd_ < 0)
-    return {status::invalid_value, fmt::format("--ipfix '{}': no UDP socket to the collector: {}", o.collector,
-                                               std::strerror(last_errno))};
+    return {status::invalid_value,
+            fmt::format("--ipfix '{}': no UDP socket to the collector: {}", o.collector, std::strerror(last_errno))};
   return ex;
 }
 
@@ -262,9 +263,10 @@ bool exporter::giving_up() noexcept {
   if (give_up_ns_ == 0 && stop_requested && stop_requested()) stopping();
   if (give_up_ns_ == 0 || steady_ns() < give_up_ns_) return false;
   gave_up_ = true;
-  gnio::console::err(fmt::format("{}: --ipfix: asked to stop, and {} s of --ipfix-flush-timeout have passed: the "
-                                 "records not sent yet are dropped (counted as records_unsent)\n",
-                                 program, opt_.flush_timeout_s));
+  gnio::console::err(
+      fmt::format("{}: --ipfix: asked to stop, and {} s of --ipfix-flush-timeout have passed: the "
+                  "records not sent yet are dropped (counted as records_unsent)\n",
+                  program, opt_.flush_timeout_s));
   return true;
 }
 
@@ -371,8 +373,8 @@ bool exporter::transmit(const std::vector<uint8_t>& msg, bool is_template, uint6
   stats_.records_failed += records;
   stats_.last_error = fmt::format("send to {}: {}", peer_, std::strerror(err));
   if (errors_by_errno_[err]++ == 0)
-    gnio::console::err(fmt::format("{}: --ipfix: {} (counted; later ones of this kind are counted silently)\n",
-                                   program, stats_.last_error));
+    gnio::console::err(fmt::format("{}: --ipfix: {} (counted; later ones of this kind are counted silently)\n", program,
+                                   stats_.last_error));
   return false;
 }
 
@@ -462,9 +464,10 @@ std::string session::loss_warning() const {
     w += fmt::format("; {} were in the {} datagrams that failed to send (last: {})", s.records_failed, s.send_errors,
                      s.last_error);
   if (s.messages_unsent > 0)
-    w += fmt::format("; {} in {} messages were left when --ipfix-flush-timeout ({} s) had passed after the stop "
-                     "request (a longer timeout or a higher --ipfix-rate sends more)",
-                     s.records_unsent, s.messages_unsent, opt_.flush_timeout_s);
+    w += fmt::format(
+        "; {} in {} messages were left when --ipfix-flush-timeout ({} s) had passed after the stop "
+        "request (a longer timeout or a higher --ipfix-rate sends more)",
+        s.records_unsent, s.messages_unsent, opt_.flush_timeout_s);
   return w;
 }
 

@@ -56,7 +56,9 @@ void add_options(CLI::App& app, options& o) {
                  "listens on 127.0.0.1; docs/monitoring.md lists the metrics)")
       ->type_name("ADDR:PORT")
       ->check(CLI::Validator(
-          [](std::string& v) { return v.empty() ? std::string("needs ADDR:PORT, :PORT or PORT (e.g. 9464)") : std::string(); },
+          [](std::string& v) {
+            return v.empty() ? std::string("needs ADDR:PORT, :PORT or PORT (e.g. 9464)") : std::string();
+          },
           ""));
   app.add_option("--metrics-linger", o.linger_s,
                  "keep serving the final metrics S seconds after the run ends (so that Prometheus scrapes a short "
@@ -84,8 +86,8 @@ std::string parse_endpoint(std::string_view s, endpoint* out) {
   if (port_text.empty()) return "no port after the address (ADDR:PORT)";
   unsigned long port = 0;
   const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec == std::errc::result_out_of_range || (ec == std::errc() && end == port_text.data() + port_text.size() &&
-                                               (port < 1 || port > 65535)))
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && end == port_text.data() + port_text.size() && (port < 1 || port > 65535)))
     return fmt::format("port {} is outside 1..65535", port_text);
   if (ec != std::errc() || end != port_text.data() + port_text.size())
     return fmt::format("port '{}' is not a number", port_text);
@@ -182,7 +184,8 @@ void add_port(text& t, std::string_view port, const port_stats& st, const std::v
       .sample({{"port", p}}, st.rx_dropped);
   t.family("gnio_tx_packets_total", "counter", "Frames the port transmitted.").sample({{"port", p}}, st.tx_frames);
   t.family("gnio_tx_bytes_total", "counter", "Bytes the port transmitted.").sample({{"port", p}}, st.tx_bytes);
-  t.family("gnio_tx_errors_total", "counter", "Frames the port failed to transmit.").sample({{"port", p}}, st.tx_errors);
+  t.family("gnio_tx_errors_total", "counter", "Frames the port failed to transmit.")
+      .sample({{"port", p}}, st.tx_errors);
   t.family("gnio_tx_completed_total", "counter", "Descriptors of the TX queue the port completed.");
   for (size_t q = 0; q < st.txq.size(); ++q) t.sample({{"port", p}, {"queue", std::to_string(q)}}, st.txq[q].sent);
   t.family("gnio_tx_bad_addr_total", "counter", "TX descriptors whose address was outside registered memory.");
@@ -198,11 +201,12 @@ void add_port(text& t, std::string_view port, const port_stats& st, const std::v
 
 void add_gpu_info(text& t, std::string_view gpu, std::string_view device, std::string_view bus_id,
                   std::string_view executor) {
-  t.sample({{"gpu", std::string(gpu)}, {"device", std::string(device)}, {"bus_id", std::string(bus_id)},
+  t.sample({{"gpu", std::string(gpu)},
+            {"device", std::string(device)},
+            {"bus_id", std::string(bus_id)},
             {"executor", std::string(executor)}},
            uint64_t{1});
 }
-
 
 // ---------------------------------------------------------------------------
 // server
@@ -255,11 +259,11 @@ struct connection {
   std::string in;                   // the request head so far, at most k_max_head_bytes
   size_t line_start = 0;            // where the line still being received starts in `in`
   bool have_request_line = false;
-  bool head_only = false;           // HEAD: the response without its body
-  std::string out;                  // the response
+  bool head_only = false;  // HEAD: the response without its body
+  std::string out;         // the response
   size_t sent = 0;
   size_t drained = 0;
-  bool done = false;                // to be closed
+  bool done = false;  // to be closed
 };
 
 std::string_view reason(int status) {
@@ -327,8 +331,7 @@ struct server::impl {
   void parse(connection& c, clock_type::time_point now);
   void request_line(connection& c, std::string_view line, clock_type::time_point now);
   void answer(connection& c, int status, clock_type::time_point now, std::string_view note = {});
-  void respond(connection& c, int status, std::string_view type, std::string_view content,
-               clock_type::time_point now);
+  void respond(connection& c, int status, std::string_view type, std::string_view content, clock_type::time_point now);
   void flush(connection& c, clock_type::time_point now);
 };
 
@@ -523,8 +526,8 @@ void server::impl::answer(connection& c, int status, clock_type::time_point now,
 
 void server::impl::respond(connection& c, int status, std::string_view type, std::string_view content,
                            clock_type::time_point now) {
-  c.out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-                      status, reason(status), type, content.size(), status == 405 ? "Allow: GET, HEAD\r\n" : "");
+  c.out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n", status,
+                      reason(status), type, content.size(), status == 405 ? "Allow: GET, HEAD\r\n" : "");
   if (!c.head_only) c.out += content;
   c.in = std::string();  // the head is no longer needed; give its memory back
   c.st = connection::state::write;
@@ -581,9 +584,10 @@ std::string bind_listen(const endpoint& e, unique_fd* fd) {
     if (const size_t pct = e.host.find('%'); pct != std::string::npos) {
       const std::string iface = e.host.substr(pct + 1);
       if (if_nametoindex(iface.c_str()) == 0 && iface.find_first_not_of("0123456789") != std::string::npos)
-        return fmt::format("no network interface '{}' (the scope id after %; `ip link` lists them): "
-                           "[ADDR%IFACE]:PORT",
-                           iface);
+        return fmt::format(
+            "no network interface '{}' (the scope id after %; `ip link` lists them): "
+            "[ADDR%IFACE]:PORT",
+            iface);
     }
     return fmt::format("cannot resolve address '{}': {}", e.host, gai_strerror(rc));
   }
@@ -595,9 +599,10 @@ std::string bind_listen(const endpoint& e, unique_fd* fd) {
       if (IN6_IS_ADDR_LINKLOCAL(&v6->sin6_addr) && v6->sin6_scope_id == 0) {
         char text[INET6_ADDRSTRLEN] = "";
         (void)inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-        why = fmt::format("{} is a link-local IPv6 address: it needs a scope id, the interface it is on: "
-                          "[{}%IFACE]:{} (e.g. %eth0; `ip -6 addr` lists them)",
-                          text, text, e.port);
+        why = fmt::format(
+            "{} is a link-local IPv6 address: it needs a scope id, the interface it is on: "
+            "[{}%IFACE]:{} (e.g. %eth0; `ip -6 addr` lists them)",
+            text, text, e.port);
         continue;
       }
     }
@@ -632,8 +637,7 @@ server::~server() {
   const uint64_t one = 1;
   // The thread polls the eventfd with everything else and blocks nowhere
   // else, so it returns at once; the connections close with p_.
-  while (write(p_->wake.get(), &one, sizeof one) < 0 && errno == EINTR) {
-  }
+  while (write(p_->wake.get(), &one, sizeof one) < 0 && errno == EINTR) {}
   if (p_->thread.joinable()) p_->thread.join();
 }
 
@@ -646,7 +650,7 @@ std::unique_ptr<server> server::start(const options& o, std::string_view program
     return nullptr;
   }
   const std::string shown = e.host.find(':') != std::string::npos ? fmt::format("[{}]:{}", e.host, e.port)
-                                                                    : fmt::format("{}:{}", e.host, e.port);
+                                                                  : fmt::format("{}:{}", e.host, e.port);
   try {
     auto p = std::make_unique<impl>();
     if (std::string w = bind_listen(e, &p->listener); !w.empty()) {
@@ -686,10 +690,9 @@ bool server::due() noexcept {
 void server::publish(const text& t, bool finished) {
   text head;
   head.family("gnio_build_info", "gauge", "Always 1: the program and how gnio was built.")
-      .sample({{"version", GNIO_VERSION_STRING},
-               {"program", program_},
-               {"cuda", gnio::built_with_cuda() ? "yes" : "no"}},
-              uint64_t{1});
+      .sample(
+          {{"version", GNIO_VERSION_STRING}, {"program", program_}, {"cuda", gnio::built_with_cuda() ? "yes" : "no"}},
+          uint64_t{1});
   head.family("gnio_run_elapsed_seconds", "gauge", "Seconds from the start of the run to these values.")
       .sample({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
   head.family("gnio_run_finished", "gauge", "1 once the run ended and the values are the final ones (the JSON's).")

@@ -33,8 +33,8 @@ class App;
 namespace gnio::metrics {
 
 struct options {
-  std::string listen;     // --metrics: "" = off; "9464", ":9464", "127.0.0.1:9464", "[::1]:9464"
-  double linger_s = 0;    // --metrics-linger: seconds to keep serving the final values
+  std::string listen;   // --metrics: "" = off; "9464", ":9464", "127.0.0.1:9464", "[::1]:9464"
+  double linger_s = 0;  // --metrics-linger: seconds to keep serving the final values
 };
 
 // Adds --metrics and --metrics-linger to app, with their help.

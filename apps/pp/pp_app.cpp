@@ -324,8 +324,9 @@ int run(const options& opt, std::atomic<bool>* stop, nlohmann::json* result) {
 void add_command(CLI::App& app) {
   auto opt = std::make_shared<options>();
   auto* sub = app.add_subcommand(
-      "pp", "GPU packet processing: UDP/DNS, TCP/HTTP, ICMP echo and ARP in a persistent kernel, with an optional "
-            "HTTP server (the open counterpart of DOCA's GPU Packet Processing application; see docs/pp.md)");
+      "pp",
+      "GPU packet processing: UDP/DNS, TCP/HTTP, ICMP echo and ARP in a persistent kernel, with an optional "
+      "HTTP server (the open counterpart of DOCA's GPU Packet Processing application; see docs/pp.md)");
   sub->add_option("--port", opt->port, "device string, e.g. pcap:file=x.pcap, pair:name=a, gen:mix=all,count=1000")
       ->required();
   sub->add_option("--gpu", opt->gpu,
@@ -350,7 +351,9 @@ void add_command(CLI::App& app) {
                   "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the stream ends, or "
                   "Ctrl-C)")
       ->transform(gnio::cli::duration());
-  sub->add_option("--batch", opt->batch, "max packets per recv")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+  sub->add_option("--batch", opt->batch, "max packets per recv")
+      ->check(gnio::cli::whole(1, 65536))
+      ->capture_default_str();
   sub->add_option("--threads", opt->threads,
                   "CUDA threads per block (the pp kernel uses 80 registers a thread, so at most 768)")
       ->check(gnio::cli::whole(32, 768))

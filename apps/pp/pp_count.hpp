@@ -208,17 +208,28 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool count_dns(const uint8_t* frame, uint32_t 
 // HTTP classified on one TCP segment on its own: a payload that starts with
 // a request method or "HTTP/1.x " counts.
 template <class C>
-GNIO_HOST_DEVICE inline void count_http_segment(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p,
-                                                C& c) {
+GNIO_HOST_DEVICE inline void count_http_segment(const uint8_t* frame, uint32_t len, const device::parsed_pkt& p, C& c) {
   using namespace device;
   if (p.payload_len == 0 || frame == nullptr || !detail::fits(len, p.payload_off, p.payload_len)) return;
   switch (http_classify(frame + p.payload_off, p.payload_len)) {
     case http_kind::not_http: break;
     case http_kind::response: c.http_responses += 1; break;
-    case http_kind::get: c.http_requests += 1; c.http_get += 1; break;
-    case http_kind::head: c.http_requests += 1; c.http_head += 1; break;
-    case http_kind::post: c.http_requests += 1; c.http_post += 1; break;
-    default: c.http_requests += 1; c.http_other_requests += 1; break;
+    case http_kind::get:
+      c.http_requests += 1;
+      c.http_get += 1;
+      break;
+    case http_kind::head:
+      c.http_requests += 1;
+      c.http_head += 1;
+      break;
+    case http_kind::post:
+      c.http_requests += 1;
+      c.http_post += 1;
+      break;
+    default:
+      c.http_requests += 1;
+      c.http_other_requests += 1;
+      break;
   }
 }
 
@@ -411,10 +422,10 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
 // Out of line on the GPU, like the parser, for the kernel loop's registers.
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
-                                          const device::parsed_pkt& p, device::flow_entry* conv, uint32_t conv_capacity,
-                                          dns_entry* dns, uint32_t dns_capacity, C& c,
-                                          device::stream_table* st = nullptr, bool defer_stream = false,
-                                          uint64_t now = 0) {
+                                                    const device::parsed_pkt& p, device::flow_entry* conv,
+                                                    uint32_t conv_capacity, dns_entry* dns, uint32_t dns_capacity, C& c,
+                                                    device::stream_table* st = nullptr, bool defer_stream = false,
+                                                    uint64_t now = 0) {
   using namespace device;
   count_common(frame, len, wire_len, p, c);
   count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
@@ -444,13 +455,14 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint32_t len, uint32_t wire_len,
                                                       const device::parsed_pkt& p, device::frag_table* ft,
-                                                      device::flow_entry* conv, uint32_t conv_capacity,
-                                                      dns_entry* dns, uint32_t dns_capacity, C& c) {
+                                                      device::flow_entry* conv, uint32_t conv_capacity, dns_entry* dns,
+                                                      uint32_t dns_capacity, C& c) {
   using namespace device;
   frag_stats st{};
   const uint8_t* d = nullptr;
   uint32_t dlen = 0;
-  const frag_result r = ft != nullptr ? frag_input(*ft, frame, len, p, now_ns(), st, &d, &dlen) : frag_result::not_fragment;
+  const frag_result r =
+      ft != nullptr ? frag_input(*ft, frame, len, p, now_ns(), st, &d, &dlen) : frag_result::not_fragment;
   c.frag_reassembled += st.reassembled;
   c.frag_timed_out += st.timed_out;
   c.frag_overlapping += st.overlapping;
@@ -504,7 +516,6 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment_at(const device::rxq& q, u
   parse_frame(f, len, p);
   count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, c);
 }
-
 
 // The hash of a TCP segment's connection, which the ordered pass groups by.
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE uint32_t connection_hash(const device::parsed_pkt& p) {

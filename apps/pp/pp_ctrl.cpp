@@ -22,28 +22,28 @@ std::string response(const char* status_line, const std::string& html) {
 }
 
 const std::string& index_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>gnio pp</title></head><body>\n<h1>gnio pp</h1>\n"
-      "<p>This page was sent by <b>gnio pp</b>, the GPU packet-processing application of gnio "
-      "(GPU-initiated packet I/O). A persistent kernel received your request and built this response.</p>\n"
-      "<p>See also <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
+  static const std::string p =
+      response("200 OK",
+               "<!DOCTYPE html>\n<html><head><title>gnio pp</title></head><body>\n<h1>gnio pp</h1>\n"
+               "<p>This page was sent by <b>gnio pp</b>, the GPU packet-processing application of gnio "
+               "(GPU-initiated packet I/O). A persistent kernel received your request and built this response.</p>\n"
+               "<p>See also <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
   return p;
 }
 
 const std::string& hello_page() {
-  static const std::string p = response(
-      "200 OK",
-      "<!DOCTYPE html>\n<html><head><title>hello</title></head><body>\n<h1>Hello from gnio pp</h1>\n"
-      "<p>Back to <a href=\"/\">the index</a>.</p>\n</body></html>\n");
+  static const std::string p =
+      response("200 OK",
+               "<!DOCTYPE html>\n<html><head><title>hello</title></head><body>\n<h1>Hello from gnio pp</h1>\n"
+               "<p>Back to <a href=\"/\">the index</a>.</p>\n</body></html>\n");
   return p;
 }
 
 const std::string& missing_page() {
-  static const std::string p = response(
-      "404 Not Found",
-      "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>404 Not Found</h1>\n"
-      "<p>gnio pp serves <a href=\"/\">/</a> and <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
+  static const std::string p =
+      response("404 Not Found",
+               "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>404 Not Found</h1>\n"
+               "<p>gnio pp serves <a href=\"/\">/</a> and <a href=\"/hello\">/hello</a>.</p>\n</body></html>\n");
   return p;
 }
 
@@ -76,8 +76,8 @@ void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire
   (void)device::parse(data, len, p);
   // The kernels' counting functions, on this thread's counters and tables.
   count_packet(data, len, wire_len, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity, s.c);
-  if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 ||
-      p.l4 != device::l4_kind::tcp || p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
+  if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 || p.l4 != device::l4_kind::tcp ||
+      p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
     return;
   const uint16_t f = p.tcp.flags;
   if (f & device::tcp_rst) return;  // counted only

@@ -20,8 +20,8 @@
 
 namespace gnio::pp {
 
-inline constexpr uint32_t k_ctrl_ring = 1024;                // descriptors of the CPU thread's RX queue
-inline constexpr uint32_t k_ctrl_tx_ring = 256;              // and of its TX queue
+inline constexpr uint32_t k_ctrl_ring = 1024;               // descriptors of the CPU thread's RX queue
+inline constexpr uint32_t k_ctrl_tx_ring = 256;             // and of its TX queue
 inline constexpr uint32_t k_ctrl_conv_capacity = 1u << 14;  // the CPU thread's own tables (host memory)
 inline constexpr uint32_t k_ctrl_dns_capacity = 1u << 10;
 

@@ -50,10 +50,10 @@ inline constexpr uint32_t k_table_max_probe = gnio::device::flow_table_max_probe
 
 namespace detail {
 
+using device::fnv1a64;
 using device::detail::fits;
 using device::detail::rd16;
 using device::detail::rd32;
-using device::fnv1a64;
 
 // Whether the parser filled in the L4 header fields (ports, TCP seq/flags,
 // ICMP type). A truncated_l4 error means it did not, except for TCP whose

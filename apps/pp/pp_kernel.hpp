@@ -62,8 +62,7 @@ GNIO_HOST_DEVICE inline bool try_report(const body& b, uint32_t block, bool fina
   counters& src = b.ctr[block];
   // Relaxed loads pair with the relaxed fetch_adds of the flushes: a snapshot
   // need not be consistent across fields, only tear-free per field.
-#define GNIO_PP_SNAP(name) \
-  r->c.name = dev_atomic_ref<uint64_t>(src.name).load(cuda::std::memory_order_relaxed);
+#define GNIO_PP_SNAP(name) r->c.name = dev_atomic_ref<uint64_t>(src.name).load(cuda::std::memory_order_relaxed);
   GNIO_PP_COUNTERS(GNIO_PP_SNAP)
 #undef GNIO_PP_SNAP
   // Release (inside sem_set_status) pairs with the host's acquire of ready:
@@ -80,8 +79,8 @@ GNIO_HOST_DEVICE inline bool try_report(const body& b, uint32_t block, bool fina
 // whether this thread's reply was sent in place (from its RX slot), which
 // must complete before the next recv releases the slot.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE bool send_replies(const body& b, const device::txq& tq, const reply_plan& plan,
-                                                    uint8_t* f, const device::parsed_pkt& p,
-                                                    device::poll_policy poll, block_counters& c) {
+                                                    uint8_t* f, const device::parsed_pkt& p, device::poll_policy poll,
+                                                    block_counters& c) {
   using namespace device;
   const bool want = plan.kind != reply_kind::none;
   uint64_t di = 0;
@@ -115,9 +114,8 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE bool send_replies(const body& b, const device:
 // registers). The round's packets are first + 0 .. first + n - 1; is_frag
 // is this thread's. Block-uniform: every thread takes part in the barriers or
 // none does.
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_fragments(const body& b, const device::rxq& rq, uint64_t first,
-                                                       uint32_t n, bool is_frag, device::frag_table* ft,
-                                                       block_counters& c) {
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_fragments(const body& b, const device::rxq& rq, uint64_t first, uint32_t n,
+                                                       bool is_frag, device::frag_table* ft, block_counters& c) {
   using namespace device;
   if (!block_any(is_frag)) return;
   GNIO_BLOCK_SHARED uint8_t s_frag[k_max_block_threads];
@@ -137,14 +135,13 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_fragments(const body& b, const devi
 // connections at once. A round of distinct connections takes one step, a
 // round of one connection a step per segment. (A hash collision puts two
 // connections in one sequence: still each in order.)
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_segments(const body& b, bool is_seg, uint32_t conn_hash,
-                                                      const uint8_t* f, uint32_t len, const device::parsed_pkt& p,
-                                                      device::stream_table* stt, uint64_t batch_ns,
-                                                      block_counters& c) {
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void count_segments(const body& b, bool is_seg, uint32_t conn_hash, const uint8_t* f,
+                                                      uint32_t len, const device::parsed_pkt& p,
+                                                      device::stream_table* stt, uint64_t batch_ns, block_counters& c) {
   using namespace device;
   if (!block_any(is_seg)) return;
   GNIO_BLOCK_SHARED uint32_t s_conn[k_max_block_threads];  // each thread's connection hash
-  constexpr uint32_t k_no_conn = ~0u;                       // a thread without a segment
+  constexpr uint32_t k_no_conn = ~0u;                      // a thread without a segment
   s_conn[thread_rank()] = !is_seg ? k_no_conn : conn_hash == k_no_conn ? k_no_conn - 1 : conn_hash;
   sync_block();
   uint32_t rank = 0;

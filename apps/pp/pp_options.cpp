@@ -46,16 +46,17 @@ int check_options(const options& opt, app_config* cfg, json* result) {
   if (opt.queues < 1 || opt.queues > k_max_queues)
     return bad_option(fmt::format("--queues {} is outside 1..{} (queues per traffic class)", opt.queues, k_max_queues),
                       result);
-  if (opt.batch < 1 || opt.batch > 65536) return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
+  if (opt.batch < 1 || opt.batch > 65536)
+    return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
   if (opt.poll != "adaptive" && opt.poll != "busy")
     return bad_option(fmt::format("--poll {} must be adaptive or busy", opt.poll), result);
   if (opt.threads < 32 || opt.threads > 1024)
     return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
   if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);
   if (opt.tcp_streams > k_max_stream_capacity || (opt.tcp_streams & (opt.tcp_streams - 1)) != 0)
-    return bad_option(fmt::format("--tcp-streams {} is not 0 or a power of two up to {}", opt.tcp_streams,
-                                  k_max_stream_capacity),
-                      result);
+    return bad_option(
+        fmt::format("--tcp-streams {} is not 0 or a power of two up to {}", opt.tcp_streams, k_max_stream_capacity),
+        result);
   if (opt.frag_table > k_max_frag_slots || (opt.frag_table & (opt.frag_table - 1)) != 0)
     return bad_option(
         fmt::format("--frag-table {} is not 0 or a power of two up to {}", opt.frag_table, k_max_frag_slots), result);
@@ -79,10 +80,10 @@ int check_options(const options& opt, app_config* cfg, json* result) {
     if (!parse_mac(opt.mac, cfg->mac))
       return bad_option(fmt::format("--mac {}: not a MAC address (aa:bb:cc:dd:ee:ff)", printable(opt.mac)), result);
     static const uint8_t zero[6] = {};
-    const char* why = (cfg->mac[0] & 1) ? (std::memcmp(cfg->mac, "\xff\xff\xff\xff\xff\xff", 6) == 0
-                                                ? "the broadcast address cannot be a host's own address"
-                                                : "a multicast address (the first byte is odd) cannot be a host's own "
-                                                  "address")
+    const char* why = (cfg->mac[0] & 1)                     ? (std::memcmp(cfg->mac, "\xff\xff\xff\xff\xff\xff", 6) == 0
+                                                                   ? "the broadcast address cannot be a host's own address"
+                                                                   : "a multicast address (the first byte is odd) cannot be a host's own "
+                                                                     "address")
                       : std::memcmp(cfg->mac, zero, 6) == 0 ? "00:00:00:00:00:00 is not an address"
                                                             : nullptr;
     if (why) return bad_option(fmt::format("--mac {}: {}", printable(opt.mac), why), result);
@@ -91,7 +92,8 @@ int check_options(const options& opt, app_config* cfg, json* result) {
     cfg->mac[1] = 0x00;
     for (int i = 0; i < 4; ++i) cfg->mac[2 + i] = static_cast<uint8_t>(cfg->ip >> (24 - 8 * i));
   }
-  if (opt.http_server && cfg->ip == 0) return bad_option("--http-server needs --ip (the address it serves on port 80)", result);
+  if (opt.http_server && cfg->ip == 0)
+    return bad_option("--http-server needs --ip (the address it serves on port 80)", result);
   cfg->reply_all = opt.reply_all ? 1 : 0;
   cfg->http_server = opt.http_server ? 1 : 0;
   return 0;
@@ -106,15 +108,17 @@ std::string memory_refusal(const options& opt, const pp_plan& plan, uint64_t hos
   const uint64_t frag_bytes =
       opt.frag_table == 0 ? 0 : host_blocks * device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
   const gnio::cli::memory_room room = gnio::cli::available_memory();
-  const std::string rings = fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n);
-  std::string why = gnio::cli::memory_refusal(
-      fmt::format("--tcp-streams {} ({} blocks on the host executor x {} streams x {} bytes)", opt.tcp_streams,
-                  host_blocks, opt.tcp_streams, sizeof(device::tcp_conn)),
-      stream_bytes, room);
+  const std::string rings =
+      fmt::format("--ring {} on {} RX queues (--queues {}: 3 x {} + 1)", opt.ring, num_blocks, n, n);
+  std::string why =
+      gnio::cli::memory_refusal(fmt::format("--tcp-streams {} ({} blocks on the host executor x {} streams x {} bytes)",
+                                            opt.tcp_streams, host_blocks, opt.tcp_streams, sizeof(device::tcp_conn)),
+                                stream_bytes, room);
   if (why.empty())
-    why = gnio::cli::memory_refusal(fmt::format("--frag-table {} ({} blocks on the host executor x {} bytes)",
-                                                opt.frag_table, host_blocks, frag_bytes / std::max<uint64_t>(host_blocks, 1)),
-                                    frag_bytes, room);
+    why = gnio::cli::memory_refusal(
+        fmt::format("--frag-table {} ({} blocks on the host executor x {} bytes)", opt.frag_table, host_blocks,
+                    frag_bytes / std::max<uint64_t>(host_blocks, 1)),
+        frag_bytes, room);
   if (why.empty()) why = gnio::cli::memory_refusal(rings, ring_bytes, room);
   if (why.empty())
     why = gnio::cli::memory_refusal(

@@ -14,7 +14,7 @@
 
 namespace gnio::pp {
 
-inline constexpr uint32_t k_max_queues = 15;         // per class: 3 * 15 + 1 blocks
+inline constexpr uint32_t k_max_queues = 15;           // per class: 3 * 15 + 1 blocks
 inline constexpr uint32_t k_conv_capacity = 1u << 16;  // conversations (power of two)
 inline constexpr uint32_t k_dns_capacity = 1u << 12;   // distinct DNS names (power of two)
 // IP reassembly, per block: datagrams in reassembly at once, their largest

@@ -23,9 +23,10 @@ std::string make_plan(const plan_input& in, pp_plan* out) {
     return fmt::format("--queues {} is outside 1..{} (queues per traffic class)", n, (max_blocks - 1) / 3);
   if (in.gpus < 1) return "no GPU context to plan for";
   if (n < in.gpus)
-    return fmt::format("--queues {} is fewer than the {} GPUs: each GPU needs at least one queue of every class, so "
-                       "give --queues {} or more",
-                       n, in.gpus, in.gpus);
+    return fmt::format(
+        "--queues {} is fewer than the {} GPUs: each GPU needs at least one queue of every class, so "
+        "give --queues {} or more",
+        n, in.gpus, in.gpus);
   pp_plan& p = *out;
   p.num_blocks = 3 * n + 1;
   p.blocks.resize(p.num_blocks);
@@ -50,7 +51,7 @@ std::string make_plan(const plan_input& in, pp_plan* out) {
   // Each class to its group (RSS by 5-tuple hash inside a group); TCP
   // connection control (SYN, FIN, RST) to the CPU thread when it runs.
   const std::vector<uint32_t> ctrl_q = p.ctrl ? std::vector<uint32_t>{p.num_blocks} : group[1];
-  p.steering = {{device::rx_class_udp, group[0]},   {device::rx_class_tcp, group[1]},
+  p.steering = {{device::rx_class_udp, group[0]},    {device::rx_class_tcp, group[1]},
                 {device::rx_class_tcp_ctrl, ctrl_q}, {device::rx_class_icmp, group[2]},
                 {device::rx_class_arp, group[3]},    {device::rx_class_other, group[3]}};
   p.steering_default = group[3];

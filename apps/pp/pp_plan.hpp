@@ -34,9 +34,9 @@ struct plan_block {
 // An RX queue, in creation order: block k's queue is rxqs[k]; the CPU
 // thread's TCP control queue (--http-server) comes last.
 struct plan_rxq {
-  std::string cls;           // udp, tcp, icmp, arp_other or tcp_ctrl
+  std::string cls;  // udp, tcp, icmp, arp_other or tcp_ctrl
   uint32_t class_queue = 0;
-  int block = -1;            // -1: the CPU thread's
+  int block = -1;  // -1: the CPU thread's
 };
 
 // A steering rule over plan positions (indexes into rxqs).
@@ -46,12 +46,12 @@ struct plan_rule {
 };
 
 struct pp_plan {
-  uint32_t num_blocks = 0;                      // 3 * queues + 1
-  std::vector<plan_block> blocks;               // by the app's block number
+  uint32_t num_blocks = 0;                        // 3 * queues + 1
+  std::vector<plan_block> blocks;                 // by the app's block number
   std::vector<std::vector<uint32_t>> ctx_blocks;  // per context: its blocks' numbers, in local order
   std::vector<plan_rxq> rxqs;
-  bool ctrl = false;         // the CPU thread runs (--http-server): rxqs.back() is its queue
-  bool ctrl_tx = false;      // and it has a TX queue (the port can transmit)
+  bool ctrl = false;           // the CPU thread runs (--http-server): rxqs.back() is its queue
+  bool ctrl_tx = false;        // and it has a TX queue (the port can transmit)
   uint32_t num_block_txq = 0;  // TX queues the blocks get
   std::vector<plan_rule> steering;
   std::vector<uint32_t> steering_default;  // where frames no rule takes go

@@ -78,11 +78,11 @@ GNIO_HOST_DEVICE inline uint32_t make_arp_reply(const uint8_t* req, const device
   }
   for (uint32_t i = 12; i < l3; ++i) out[i] = req[i];  // VLAN tags and the ARP ethertype
   uint8_t* a = out + l3;
-  device::put16(a, 1);       // Ethernet
+  device::put16(a, 1);  // Ethernet
   device::put16(a + 2, device::ethertype_ipv4);
   a[4] = 6;
   a[5] = 4;
-  device::put16(a + 6, 2);   // reply
+  device::put16(a + 6, 2);  // reply
   for (uint32_t i = 0; i < 6; ++i) {
     a[8 + i] = cfg.mac[i];
     a[18 + i] = p.arp.sha[i];
@@ -95,8 +95,8 @@ GNIO_HOST_DEVICE inline uint32_t make_arp_reply(const uint8_t* req, const device
 
 struct reply_plan {
   reply_kind kind;
-  uint32_t len;          // frame length to send
-  const uint8_t* page;   // http kinds
+  uint32_t len;         // frame length to send
+  const uint8_t* page;  // http kinds
   uint32_t page_len;
 };
 

@@ -34,7 +34,8 @@ void add_pp_metrics(metrics::text& t, const std::vector<counters>& per_block, co
   for (uint32_t i = 0; i < num_counters; ++i) {
     const std::string_view name = k_counter_names[i];
     const bool gauge = name == "frag_pending";  // datagrams in reassembly now
-    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name), gauge ? "gauge" : "counter",
+    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name),
+             gauge ? "gauge" : "counter",
              gauge ? "IP datagrams in reassembly (the JSON's frag_pending)."
                    : fmt::format("The JSON's {}, per traffic class and GPU context (docs/pp.md).", name));
     for (const auto& [k, c] : groups) t.sample({{"class", k.first}, {"gpu", k.second}}, at(c, i));
@@ -124,22 +125,25 @@ int print_summary(const run_outcome& o, const tally& t, const console& con, json
     counters show[4] = {t.cls[0], t.tcp_with_ctrl, t.cls[2], t.cls[3]};
     con.out("{}", stats_line(o.seconds, o.since_last_line, show, o.prev_cls));
   }
-  con.out("pp: {} packets, {} bytes in {:.3f} s: ipv4 {} ipv6 {} tcp {} udp {} icmp {} icmpv6 {} arp {} vlan {} "
-          "malformed {}\n",
-          total.packets, total.bytes, o.seconds, total.ipv4, total.ipv6, total.tcp, total.udp, total.icmp, total.icmpv6,
-          total.arp, total.vlan, total.malformed);
-  con.out("pp: dns queries/responses {}/{}, http requests/responses {}/{}, icmp echo req/reply/sent {}/{}/{}, "
-          "tcp/udp flows {}/{}\n",
-          total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
-          total.icmp_echo_reply, total.icmp_echo_reply_sent, t.tcp_flows, t.udp_flows);
+  con.out(
+      "pp: {} packets, {} bytes in {:.3f} s: ipv4 {} ipv6 {} tcp {} udp {} icmp {} icmpv6 {} arp {} vlan {} "
+      "malformed {}\n",
+      total.packets, total.bytes, o.seconds, total.ipv4, total.ipv6, total.tcp, total.udp, total.icmp, total.icmpv6,
+      total.arp, total.vlan, total.malformed);
+  con.out(
+      "pp: dns queries/responses {}/{}, http requests/responses {}/{}, icmp echo req/reply/sent {}/{}/{}, "
+      "tcp/udp flows {}/{}\n",
+      total.dns_queries, total.dns_responses, total.http_requests, total.http_responses, total.icmp_echo_req,
+      total.icmp_echo_reply, total.icmp_echo_reply_sent, t.tcp_flows, t.udp_flows);
   if (total.gre || total.vxlan || total.geneve || total.gtpu || total.ipip || total.mpls || total.pppoe || total.l2tp)
-    con.out("pp: tunnels: gre {} (erspan {}) vxlan {} geneve {} gtpu {} ipip {} mpls {} pppoe {} l2tp {}, flows in "
-            "tunnels {}{}\n",
-            total.gre, total.erspan, total.vxlan, total.geneve, total.gtpu, total.ipip, total.mpls, total.pppoe,
-            total.l2tp, t.tunnel_flows,
-            total.encap_limit ? fmt::format(", {} frame(s) nested deeper than {} left undecoded", total.encap_limit,
-                                            device::max_encap)
-                              : std::string());
+    con.out(
+        "pp: tunnels: gre {} (erspan {}) vxlan {} geneve {} gtpu {} ipip {} mpls {} pppoe {} l2tp {}, flows in "
+        "tunnels {}{}\n",
+        total.gre, total.erspan, total.vxlan, total.geneve, total.gtpu, total.ipip, total.mpls, total.pppoe, total.l2tp,
+        t.tunnel_flows,
+        total.encap_limit
+            ? fmt::format(", {} frame(s) nested deeper than {} left undecoded", total.encap_limit, device::max_encap)
+            : std::string());
   if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || o.synack_sent || o.finack_sent)
     con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
             total.http_pages_sent, total.http_404_sent, o.synack_sent, o.finack_sent);
@@ -149,8 +153,10 @@ int print_summary(const run_outcome& o, const tally& t, const console& con, json
   con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
-    con.out("pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
-            "received)\n", st.rx_dropped);
+    con.out(
+        "pp: the source dropped {} frame(s) before the engine saw them (a kernel or device ring was full; not in "
+        "received)\n",
+        st.rx_dropped);
   if (st.tx_errors || total.tx_failed) {
     const std::string msg = fmt::format(
         "{} replies lost on TX: {} the port could not send (tx_errors; see the warnings above), {} could not be "
@@ -183,8 +189,14 @@ void add_queues_json(const run_outcome& o, const tally& t, json& j) {
   json per_class = json::object();
   for (size_t q = 0; q < o.st.rxq.size() && q < rxqs.size(); ++q) {
     const auto& s = o.st.rxq[q];
-    qs.push_back({{"class", rxqs[q].cls}, {"queue", q}, {"class_queue", rxqs[q].class_queue}, {"offered", s.offered},
-                  {"delivered", s.delivered}, {"missed", s.missed}, {"truncated", s.truncated}, {"bytes", s.bytes},
+    qs.push_back({{"class", rxqs[q].cls},
+                  {"queue", q},
+                  {"class_queue", rxqs[q].class_queue},
+                  {"offered", s.offered},
+                  {"delivered", s.delivered},
+                  {"missed", s.missed},
+                  {"truncated", s.truncated},
+                  {"bytes", s.bytes},
                   {"processed", t.processed_q[q]}});
     json& c = per_class[rxqs[q].cls];
     for (const char* k : {"offered", "delivered", "missed", "truncated", "processed"})
@@ -262,9 +274,13 @@ json make_json(const run_outcome& o, const tally& t) {
   for (uint32_t k = 0; k < o.ctxs.size(); ++k) {
     const ctx_report& c = o.ctxs[k];
     const counters& pc = t.per_ctx[k];
-    per_gpu.push_back({{"executor", std::string(to_string(c.info.executor))}, {"device", c.info.name},
-                       {"bus_id", c.info.bus_id}, {"blocks", c.blocks}, {"queues", c.rx_ids},
-                       {"packets", pc.packets}, {"mpps", o.seconds > 0 ? pc.packets / o.seconds / 1e6 : 0.0},
+    per_gpu.push_back({{"executor", std::string(to_string(c.info.executor))},
+                       {"device", c.info.name},
+                       {"bus_id", c.info.bus_id},
+                       {"blocks", c.blocks},
+                       {"queues", c.rx_ids},
+                       {"packets", pc.packets},
+                       {"mpps", o.seconds > 0 ? pc.packets / o.seconds / 1e6 : 0.0},
                        {"counters", counters_json(pc)}});
   }
   j["per_gpu"] = per_gpu;
@@ -349,7 +365,14 @@ std::string dns_name_text(std::string_view labels) {
     for (size_t i = pos; i < pos + len && i < labels.size(); ++i) {
       const auto c = static_cast<unsigned char>(labels[i]);
       switch (c) {
-        case '.': case '\\': case '"': case '(': case ')': case ';': case '@': case '$':
+        case '.':
+        case '\\':
+        case '"':
+        case '(':
+        case ')':
+        case ';':
+        case '@':
+        case '$':
           out += '\\';
           out += static_cast<char>(c);
           break;
@@ -367,7 +390,8 @@ std::vector<uint64_t> processed_per_queue(const pp_plan& plan, const port_stats&
                                           const std::vector<counters>& per_block, uint64_t ctrl_packets) {
   std::vector<uint64_t> processed_q(st.rxq.size(), 0);
   for (size_t q = 0; q < plan.rxqs.size() && q < st.rxq.size(); ++q)
-    processed_q[q] = plan.rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(plan.rxqs[q].block)].packets : ctrl_packets;
+    processed_q[q] =
+        plan.rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(plan.rxqs[q].block)].packets : ctrl_packets;
   return processed_q;
 }
 
@@ -377,13 +401,15 @@ void publish_metrics(metrics::server& mx, const metrics_input& in, const std::ve
   metrics::text t;
   std::vector<metrics::rxq_label> labels;
   for (const auto& q : in.plan->rxqs)
-    labels.push_back({q.cls, q.block >= 0 ? std::to_string(in.plan->blocks[static_cast<uint32_t>(q.block)].ctx) : "cpu"});
+    labels.push_back(
+        {q.cls, q.block >= 0 ? std::to_string(in.plan->blocks[static_cast<uint32_t>(q.block)].ctx) : "cpu"});
   metrics::add_port(t, in.opt->port, st, labels, processed_q, engine_failed);
   t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
   for (uint32_t k = 0; k < in.infos.size(); ++k)
     metrics::add_gpu_info(t, std::to_string(k), in.infos[k].name, in.infos[k].bus_id, to_string(in.infos[k].executor));
   add_pp_metrics(t, per_block, *in.plan, ctrl_c);
-  t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.").sample({}, in.reports);
+  t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.")
+      .sample({}, in.reports);
   mx.publish(t, final);
 }
 
@@ -394,9 +420,10 @@ int final_report(const run_outcome& o, const console& con, json* j, std::vector<
   if (print_summary(o, t, con, &failure) != 0) rc = 1;
   *j = make_json(o, t);
   if (t.unaccounted != 0) {
-    set_error(&failure,
-              fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted),
-              "unexpected", "accounting");
+    set_error(
+        &failure,
+        fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted),
+        "unexpected", "accounting");
     rc = 1;
   }
   if (o.engine_err) {

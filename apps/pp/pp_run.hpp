@@ -102,7 +102,6 @@ struct run_state {
   }
 };
 
-
 // The JSON file, --pcap-out and the IPFIX collector, checked before anything
 // runs. *json_out is prepared here, so that a bad --json fails before the run.
 [[nodiscard]] int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out);

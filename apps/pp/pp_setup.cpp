@@ -120,7 +120,8 @@ int leave_out_unfit(run_state& r) {
   }
   if (r.ctxs.empty()) {
     (*r.result)["left_out"] = r.left_out;
-    return report_error(error(status::not_supported, "no selected GPU can run the kernels: " + last_why), "gpu", r.result);
+    return report_error(error(status::not_supported, "no selected GPU can run the kernels: " + last_why), "gpu",
+                        r.result);
   }
   return 0;
 }
@@ -191,7 +192,8 @@ int create_queues(run_state& r) {
     rc.owner = &c.g;
     auto id = p.create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);
-    if (*id != blk) return report_error(error(status::unexpected, "RX queue ids out of the plan's order"), "create_rxq", result);
+    if (*id != blk)
+      return report_error(error(status::unexpected, "RX queue ids out of the plan's order"), "create_rxq", result);
     auto v = p.rxq(*id);
     if (!v) return report_error(v.err(), "rxq", result);
     r.block_of(blk).r = r.role_of(blk);
@@ -230,7 +232,8 @@ int create_queues(run_state& r) {
   // Steering: each class to its group (RSS by 5-tuple hash inside a group).
   std::vector<steering_rule> rules;
   for (const plan_rule& pr : r.plan.steering) rules.push_back({pr.cls, pr.rxqs});
-  if (auto e = p.set_steering(std::move(rules), r.plan.steering_default); e) return report_error(e, "set_steering", result);
+  if (auto e = p.set_steering(std::move(rules), r.plan.steering_default); e)
+    return report_error(e, "set_steering", result);
   return 0;
 }
 
@@ -263,7 +266,8 @@ int alloc_ctx(run_state& r, uint32_t k, const page_set& pages) {
     return {};
   };
   mem_block pages_mem;
-  if (auto e = alloc(sizeof(counters) * c.b.num_blocks, "counters", &c.ctr_mem); e) return report_error(e, "alloc", result);
+  if (auto e = alloc(sizeof(counters) * c.b.num_blocks, "counters", &c.ctr_mem); e)
+    return report_error(e, "alloc", result);
   if (auto e = alloc(sizeof(device::flow_entry) * k_conv_capacity, "conversation table", &c.conv_mem); e)
     return report_error(e, "alloc", result);
   if (auto e = alloc(sizeof(dns_entry) * k_dns_capacity, "DNS name table", &c.dns_mem); e)
@@ -281,7 +285,8 @@ int alloc_ctx(run_state& r, uint32_t k, const page_set& pages) {
   if (opt.frag_table != 0) {
     // One reassembly table per block, laid out over zeroed executor memory.
     const uint64_t per = device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
-    if (auto e = alloc(per * c.b.num_blocks, "reassembly tables", &c.frag_mem); e) return report_error(e, "alloc", result);
+    if (auto e = alloc(per * c.b.num_blocks, "reassembly tables", &c.frag_mem); e)
+      return report_error(e, "alloc", result);
     if (auto e = alloc(sizeof(device::frag_table) * c.b.num_blocks, "reassembly table views", &c.frag_tables_mem); e)
       return report_error(e, "alloc", result);
     std::vector<device::frag_table> views(c.b.num_blocks);
@@ -290,21 +295,26 @@ int alloc_ctx(run_state& r, uint32_t k, const page_set& pages) {
       if (!device::frag_table_layout(base, per, opt.frag_table, k_frag_max_datagram, k_frag_timeout_ns, views[i]))
         return report_error(error(status::unexpected, "reassembly table layout"), "alloc", result);
     }
-    if (auto e = s.gpu_at(k).copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size()); e)
+    if (auto e =
+            s.gpu_at(k).copy_to_block(c.frag_tables_mem, 0, views.data(), sizeof(device::frag_table) * views.size());
+        e)
       return report_error(e, "copy reassembly tables", result);
     c.b.frag = static_cast<device::frag_table*>(c.frag_tables_mem.exec_ptr);
   }
   if (opt.tcp_streams != 0) {
     // One table of TCP connections per block, zeroed by the allocation.
     const uint64_t per = sizeof(device::tcp_conn) * uint64_t{opt.tcp_streams};
-    if (auto e = alloc(per * c.b.num_blocks, "TCP stream tables", &c.stream_mem); e) return report_error(e, "alloc", result);
-    if (auto e = alloc(sizeof(device::stream_table) * c.b.num_blocks, "TCP stream table views", &c.stream_tables_mem); e)
+    if (auto e = alloc(per * c.b.num_blocks, "TCP stream tables", &c.stream_mem); e)
+      return report_error(e, "alloc", result);
+    if (auto e = alloc(sizeof(device::stream_table) * c.b.num_blocks, "TCP stream table views", &c.stream_tables_mem);
+        e)
       return report_error(e, "alloc", result);
     std::vector<device::stream_table> views(c.b.num_blocks);
     for (uint32_t i = 0; i < c.b.num_blocks; ++i)
       views[i] = {reinterpret_cast<device::tcp_conn*>(static_cast<uint8_t*>(c.stream_mem.exec_ptr) + per * i),
                   opt.tcp_streams};
-    if (auto e = s.gpu_at(k).copy_to_block(c.stream_tables_mem, 0, views.data(), sizeof(device::stream_table) * views.size());
+    if (auto e = s.gpu_at(k).copy_to_block(c.stream_tables_mem, 0, views.data(),
+                                           sizeof(device::stream_table) * views.size());
         e)
       return report_error(e, "copy TCP stream tables", result);
     c.b.streams = static_cast<device::stream_table*>(c.stream_tables_mem.exec_ptr);

@@ -53,14 +53,13 @@ void flow_expiry::expire(uint64_t now_ms, bool final) {
       // packets: the ACKs that close the connection still count in it.
       if (!grew && lf.row.e.key.proto == dev::ipproto_tcp && (lf.row.e.meta & (dev::tcp_fin | dev::tcp_rst)) != 0)
         end = flow_end::end_of_flow;
-      else if (idle_ms_ != 0 && now_ms - lf.row.last_ms >= idle_ms_)
-        end = flow_end::idle_timeout;
+      else if (idle_ms_ != 0 && now_ms - lf.row.last_ms >= idle_ms_) end = flow_end::idle_timeout;
     }
     if (ipfix_ != nullptr) {
-      const gnio::ipfix::end_reason* why = final ? &forced
-                                           : end == flow_end::end_of_flow ? &end_of_flow
+      const gnio::ipfix::end_reason* why = final                           ? &forced
+                                           : end == flow_end::end_of_flow  ? &end_of_flow
                                            : end == flow_end::idle_timeout ? &idle
-                                                                            : nullptr;
+                                                                           : nullptr;
       ipfix_->observe(domain_, lf.ipfix, lf.row.e, now_ms, why);
     }
     if (end == flow_end::live) {

@@ -78,7 +78,8 @@ GNIO_HOST_DEVICE inline void publish_claims(flip_ctl* c, uint32_t block, totals&
 // finished the batch before (the barrier, then thread 0 announces).
 GNIO_HOST_DEVICE inline uint64_t enter_epoch(flip_ctl* c, uint32_t block, totals& t) {
   GNIO_BLOCK_SHARED uint64_t s_epoch;
-  gnio::device::sync_block();  // every thread's writes to the table and its claims are done, and everyone read the last s_epoch
+  gnio::device::
+      sync_block();  // every thread's writes to the table and its claims are done, and everyone read the last s_epoch
   if (gnio::device::thread_rank() == 0) {
     publish_claims(c, block, t);
     s_epoch = announce_epoch(c, block);
@@ -92,7 +93,8 @@ GNIO_HOST_DEVICE inline void leave_epoch(flip_ctl* c, uint32_t block) {
   gnio::device::sync_block();  // every thread's writes to the table are done
   // Pairs with the host's seq_cst loads of ack (flipper::poll): the writes
   // before the barrier happen before an ack_idle it reads.
-  if (gnio::device::thread_rank() == 0) sys_atomic<uint64_t>(c->ack[block]).store(ack_idle, cuda::std::memory_order_seq_cst);
+  if (gnio::device::thread_rank() == 0)
+    sys_atomic<uint64_t>(c->ack[block]).store(ack_idle, cuda::std::memory_order_seq_cst);
 }
 
 struct body {
@@ -100,9 +102,9 @@ struct body {
   uint32_t num_queues;
   flow_entry* table[2];  // capacity entries each, power of two, executor memory; table[1] null without flips
   uint32_t capacity;
-  flip_ctl* flip;        // cpu_gpu memory; null: one table, never flipped (--flow-idle-timeout 0)
-  totals* tot;           // one per block, executor memory
-  uint32_t batch;        // max packets per recv
+  flip_ctl* flip;  // cpu_gpu memory; null: one table, never flipped (--flow-idle-timeout 0)
+  totals* tot;     // one per block, executor memory
+  uint32_t batch;  // max packets per recv
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;

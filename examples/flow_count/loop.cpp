@@ -32,7 +32,8 @@ void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vecto
   if (sum) {  // the kernels keep these until they return
     t.family("gnio_flow_count_packets_total", "counter", "Packets counted in flows (the JSON's packets).")
         .sample({}, sum->packets);
-    t.family("gnio_flow_count_bytes_total", "counter", "Bytes counted in flows (the JSON's bytes).").sample({}, sum->bytes);
+    t.family("gnio_flow_count_bytes_total", "counter", "Bytes counted in flows (the JSON's bytes).")
+        .sample({}, sum->bytes);
     t.family("gnio_flow_count_malformed_total", "counter", "Malformed packets (the JSON's malformed).")
         .sample({}, sum->malformed);
     t.family("gnio_flow_count_table_full_total", "counter", "Packets that found the flow table full.")
@@ -98,8 +99,9 @@ void flip_tables(run_state& st, std::chrono::steady_clock::time_point now) {
       } else if (now - c.flip.at > std::chrono::seconds(5) && !c.flip.stall_warned) {
         c.flip.stall_warned = true;
         ++c.flip.stalls;
-        warn("flow_count: a kernel block has not moved to the new flow table for 5 s; flows are not given back "
-             "until it does\n");
+        warn(
+            "flow_count: a kernel block has not moved to the new flow table for 5 s; flows are not given back "
+            "until it does\n");
       }
       continue;
     }
@@ -130,8 +132,8 @@ void progress_line(run_state& st, std::chrono::steady_clock::time_point now, dou
     slots_used += active_slots(st, *c, true);
     for (const auto& t : c->totals) table_full += t.table_full;
   }
-  warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n",
-       elapsed, ps.rx_delivered, (ps.rx_delivered - st.last_delivered) / dt / 1e6, ps.rx_missed, slots_used,
+  warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n", elapsed,
+       ps.rx_delivered, (ps.rx_delivered - st.last_delivered) / dt / 1e6, ps.rx_missed, slots_used,
        uint64_t{st.o.table_cap} * st.ctxs.size(), table_full);
   st.last = now;
   st.last_delivered = ps.rx_delivered;
@@ -150,7 +152,10 @@ gnio::error read_totals(gpu_ctx& c) {
   };
   for (size_t k = 0; k < c.totals.size(); ++k) {
     flow_count::totals& t = live[k];
-    c.totals[k] = {load(t.packets), load(t.bytes), load(t.malformed), load(t.table_full),
+    c.totals[k] = {load(t.packets),
+                   load(t.bytes),
+                   load(t.malformed),
+                   load(t.table_full),
                    {load(t.claimed[0]), load(t.claimed[1])}};
   }
   return {};

@@ -41,8 +41,8 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
         gnio::ipfix::session& ipfix, std::string* flow_rows) {
   namespace h = flow_count::host;
   h::run_state st(o, sig, rep, mx, ipfix);
-  for (auto* step : {h::begin, h::open_gpus_and_port, h::check_memory, h::make_session, h::alloc_memory,
-                     h::launch_kernels})
+  for (auto* step :
+       {h::begin, h::open_gpus_and_port, h::check_memory, h::make_session, h::alloc_memory, h::launch_kernels})
     if (const int rc = step(st); rc != 0) return rc;
   h::run_loop(st);
   return h::finish(st, flow_rows);
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   json j = json::object();
   gnio::app::run_report rep("flow_count", j);
   std::optional<gnio::atomic_file> json_out;
-  std::string flow_rows;  // the JSON's flow_rows, as text (run, run_report::write_json)
+  std::string flow_rows;                      // the JSON's flow_rows, as text (run, run_report::write_json)
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
@@ -122,15 +122,17 @@ int main(int argc, char** argv) {
         ->transform(gnio::cli::duration())
         ->capture_default_str();
     auto* idle_opt =
-        app.add_option("--flow-idle-timeout", o.flow_idle_s,
-                       "a flow with no packet for this long ends and its table slot is given back, as does a TCP flow "
-                       "that sent FIN or RST once half this (or --ipfix-scan-interval when exporting) passes without its "
-                       "packets (seconds, or 500ms, 10s, 1m; "
-                       "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
-                       "stays full)")
+        app.add_option(
+               "--flow-idle-timeout", o.flow_idle_s,
+               "a flow with no packet for this long ends and its table slot is given back, as does a TCP flow "
+               "that sent FIN or RST once half this (or --ipfix-scan-interval when exporting) passes without its "
+               "packets (seconds, or 500ms, 10s, 1m; "
+               "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
+               "stays full)")
             ->transform(gnio::cli::duration());
     gnio::ipfix::add_options(app, o.ipfix);
-    auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    auto* json_opt =
+        app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
     gnio::cli::add_version_flag(app, "flow_count");
     // Usage errors exit with 2, --help with 0.

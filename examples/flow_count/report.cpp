@@ -49,7 +49,7 @@ struct results {
   gnio::error engine_err;
   std::vector<flow_count::flow_row> flows;
   std::unordered_map<std::string, size_t> index;  // each live flow in `flows` by its key's bytes
-  std::vector<flow_count::totals> totals;  // per queue
+  std::vector<flow_count::totals> totals;         // per queue
   flow_count::totals sum{};
   uint64_t slots_used = 0, slots_claimed = 0, flows_expired = 0, ended_end_of_flow = 0, ended_idle = 0, flips = 0,
            flip_stalls = 0;
@@ -125,8 +125,7 @@ int collect_flows(run_state& st, results& r) {
     // and the one before a flip not taken back yet (zeroed otherwise). Every
     // open record is sent (forced_end); the flows stay live rows.
     for (const auto& tab : c.table) {
-      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e)
-        return st.rep.fail(e, "read flow table");
+      if (auto e = c.dev->copy_to_host(c.flows.data(), tab, 0, tab.bytes); e) return st.rep.fail(e, "read flow table");
       c.expiry->merge(c.flows.data(), table_cap, end_ms);
     }
     c.expiry->expire(end_ms, true);
@@ -235,8 +234,11 @@ json fill_json(run_state& st, const results& r) {
   for (const auto& c : st.ctxs) {
     uint64_t pk = 0;
     for (const auto& t : c->totals) pk += t.packets;
-    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->dev->info().executor))}, {"device", c->dev->info().name},
-                       {"bus_id", c->dev->info().bus_id}, {"queues", c->queue_ids}, {"packets", pk},
+    per_gpu.push_back({{"executor", std::string(gnio::to_string(c->dev->info().executor))},
+                       {"device", c->dev->info().name},
+                       {"bus_id", c->dev->info().bus_id},
+                       {"queues", c->queue_ids},
+                       {"packets", pk},
                        {"mpps", seconds > 0 ? pk / seconds / 1e6 : 0.0}});
   }
   j["per_gpu"] = per_gpu;
@@ -269,8 +271,12 @@ json fill_json(run_state& st, const results& r) {
   json qs = json::array();
   for (uint32_t i = 0; i < ps.rxq.size(); ++i) {
     const auto& q = ps.rxq[i];
-    qs.push_back({{"queue", i}, {"offered", q.offered}, {"delivered", q.delivered}, {"missed", q.missed},
-                  {"bytes", q.bytes}, {"truncated", q.truncated},
+    qs.push_back({{"queue", i},
+                  {"offered", q.offered},
+                  {"delivered", q.delivered},
+                  {"missed", q.missed},
+                  {"bytes", q.bytes},
+                  {"truncated", q.truncated},
                   {"processed", i < r.totals.size() ? r.totals[i].packets : 0},
                   {"pending", i < r.acc.queues.size() ? r.acc.queues[i].pending : 0}});
   }
@@ -294,9 +300,13 @@ void write_flow_rows(run_state& st, const results& r, std::string& out) {
       signalled = true;
       break;
     }
-    json row = {{"proto", proto_text(f->e.key.proto, f->e.key.family)}, {"family", f->e.key.family},
-                {"src", addr_text(f->e.key, f->e.key.src)}, {"dst", addr_text(f->e.key, f->e.key.dst)},
-                {"src_port", f->e.key.src_port}, {"dst_port", f->e.key.dst_port}, {"packets", f->e.packets},
+    json row = {{"proto", proto_text(f->e.key.proto, f->e.key.family)},
+                {"family", f->e.key.family},
+                {"src", addr_text(f->e.key, f->e.key.src)},
+                {"dst", addr_text(f->e.key, f->e.key.dst)},
+                {"src_port", f->e.key.src_port},
+                {"dst_port", f->e.key.dst_port},
+                {"packets", f->e.packets},
                 {"bytes", f->e.bytes}};
     if (f->e.key.proto == 6 && f->e.key.family) row["tcp_flags"] = f->e.meta & gnio::device::flow_meta_tcp_flags;
     if (f->e.meta & gnio::device::flow_meta_tagged)

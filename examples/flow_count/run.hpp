@@ -40,10 +40,10 @@ using json = nlohmann::json;
 struct flipper {
   flow_count::flip_ctl* ctl = nullptr;  // the CPU's address of the cpu_gpu block
   uint32_t blocks = 0;
-  uint64_t epoch = 0;    // new packets go to table[epoch & 1]
-  bool pending = false;  // flipped; the table before is not taken back yet
+  uint64_t epoch = 0;                          // new packets go to table[epoch & 1]
+  bool pending = false;                        // flipped; the table before is not taken back yet
   std::chrono::steady_clock::time_point at{};  // the last flip, or the start
-  uint64_t base[2] = {0, 0};  // claimed[t] summed over the blocks when table t was last zeroed
+  uint64_t base[2] = {0, 0};                   // claimed[t] summed over the blocks when table t was last zeroed
   uint64_t flips = 0, stalls = 0;
   bool stall_warned = false;
 
@@ -76,8 +76,7 @@ struct flipper {
       // Pairs with the blocks' seq_cst stores of ack (announce_epoch,
       // leave_epoch): their writes to the old table happen before this sees
       // the new epoch or ack_idle.
-      const uint64_t a =
-          gnio::device::sys_atomic_ref<uint64_t>(ctl->ack[b]).load(cuda::std::memory_order_seq_cst);
+      const uint64_t a = gnio::device::sys_atomic_ref<uint64_t>(ctl->ack[b]).load(cuda::std::memory_order_seq_cst);
       if (a != flow_count::ack_idle && a < epoch) return false;
     }
     return true;
@@ -101,8 +100,8 @@ struct options {
 
 // One context per selected GPU ("0,1", bus ids, or "host,host" for two host executors).
 struct gpu_ctx {
-  gnio::gpu g;                // until the session owns it
-  gnio::gpu* dev = nullptr;   // the session's, from then on
+  gnio::gpu g;               // until the session owns it
+  gnio::gpu* dev = nullptr;  // the session's, from then on
   std::vector<uint32_t> queue_ids;
   flow_count::body b{};
   gnio::mem_block table[2], tot, ctl, zeros;  // table[1], ctl and zeros only with expiry

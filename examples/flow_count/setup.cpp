@@ -102,10 +102,10 @@ int check_memory(run_state& st) {
   const uint64_t table_bytes = host_tables * tables * sizeof(flow_count::flow_entry) * table_cap;
   const uint64_t ring_bytes = uint64_t{queues} * gnio::cli::rx_ring_bytes(ring, st.o.rx_slot);
   const gnio::cli::memory_room room = gnio::cli::available_memory();
-  std::string why = gnio::cli::memory_refusal(
-      fmt::format("--table {} ({} table(s) of {} slots of {} bytes on {} host executor(s))", table_cap, tables,
-                  table_cap, sizeof(flow_count::flow_entry), host_tables),
-      table_bytes, room);
+  std::string why =
+      gnio::cli::memory_refusal(fmt::format("--table {} ({} table(s) of {} slots of {} bytes on {} host executor(s))",
+                                            table_cap, tables, table_cap, sizeof(flow_count::flow_entry), host_tables),
+                                table_bytes, room);
   if (why.empty())
     why = gnio::cli::memory_refusal(fmt::format("--ring {} on {} queue(s)", ring, queues), ring_bytes, room);
   if (why.empty())

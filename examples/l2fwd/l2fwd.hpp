@@ -16,7 +16,7 @@ namespace l2fwd {
 inline constexpr uint32_t max_queues = 64;
 
 struct totals {
-  uint64_t packets;    // received
+  uint64_t packets;  // received
   uint64_t bytes;
   uint64_t forwarded;  // handed to the TX ring
   uint64_t tx_failed;  // the TX ring stayed full: dropped, counted here

@@ -123,10 +123,11 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     return rep.fail(gnio::error(gnio::status::not_supported, why), "port");
   // Counted before it is taken (F19): every ring slot is touched, so rings
   // that cannot be backed are refused here rather than by the OOM killer.
-  if (const std::string why = gnio::cli::memory_refusal(
-          fmt::format("--ring {} on {} RX and {} TX queue(s)", o.ring, queues, queues),
-          uint64_t{queues} * (gnio::cli::rx_ring_bytes(o.ring, o.rx_slot) + gnio::cli::tx_ring_bytes(o.ring, o.rx_slot)),
-          gnio::cli::available_memory());
+  if (const std::string why =
+          gnio::cli::memory_refusal(fmt::format("--ring {} on {} RX and {} TX queue(s)", o.ring, queues, queues),
+                                    uint64_t{queues} * (gnio::cli::rx_ring_bytes(o.ring, o.rx_slot) +
+                                                        gnio::cli::tx_ring_bytes(o.ring, o.rx_slot)),
+                                    gnio::cli::available_memory());
       !why.empty())
     return rep.refuse(why, "no_memory", "options");
 
@@ -284,13 +285,16 @@ int main(int argc, char** argv) {
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
-    CLI::App app{"l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
-                 "from a persistent GPU kernel (or the host executor)"};
+    CLI::App app{
+        "l2fwd: swap the Ethernet addresses of every received frame and send it back out of the same port, "
+        "from a persistent GPU kernel (or the host executor)"};
     options o;
-    app.add_option("--port", o.port_dev, "device string of a port that receives and transmits, e.g. "
-                                         "pcap:file=in.pcap,tx=out.pcap, pair:name=a, gen:size=64,count=1000000")
+    app.add_option("--port", o.port_dev,
+                   "device string of a port that receives and transmits, e.g. "
+                   "pcap:file=in.pcap,tx=out.pcap, pair:name=a, gen:size=64,count=1000000")
         ->required();
-    app.add_option("--gpu", o.gpu_sel, "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
+    app.add_option("--gpu", o.gpu_sel,
+                   "CUDA ordinal, PCIe bus id, host, or auto (the first GPU, else the host executor)")
         ->capture_default_str();
     app.add_option("--queues", o.queues, "RX queues, each with its TX queue and kernel block")
         ->check(gnio::cli::whole(1, l2fwd::max_queues))
@@ -298,7 +302,9 @@ int main(int argc, char** argv) {
     app.add_option("--ring", o.ring, "descriptors per RX and TX queue (power of two)")
         ->check(gnio::cli::power_of_two(2, 1u << 31))
         ->capture_default_str();
-    app.add_option("--batch", o.batch, "max frames per recv (per-burst and graph: at most --burst)")->check(gnio::cli::whole(1, 65536))->capture_default_str();
+    app.add_option("--batch", o.batch, "max frames per recv (per-burst and graph: at most --burst)")
+        ->check(gnio::cli::whole(1, 65536))
+        ->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
     app.add_option("--poll", o.poll,
                    "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
@@ -323,7 +329,8 @@ int main(int argc, char** argv) {
                    "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
         ->transform(gnio::cli::duration())
         ->capture_default_str();
-    auto* json_opt = app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    auto* json_opt =
+        app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
     gnio::metrics::add_options(app, o.metrics);
     gnio::cli::add_version_flag(app, "l2fwd");
     // Usage errors exit with 2, --help with 0.

@@ -61,7 +61,7 @@ class atomic_file {
   std::string temp_;    // the temporary file, while it exists
   int fd_ = -1;         // open on temp_
   bool in_place_ = false;
-  unsigned mode_ = 0;   // permission bits to give the new file (0: the default, 0666 & ~umask)
+  unsigned mode_ = 0;  // permission bits to give the new file (0: the default, 0666 & ~umask)
 };
 
 // Whether a and b name the same regular file: the same device and inode

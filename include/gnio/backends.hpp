@@ -10,11 +10,11 @@
 namespace gnio {
 
 struct backend_info {
-  std::string name;     // the device-string prefix, e.g. "pcap"
-  std::string summary;  // one line
-  std::string options;  // "key=value  meaning" lines, one per option (empty when not available)
+  std::string name;        // the device-string prefix, e.g. "pcap"
+  std::string summary;     // one line
+  std::string options;     // "key=value  meaning" lines, one per option (empty when not available)
   bool available = false;  // built into this library: port::open takes "name:..."
-  std::string why_not;  // when not available: what building it needs
+  std::string why_not;     // when not available: what building it needs
 };
 
 // Every backend, the available ones first, in the order port::open tries names.

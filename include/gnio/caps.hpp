@@ -29,12 +29,12 @@ struct port_caps {
   bool tx = false;
   uint32_t max_rx_queues = 0;
   uint32_t max_tx_queues = 0;
-  uint32_t max_pkt_bytes = 0;     // largest frame it can deliver or send
+  uint32_t max_pkt_bytes = 0;  // largest frame it can deliver or send
   uint32_t min_ring_descs = 0;
   uint32_t max_ring_descs = 0;
-  bool rx_timestamps = false;     // real receive/capture timestamps
-  bool finite = false;            // the source ends by itself (a file, a count)
-  bool hw_steering = false;       // steering done by the NIC, not in software
+  bool rx_timestamps = false;  // real receive/capture timestamps
+  bool finite = false;         // the source ends by itself (a file, a count)
+  bool hw_steering = false;    // steering done by the NIC, not in software
   bool ipv4_csum_offload = false;
   bool l4_csum_offload = false;
   // Set by a backend whose tx_burst_at handles the times itself; the core
@@ -61,7 +61,7 @@ inline constexpr int min_compute_capability = 75;
 struct feature_verdict {
   std::string feature;  // rx, tx, recv_thread, recv_warp, recv_block, send_*, mem_gpu, mem_cpu_gpu, mem_gpu_cpu, ...
   status code = status::success;
-  std::string reason;   // empty on success
+  std::string reason;  // empty on success
 };
 
 // Combines what the backend can do with what the device can do. Pure: the

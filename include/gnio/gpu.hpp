@@ -21,9 +21,9 @@ struct gpu_state;
 
 struct gpu_info {
   executor_kind executor = executor_kind::host;
-  int ordinal = -1;            // CUDA ordinal, -1 for the host
-  std::string name;            // "NVIDIA H200" or "host executor (N CPU threads)"
-  std::string bus_id;          // "0000:ca:00.0", empty for the host
+  int ordinal = -1;    // CUDA ordinal, -1 for the host
+  std::string name;    // "NVIDIA H200" or "host executor (N CPU threads)"
+  std::string bus_id;  // "0000:ca:00.0", empty for the host
   int cc_major = 0, cc_minor = 0;
   int num_sms = 0;
   size_t total_mem_bytes = 0;
@@ -38,10 +38,10 @@ struct gpu_info {
   bool host_native_atomics = false;
   bool pageable_memory_access = false;
   bool concurrent_managed_access = false;
-  bool gpudirect_rdma = false;               // cudaDevAttrGPUDirectRDMASupported
-  int gpudirect_rdma_flush_writes = 0;       // cudaDevAttrGPUDirectRDMAFlushWritesOptions bitmask
-  int gpudirect_rdma_writes_ordering = 0;    // cudaDevAttrGPUDirectRDMAWritesOrdering
-  bool dma_buf = false;                      // cudaDevAttrDmaBufSupported
+  bool gpudirect_rdma = false;             // cudaDevAttrGPUDirectRDMASupported
+  int gpudirect_rdma_flush_writes = 0;     // cudaDevAttrGPUDirectRDMAFlushWritesOptions bitmask
+  int gpudirect_rdma_writes_ordering = 0;  // cudaDevAttrGPUDirectRDMAWritesOrdering
+  bool dma_buf = false;                    // cudaDevAttrDmaBufSupported
 };
 
 // CUDA driver and runtime versions (e.g. 13000 for 13.0); 0 where unknown,

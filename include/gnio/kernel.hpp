@@ -62,8 +62,8 @@ bool prefer_eager_module_loading() noexcept;
 [[nodiscard]] error preload_kernel(const void* kernel);
 
 struct launch_dims {
-  uint32_t blocks = 1;         // host executor: one CPU thread per block
-  uint32_t threads = 256;      // per block (ignored by the host executor)
+  uint32_t blocks = 1;     // host executor: one CPU thread per block
+  uint32_t threads = 256;  // per block (ignored by the host executor)
   uint32_t shared_bytes = 0;
   // How the body is run (device::launch_mode) and how its recv(ctx, ...)
   // polls an empty queue (device::poll_policy).
@@ -85,9 +85,9 @@ struct launch_stats {
   device::launch_mode mode = device::launch_mode::persistent;
   uint64_t launches = 0;  // kernels launched (graph: graph launches); persistent: 1
   // Per-burst modes only (0 when persistent):
-  uint64_t packets = 0;   // completions the launches consumed (consumer index advanced)
-  uint64_t busy_ns = 0;   // from each launch until its kernel had finished, summed
-  uint64_t idle_ns = 0;   // waiting for a burst between launches, summed
+  uint64_t packets = 0;  // completions the launches consumed (consumer index advanced)
+  uint64_t busy_ns = 0;  // from each launch until its kernel had finished, summed
+  uint64_t idle_ns = 0;  // waiting for a burst between launches, summed
 };
 
 // Owns a stream (or host threads) and an exit flag: move-only. Its

@@ -70,7 +70,8 @@ struct launch_access {
 template <class Body>
 [[nodiscard]] error launch(kernel_runner& runner, const launch_dims& dims, const Body& body) {
   using access = detail::launch_access;
-  static_assert(std::is_trivially_copyable_v<Body>, "a kernel body is copied to the device: keep it trivially copyable");
+  static_assert(std::is_trivially_copyable_v<Body>,
+                "a kernel body is copied to the device: keep it trivially copyable");
   if (!runner.valid()) return error(status::bad_state, "launch: the runner was not created");
   if (dims.blocks == 0) return error(status::invalid_value, "launch: blocks must be at least 1");
   const device::poll_policy poll = dims.poll;
@@ -129,8 +130,8 @@ template <class Body>
   device::exec_ctx c = access::ctx(runner, dims.blocks);
   c.poll = poll;
   if constexpr (detail::body_by_value<Body>)
-    detail::persistent_kernel<Body><<<dims.blocks, dims.threads, dims.shared_bytes, static_cast<cudaStream_t>(*stream)>>>(
-        body, c);
+    detail::persistent_kernel<Body>
+        <<<dims.blocks, dims.threads, dims.shared_bytes, static_cast<cudaStream_t>(*stream)>>>(body, c);
   else
     detail::persistent_kernel_by_pointer<Body>
         <<<dims.blocks, dims.threads, dims.shared_bytes, static_cast<cudaStream_t>(*stream)>>>(body_ptr, c);

@@ -63,10 +63,10 @@ struct rxq_stats {
 };
 
 struct txq_stats {
-  uint64_t sent = 0;       // descriptors the backend completed
+  uint64_t sent = 0;  // descriptors the backend completed
   uint64_t bytes = 0;
-  uint64_t errors = 0;     // completed but the backend failed to send them
-  uint64_t bad_addr = 0;   // descriptor address outside registered memory (completed, not sent)
+  uint64_t errors = 0;    // completed but the backend failed to send them
+  uint64_t bad_addr = 0;  // descriptor address outside registered memory (completed, not sent)
 };
 
 // One engine thread (lanes=N gives N). busy_ns / frames is what the engine
@@ -77,21 +77,21 @@ struct lane_stats {
 };
 
 struct port_stats {
-  uint64_t rx_frames = 0;    // frames the backend produced
+  uint64_t rx_frames = 0;  // frames the backend produced
   uint64_t rx_bytes = 0;
-  uint64_t rx_errors = 0;    // source-side errors (damaged capture, socket errors)
+  uint64_t rx_errors = 0;  // source-side errors (damaged capture, socket errors)
   // Frames the source dropped before the engine saw them (a kernel or device
   // ring full, no free buffer: af_xdp's rx_dropped/rx_ring_full, af_packet's
   // tp_drops, DPDK's imissed/rx_nombuf). Outside received = processed +
   // missed + unsteered + pending, which starts at rx_frames.
   uint64_t rx_dropped = 0;
-  uint64_t rx_missed = 0;    // sum over queues
-  uint64_t rx_delivered = 0; // sum over queues
-  uint64_t rx_unsteered = 0; // frames with no queue to go to (no RX queue for their class)
+  uint64_t rx_missed = 0;     // sum over queues
+  uint64_t rx_delivered = 0;  // sum over queues
+  uint64_t rx_unsteered = 0;  // frames with no queue to go to (no RX queue for their class)
   uint64_t tx_frames = 0;
   uint64_t tx_bytes = 0;
   uint64_t tx_errors = 0;
-  bool rx_ended = false;     // the backend reported end of stream
+  bool rx_ended = false;  // the backend reported end of stream
   std::vector<rxq_stats> rxq;
   std::vector<txq_stats> txq;
   std::vector<lane_stats> lanes;  // while started and after (empty before start)

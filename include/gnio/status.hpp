@@ -16,7 +16,6 @@
 
 namespace gnio {
 
-
 // Where a status usually comes from, so messages can say where to look.
 enum class layer : uint8_t {
   none,     // success
@@ -33,7 +32,7 @@ struct status_info {
   std::string_view name;     // e.g. "bad_state"
   std::string_view meaning;  // one line
   layer where;
-  std::string_view next;     // what to check next
+  std::string_view next;  // what to check next
 };
 
 // Every status with its name, meaning, layer and remedy hint.

@@ -36,9 +36,7 @@ status status_of_errno(int e) noexcept {
   }
 }
 
-error errno_error(int e, std::string what) {
-  return fail(status_of_errno(e), "{}: {}", what, std::strerror(e));
-}
+error errno_error(int e, std::string what) { return fail(status_of_errno(e), "{}: {}", what, std::strerror(e)); }
 
 // Writes all of text to fd; EINTR and partial writes are retried.
 int write_all(int fd, std::string_view text) noexcept {
@@ -70,9 +68,7 @@ std::string base_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool under_dev_or_proc(const std::string& path) {
-  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
-}
+bool under_dev_or_proc(const std::string& path) { return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0; }
 
 std::atomic<unsigned> g_serial{0};
 
@@ -82,10 +78,11 @@ std::string fifo_output_refusal(const std::string& path) {
   struct stat st {};
   if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return {};
   if (!under_dev_or_proc(path))
-    return fmt::format("'{}' is a FIFO (named pipe), which this output does not take: it is written as a file, and "
-                       "opening a FIFO waits for a reader with no bound (past --duration and Ctrl-C); name a regular "
-                       "file",
-                       path);
+    return fmt::format(
+        "'{}' is a FIFO (named pipe), which this output does not take: it is written as a file, and "
+        "opening a FIFO waits for a reader with no bound (past --duration and Ctrl-C); name a regular "
+        "file",
+        path);
   // A pipe the caller set up: usable while something reads it. The descriptor
   // is closed at once; the program holds the pipe open itself (stdout, fd N),
   // so its reader sees no end of file.
@@ -232,7 +229,8 @@ error atomic_file::commit(std::string_view text) {
 
 bool same_file(const std::string& a, const std::string& b) noexcept {
   if (a.empty() || b.empty()) return false;
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   const bool ha = ::stat(a.c_str(), &sa) == 0, hb = ::stat(b.c_str(), &sb) == 0;
   if (ha && hb) return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (ha || hb) return false;

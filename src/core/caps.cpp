@@ -27,7 +27,8 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
     exec_no = fmt::format("{} has compute capability {}.{}; this build's kernels need {}.{} or newer", dev.name,
                           dev.cc_major, dev.cc_minor, min_compute_capability / 10, min_compute_capability % 10);
   else if (cuda && !dev.can_map_host_memory)
-    exec_no = fmt::format("{} cannot map pinned host memory, where gnio keeps completion rings and doorbells", dev.name);
+    exec_no =
+        fmt::format("{} cannot map pinned host memory, where gnio keeps completion rings and doorbells", dev.name);
   add("kernels", exec_no);
 
   auto with_exec = [&](std::string why) { return exec_no.empty() ? why : exec_no; };
@@ -54,20 +55,23 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
                             "alone does not provide; use gpu (staged copies) or cpu_gpu"
                           : "");
 
-  add("rx_timestamps", !port.rx ? no_rx
-                       : port.rx_timestamps
-                           ? ""
-                           : fmt::format("backend {} has no source timestamps; gnio stamps frames when they arrive", backend));
-  add("gpudirect_rdma", !cuda ? "the host executor has no GPU"
-                        : dev.gpudirect_rdma
-                            ? ""
-                            : fmt::format("{} reports no GPUDirect RDMA support (cudaDevAttrGPUDirectRDMASupported = 0)", dev.name));
+  add("rx_timestamps",
+      !port.rx ? no_rx
+      : port.rx_timestamps
+          ? ""
+          : fmt::format("backend {} has no source timestamps; gnio stamps frames when they arrive", backend));
+  add("gpudirect_rdma",
+      !cuda ? "the host executor has no GPU"
+      : dev.gpudirect_rdma
+          ? ""
+          : fmt::format("{} reports no GPUDirect RDMA support (cudaDevAttrGPUDirectRDMASupported = 0)", dev.name));
   return out;
 }
 
 error check_receive_kernels(const port_caps& port, std::string_view backend, const gpu_info& dev, bool cuda_built) {
   for (const auto& v : evaluate_caps(port, backend, dev, cuda_built))
-    if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success) return error(v.code, v.reason);
+    if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success)
+      return error(v.code, v.reason);
   return {};
 }
 

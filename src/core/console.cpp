@@ -24,7 +24,7 @@ constexpr size_t k_out_buffer = 64 * 1024;
 
 // Everything below is guarded by g_mu (a pthread mutex: locking it cannot throw).
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-int g_errno[2] = {0, 0};  // first failure per stream (out, err)
+int g_errno[2] = {0, 0};   // first failure per stream (out, err)
 char g_buf[k_out_buffer];  // stdout's buffer
 size_t g_len = 0;
 int g_tty = -1;  // stdout is a terminal: -1 not yet known
@@ -128,11 +128,11 @@ int finish(std::string_view program, int rc) noexcept {
     if (!e) continue;
     const int left = static_cast<int>(sizeof line) - n;
     if (left <= 1) break;
-    const int w = std::snprintf(line + n, static_cast<size_t>(left), "%.*s: writing %s failed: %s; %s\n",
-                                static_cast<int>(program.size()), program.data(), i == 0 ? "stdout" : "stderr",
-                                std::strerror(e),
-                                i == 0 ? "the results printed there are incomplete (check the disk or pipe it goes to)"
-                                       : "messages and progress lines were lost (check the disk or pipe it goes to)");
+    const int w =
+        std::snprintf(line + n, static_cast<size_t>(left), "%.*s: writing %s failed: %s; %s\n",
+                      static_cast<int>(program.size()), program.data(), i == 0 ? "stdout" : "stderr", std::strerror(e),
+                      i == 0 ? "the results printed there are incomplete (check the disk or pipe it goes to)"
+                             : "messages and progress lines were lost (check the disk or pipe it goes to)");
     n += w < 0 ? 0 : (w < left ? w : left - 1);
   }
   if (!e_err) (void)write_all(1, line, static_cast<size_t>(n));
@@ -155,8 +155,7 @@ std::string current_exception_text() noexcept {
       if (p) std::rethrow_exception(p);
     } catch (const std::exception& e) {
       return type + ": " + e.what();
-    } catch (...) {
-    }
+    } catch (...) {}
     return type;
   } catch (...) {
     return "an exception";  // no memory to say more

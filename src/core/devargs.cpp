@@ -15,7 +15,8 @@ result<devargs> parse_devargs(std::string_view text) {
   devargs a;
   a.text = std::string(text);
   auto colon = text.find(':');
-  if (text.empty()) return fail(status::invalid_value, "empty device string; expected NAME:key=value,... (e.g. pcap:file=x.pcap)");
+  if (text.empty())
+    return fail(status::invalid_value, "empty device string; expected NAME:key=value,... (e.g. pcap:file=x.pcap)");
   a.name = std::string(text.substr(0, colon));
   if (a.name.empty()) return fail(status::invalid_value, "device string '{}' has no backend name before ':'", text);
   if (colon == std::string_view::npos) return a;
@@ -63,7 +64,8 @@ error get_u64(const devargs& a, std::string_view key, uint64_t min, uint64_t max
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
   if (v->empty() || ec != std::errc{} || p != v->data() + v->size())
     return fail(status::invalid_value, "{}: {}={} is not a whole number", a.name, key, *v);
-  if (x < min || x > max) return fail(status::invalid_value, "{}: {}={} is out of range [{}, {}]", a.name, key, x, min, max);
+  if (x < min || x > max)
+    return fail(status::invalid_value, "{}: {}={} is out of range [{}, {}]", a.name, key, x, min, max);
   *out = x;
   return {};
 }
@@ -89,7 +91,8 @@ error get_rate(const devargs& a, std::string_view key, double* pps, double* bps)
   double x = 0;
   std::string unit;
   if (!split_number(*v, &x, &unit) || x <= 0)
-    return fail(status::invalid_value, "{}: {}={} is not a positive rate (e.g. 1000pps, 2.5Mpps, 1Gbps)", a.name, key, *v);
+    return fail(status::invalid_value, "{}: {}={} is not a positive rate (e.g. 1000pps, 2.5Mpps, 1Gbps)", a.name, key,
+                *v);
   double mult = 1;
   const std::string prefix = unit.substr(0, 1);
   if (!unit.empty() && (unit[0] == 'k' || unit[0] == 'K')) mult = 1e3, unit.erase(0, 1);
@@ -105,7 +108,8 @@ error get_rate(const devargs& a, std::string_view key, double* pps, double* bps)
   }
   const bool bits = unit == "bps";
   if (!unit.empty() && unit != "pps" && !bits)
-    return fail(status::invalid_value, "{}: {}={}: unknown unit '{}' (use pps or bps with k, M or G)", a.name, key, *v, unit);
+    return fail(status::invalid_value, "{}: {}={}: unknown unit '{}' (use pps or bps with k, M or G)", a.name, key, *v,
+                unit);
   // Beyond these a rate is no pacing at all, and the token buckets that
   // count it would overflow (1e308G is infinite).
   const double rate = x * mult;
@@ -134,8 +138,8 @@ error get_duration_ns(const devargs& a, std::string_view key, uint64_t* out) {
   // Checked before the cast: a double past 2^64 does not convert (1e11 s is
   // 1e20 ns), and below 1 ns it would truncate to 0.
   if (!(ns >= 1.0 && ns <= static_cast<double>(max_duration_ns)))
-    return fail(status::invalid_value, "{}: {}={} is out of range: a duration is at least 1ns and at most {:g}s", a.name,
-                key, *v, static_cast<double>(max_duration_ns) / 1e9);
+    return fail(status::invalid_value, "{}: {}={} is out of range: a duration is at least 1ns and at most {:g}s",
+                a.name, key, *v, static_cast<double>(max_duration_ns) / 1e9);
   *out = static_cast<uint64_t>(ns);
   return {};
 }

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 
-
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
@@ -24,15 +23,15 @@ namespace detail {
 namespace {
 
 uint64_t realtime_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 uint64_t steady_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // Holds a shared queue's lock for the scope; a queue one lane owns needs none.
@@ -270,8 +269,8 @@ bool drain_tx(port_state& p, lane_state& l, uint64_t* due, bool final) {
           // sent early; they are completed unsent and counted.
           q->errors.add(n);
           if (p.tx_warnings++ < 5)
-            log(log_level::warn, "port {}: {} frame(s) not sent: the port stopped before their not-before time",
-                p.name, n);
+            log(log_level::warn, "port {}: {} frame(s) not sent: the port stopped before their not-before time", p.name,
+                n);
           q->r.release(n);
           busy = true;
           continue;
@@ -404,8 +403,7 @@ void engine_main(lane_state& l) {
       const uint64_t left = due > now ? due - now : 0;
       if (left > 100'000 && !p.engine_busy)
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(left - 60'000, 200'000)));
-      else
-        std::this_thread::yield();
+      else std::this_thread::yield();
     } else if (++idle > 64 && !has_staged && !p.engine_busy) {
       if (idle == 65) idle_since = steady_ns();
       const uint64_t quiet = steady_ns() - idle_since;
@@ -475,8 +473,7 @@ void rx_lane::commit(uint32_t wire_len, uint64_t ts_ns) {
   lane_state& l = *s_;
   rxq_state* q = l.reserved;
   if (!q) return;
-  q->w.commit(wire_len, ts_ns ? ts_ns : l.burst_ts, l.reserved_si.hash, l.reserved_si.cls,
-              l.reserved_si.flags);
+  q->w.commit(wire_len, ts_ns ? ts_ns : l.burst_ts, l.reserved_si.hash, l.reserved_si.cls, l.reserved_si.flags);
   l.reserved = nullptr;
   if (q->shared) q->release();
 }

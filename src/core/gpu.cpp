@@ -207,7 +207,8 @@ result<gpu> gpu::open(std::string_view selector) {
     st->info.host_native_atomics = true;
     st->info.pageable_memory_access = true;
   };
-  if (sel.empty()) return fail(status::invalid_value, "gpu: empty selector; use host, auto, a CUDA ordinal or a PCIe bus id");
+  if (sel.empty())
+    return fail(status::invalid_value, "gpu: empty selector; use host, auto, a CUDA ordinal or a PCIe bus id");
   if (sel == "host" || sel == "cpu") {
     make_host();
     return gpu(std::move(st));
@@ -234,9 +235,10 @@ result<gpu> gpu::open(std::string_view selector) {
     return fail(status::not_found, "gpu: no GPU with bus id {}: {}", selector, "gnio was built without CUDA");
 #endif
   } else {
-    return fail(status::invalid_value,
-                "gpu: '{}' is not a selector; use host, auto, a CUDA ordinal (0) or a PCIe bus id (0000:ca:00.0 or ca:00.0)",
-                selector);
+    return fail(
+        status::invalid_value,
+        "gpu: '{}' is not a selector; use host, auto, a CUDA ordinal (0) or a PCIe bus id (0000:ca:00.0 or ca:00.0)",
+        selector);
   }
 #if defined(GNIO_HAVE_CUDA)
   auto dev = detail::make_cuda_device(ordinal, &st->info);
@@ -299,7 +301,8 @@ error gpu::free(mem_block& block) {
 error gpu::copy_to_host(void* host_dst, const mem_block& src, size_t offset, size_t bytes) {
   if (!state_) return fail(status::bad_state, "gpu::copy_to_host: the gpu was destroyed or never opened");
   if (src.empty() || offset > src.bytes || bytes > src.bytes - offset)
-    return fail(status::invalid_value, "gpu::copy_to_host: range [{}, +{}) outside a block of {} bytes", offset, bytes, src.bytes);
+    return fail(status::invalid_value, "gpu::copy_to_host: range [{}, +{}) outside a block of {} bytes", offset, bytes,
+                src.bytes);
   if (src.host_ptr) {
     std::memcpy(host_dst, static_cast<const uint8_t*>(src.host_ptr) + offset, bytes);
     return {};
@@ -311,7 +314,8 @@ error gpu::copy_to_host(void* host_dst, const mem_block& src, size_t offset, siz
 error gpu::copy_to_block(mem_block& dst, size_t offset, const void* host_src, size_t bytes) {
   if (!state_) return fail(status::bad_state, "gpu::copy_to_block: the gpu was destroyed or never opened");
   if (dst.empty() || offset > dst.bytes || bytes > dst.bytes - offset)
-    return fail(status::invalid_value, "gpu::copy_to_block: range [{}, +{}) outside a block of {} bytes", offset, bytes, dst.bytes);
+    return fail(status::invalid_value, "gpu::copy_to_block: range [{}, +{}) outside a block of {} bytes", offset, bytes,
+                dst.bytes);
   if (dst.host_ptr) {
     std::memcpy(static_cast<uint8_t*>(dst.host_ptr) + offset, host_src, bytes);
     return {};

@@ -96,7 +96,6 @@ cuda_env cuda_query_env();
 result<int> cuda_ordinal_from_bus_id(const std::string& bus_id);
 #endif
 
-
 struct rxq_state {
   uint32_t id = 0;
   std::shared_ptr<gpu_state> owner;  // whose memory holds the queue
@@ -138,8 +137,7 @@ struct rxq_state {
     // Pairs with the release in release(): the previous writer's entries and
     // indices are visible to the next.
     while (lock.exchange(true, std::memory_order_acquire))
-      while (lock.load(std::memory_order_relaxed)) {
-      }
+      while (lock.load(std::memory_order_relaxed)) {}
   }
   void release() noexcept { lock.store(false, std::memory_order_release); }
 };
@@ -171,12 +169,12 @@ struct lane_state {
   std::vector<uint32_t> groups[8];  // per rx_class: indices into rx
   bool single = false;              // one queue and no rules: nothing to steer
   bool ended = false;
-  rxq_state* reserved = nullptr;    // the queue of an open reserve(), until commit()
+  rxq_state* reserved = nullptr;  // the queue of an open reserve(), until commit()
   backend::steer_info reserved_si;
-  std::unique_ptr<copy_queue> copies;  // TX reads from GPU memory (lane 0)
-  std::vector<uint32_t> released;   // pool buffers on their way back to the backend
+  std::unique_ptr<copy_queue> copies;                      // TX reads from GPU memory (lane 0)
+  std::vector<uint32_t> released;                          // pool buffers on their way back to the backend
   std::vector<std::pair<rxq_state*, uint32_t>> returning;  // how many of them each queue gave
-  counter frames, busy_ns;          // frames taken from the backend, time spent on them
+  counter frames, busy_ns;                                 // frames taken from the backend, time spent on them
   // Wall-clock time (ns since the epoch) read once before each rx_burst: the
   // timestamp of frames whose source gives none (one clock read per burst,
   // not per frame).
@@ -201,7 +199,7 @@ struct port_state {
   port_caps caps;
   bool overflow_wait = false;  // wait for ring space instead of dropping (finite sources)
   bool engine_busy = false;    // engine_poll=busy: the engine never sleeps when idle
-  tx_mirror mirror;             // tx_pcap=: a copy of every transmitted frame
+  tx_mirror mirror;            // tx_pcap=: a copy of every transmitted frame
   // The backend's RX pool (rx_pool_setup), if it has one.
   mem_block pool;
   uint32_t pool_buf_bytes = 0;

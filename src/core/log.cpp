@@ -15,7 +15,9 @@ log_level level_from_env() noexcept {
   const char* env = std::getenv("GNIO_LOG_LEVEL");
   log_level l = log_level::warn;
   if (env && !parse_log_level(env, l)) {
-    std::fprintf(stderr, "gnio: warn: GNIO_LOG_LEVEL='%s' is not one of error, warn, info, debug, trace, off; using warn\n", env);
+    std::fprintf(stderr,
+                 "gnio: warn: GNIO_LOG_LEVEL='%s' is not one of error, warn, info, debug, trace, off; using warn\n",
+                 env);
     l = log_level::warn;
   }
   return l;
@@ -63,7 +65,8 @@ std::string_view to_string(log_level level) noexcept {
 bool parse_log_level(std::string_view text, log_level& out) noexcept {
   std::string t(text);
   for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (auto l : {log_level::error, log_level::warn, log_level::info, log_level::debug, log_level::trace, log_level::off}) {
+  for (auto l :
+       {log_level::error, log_level::warn, log_level::info, log_level::debug, log_level::trace, log_level::off}) {
     if (t == to_string(l)) {
       out = l;
       return true;

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 
-
 #include "gnio/atomic_file.hpp"
 #include "internal.hpp"
 #include "out_file.hpp"
@@ -38,7 +37,6 @@ void port_state::set_engine_error(error e) {
     engine_err = std::move(e);
   }
 }
-
 
 void port_state::release_tx_stage() noexcept {
   if (tx_stage.host_ptr) gpu->dev->release(tx_stage);
@@ -125,8 +123,10 @@ result<port> port::open(gpu& g, std::string_view dev) {
     st->num_lanes = static_cast<uint32_t>(n);
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "lanes"; });
     if (n > 1 && !ops->set_lanes)
-      return fail(status::not_supported, "{}: lanes={}: this backend has a single source and cannot be split over "
-                  "several engine threads (gen can)", args->name, n);
+      return fail(status::not_supported,
+                  "{}: lanes={}: this backend has a single source and cannot be split over "
+                  "several engine threads (gen can)",
+                  args->name, n);
   }
   if (const auto* v = args->find("tx_pcap")) {
     if (v->empty()) return fail(status::invalid_value, "{}: tx_pcap= needs a file name", args->name);
@@ -151,8 +151,8 @@ result<port> port::open(gpu& g, std::string_view dev) {
                                 if (s.pool.host_ptr)
                                   return fail(status::already_exist, "{}: the RX pool was already allocated", s.name);
                                 if (bytes == 0 || bytes > (uint64_t{1} << 32))
-                                  return fail(status::invalid_value,
-                                              "{}: an RX pool of {} bytes is outside (0, 4 GiB]", s.name, bytes);
+                                  return fail(status::invalid_value, "{}: an RX pool of {} bytes is outside (0, 4 GiB]",
+                                              s.name, bytes);
                                 auto b = s.gpu->dev->alloc_pool(bytes);
                                 if (!b) return b.err();
                                 s.pool = *b;
@@ -199,7 +199,8 @@ error port::register_memory(const mem_block& block) {
   auto& s = *state_;
   std::lock_guard lk(s.mu);
   if (s.phase != port_phase::configured)
-    return fail(status::bad_state, "register_memory: port {} was started; register buffer arrays before start()", s.name);
+    return fail(status::bad_state, "register_memory: port {} was started; register buffer arrays before start()",
+                s.name);
   if (block.empty() || block.bytes == 0) return fail(status::invalid_value, "register_memory: empty block");
   for (const auto& b : s.user_regions)
     if (b.exec_ptr == block.exec_ptr) return fail(status::already_exist, "register_memory: block already registered");
@@ -220,7 +221,8 @@ error port::set_steering(std::vector<steering_rule> rules, std::vector<uint32_t>
     return {};
   };
   for (const auto& r : rules) {
-    if (r.cls > device::rx_class_arp) return fail(status::invalid_value, "set_steering: unknown class {}", static_cast<int>(r.cls));
+    if (r.cls > device::rx_class_arp)
+      return fail(status::invalid_value, "set_steering: unknown class {}", static_cast<int>(r.cls));
     if (auto e = check(r.queues); e) return e;
   }
   if (auto e = check(default_queues); e) return e;
@@ -242,13 +244,14 @@ error port::start() {
     if (q->alive) rx.push_back(q.get());
   for (auto& q : s.txqs)
     if (q->alive) tx.push_back(q.get());
-  if (rx.empty() && tx.empty()) return fail(status::bad_state, "start: port {} has no queues; create at least one first", s.name);
+  if (rx.empty() && tx.empty())
+    return fail(status::bad_state, "start: port {} has no queues; create at least one first", s.name);
 
   const uint32_t nl = s.num_lanes;
   if (nl > 1) {
     if (rx.size() < nl)
-      return fail(status::invalid_value, "start: port {}: lanes={} needs at least as many RX queues (has {})", s.name, nl,
-                  rx.size());
+      return fail(status::invalid_value, "start: port {}: lanes={} needs at least as many RX queues (has {})", s.name,
+                  nl, rx.size());
     if (auto e = s.ops->set_lanes(s.priv, nl); e) return e;
   }
   std::vector<uint32_t> ids;
@@ -274,7 +277,8 @@ error port::start() {
   std::vector<detail::region> regions;
   auto add = [&](const mem_block& b, detail::device_ops* dev, bool pool) {
     if (b.exec_ptr)
-      regions.push_back({reinterpret_cast<uintptr_t>(b.exec_ptr), static_cast<uint8_t*>(b.host_ptr), b.bytes, dev, pool});
+      regions.push_back(
+          {reinterpret_cast<uintptr_t>(b.exec_ptr), static_cast<uint8_t*>(b.host_ptr), b.bytes, dev, pool});
   };
   size_t stage = 0;
   for (auto* q : tx) {
@@ -361,7 +365,8 @@ error port::close() {
     size_t alive = 0;
     for (auto& q : s.rxqs) alive += q->alive;
     for (auto& q : s.txqs) alive += q->alive;
-    if (alive) return fail(status::bad_state, "close: port {} still has {} queue(s); destroy them first", s.name, alive);
+    if (alive)
+      return fail(status::bad_state, "close: port {} still has {} queue(s); destroy them first", s.name, alive);
   }
   if (state_.use_count() > 1)
     return fail(status::bad_state, "close: port {} is still used by a kernel runner; destroy it first", state_->name);
@@ -395,7 +400,8 @@ port_stats port::stats() const {
     // Pairs with the release add in the engine's reclaim(), made after rx_release returned.
     r.returned = q->returned.load(std::memory_order_acquire);
     // Pairs with the kernel's release store of its consumer index.
-    if (q->cons_host) r.consumed = device::sys_atomic_ref<uint64_t>(*q->cons_host).load(cuda::std::memory_order_acquire);
+    if (q->cons_host)
+      r.consumed = device::sys_atomic_ref<uint64_t>(*q->cons_host).load(cuda::std::memory_order_acquire);
     out.rx_missed += r.missed;
     out.rx_delivered += r.delivered;
     out.rxq.push_back(r);

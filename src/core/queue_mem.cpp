@@ -88,8 +88,8 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   if (!state_) return fail(status::bad_state, "create_rxq: the port is closed");
   auto& s = *state_;
   std::lock_guard lk(s.mu);
-  if (auto e = check_new_queue(s, "create_rxq", s.caps.rx, "receive", s.rxqs, s.caps.max_rx_queues, "RX",
-                               cfg.num_descs, cfg.stride, true);
+  if (auto e = check_new_queue(s, "create_rxq", s.caps.rx, "receive", s.rxqs, s.caps.max_rx_queues, "RX", cfg.num_descs,
+                               cfg.stride, true);
       e)
     return e;
 
@@ -171,7 +171,8 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
       e)
     return e;
   if (cfg.stride > s.caps.max_pkt_bytes && cfg.stride > 2048)
-    detail::log(log_level::info, "create_txq: stride {} exceeds the port's largest frame {}", cfg.stride, s.caps.max_pkt_bytes);
+    detail::log(log_level::info, "create_txq: stride {} exceeds the port's largest frame {}", cfg.stride,
+                s.caps.max_pkt_bytes);
 
   auto q = std::make_unique<detail::txq_state>();
   q->id = static_cast<uint32_t>(s.txqs.size());
@@ -222,7 +223,6 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   return id;
 }
 
-
 error port::destroy_rxq(uint32_t id) {
   if (!state_) return fail(status::bad_state, "destroy_rxq: the port is closed");
   auto& s = *state_;
@@ -260,7 +260,6 @@ error port::destroy_txq(uint32_t id) {
   return {};
 }
 
-
 result<device::rxq> port::rxq(uint32_t id) const {
   if (!state_) return fail(status::bad_state, "rxq: the port is closed");
   std::lock_guard lk(state_->mu);
@@ -278,7 +277,8 @@ result<device::txq> port::txq(uint32_t id) const {
 result<device::rxq> port::rxq_host(uint32_t id) const {
   if (!state_) return fail(status::bad_state, "rxq_host: the port is closed");
   std::lock_guard lk(state_->mu);
-  if (id >= state_->rxqs.size() || !state_->rxqs[id]->alive) return fail(status::not_found, "rxq_host: no RX queue {}", id);
+  if (id >= state_->rxqs.size() || !state_->rxqs[id]->alive)
+    return fail(status::not_found, "rxq_host: no RX queue {}", id);
   const auto& q = *state_->rxqs[id];
   if (!q.cfg.host_consumer && state_->gpu->info.executor != executor_kind::host)
     return fail(status::not_supported, "rxq_host: RX queue {} was not created with host_consumer", id);
@@ -288,7 +288,8 @@ result<device::rxq> port::rxq_host(uint32_t id) const {
 result<device::txq> port::txq_host(uint32_t id) const {
   if (!state_) return fail(status::bad_state, "txq_host: the port is closed");
   std::lock_guard lk(state_->mu);
-  if (id >= state_->txqs.size() || !state_->txqs[id]->alive) return fail(status::not_found, "txq_host: no TX queue {}", id);
+  if (id >= state_->txqs.size() || !state_->txqs[id]->alive)
+    return fail(status::not_found, "txq_host: no TX queue {}", id);
   const auto& q = *state_->txqs[id];
   if (!q.cfg.host_producer && state_->gpu->info.executor != executor_kind::host)
     return fail(status::not_supported, "txq_host: TX queue {} was not created with host_producer", id);

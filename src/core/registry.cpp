@@ -20,9 +20,7 @@ extern const ops dpdk_ops;
 
 namespace {
 const ops* const k_backends[] = {
-    &pcap_ops,
-    &gen_ops,
-    &pair_ops,
+    &pcap_ops,      &gen_ops, &pair_ops,
 #if defined(GNIO_HAVE_AF_PACKET)
     &af_packet_ops,
 #endif
@@ -33,7 +31,7 @@ const ops* const k_backends[] = {
     &dpdk_ops,
 #endif
 };
-}
+}  // namespace
 
 std::span<const ops* const> registered() { return k_backends; }
 

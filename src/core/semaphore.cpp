@@ -17,7 +17,8 @@ result<semaphore> semaphore::create(gpu& g, uint32_t num_items, uint32_t custom_
   if (!g.valid()) return fail(status::bad_state, "semaphore: the gpu was destroyed or never opened");
   if (num_items == 0 || num_items > (1u << 20))
     return fail(status::invalid_value, "semaphore: num_items={} must be in [1, 1048576]", num_items);
-  if (custom_bytes > (1u << 16)) return fail(status::invalid_value, "semaphore: custom_bytes={} exceeds 65536", custom_bytes);
+  if (custom_bytes > (1u << 16))
+    return fail(status::invalid_value, "semaphore: custom_bytes={} exceeds 65536", custom_bytes);
   auto items = g.state()->alloc(sizeof(device::sem_item) * num_items, mem_type::cpu_gpu);
   if (!items) return items.err();
   auto st = std::make_shared<detail::sem_state>();

@@ -26,8 +26,7 @@ accounting account(const port_stats& st, std::span<const uint64_t> processed) {
     q.missed = r.missed;
     // A kernel that reports more than was delivered is caught by unaccounted, not hidden in pending.
     q.pending = r.delivered > q.processed ? r.delivered - q.processed : 0;
-    q.unaccounted =
-        static_cast<int64_t>(q.received) - static_cast<int64_t>(q.processed + q.missed + q.pending);
+    q.unaccounted = static_cast<int64_t>(q.received) - static_cast<int64_t>(q.processed + q.missed + q.pending);
     a.total.processed += q.processed;
     a.total.pending += q.pending;
   }

@@ -46,8 +46,8 @@ class tx_mirror {
 
  private:
   std::string path_;
-  int fd_ = -1;           // between reserve() and begin()
-  bool created_ = false;  // reserve() created the file
+  int fd_ = -1;             // between reserve() and begin()
+  bool created_ = false;    // reserve() created the file
   void* pcap_ = nullptr;    // pcap_t* (a dead handle) while writing
   void* dumper_ = nullptr;  // pcap_dumper_t*
   int errno_ = 0;           // of the first failed write (engine lane 0; read after the join)

@@ -148,8 +148,9 @@ void release_runner(detail::runner_state* s) {
     bool finished = false;
     (void)s->poll_finished(&finished);
     if (!finished) {
-      detail::log(log_level::error,
-                  "kernel runner destroyed while its kernel still runs; its memory and ports are kept alive until exit");
+      detail::log(
+          log_level::error,
+          "kernel runner destroyed while its kernel still runs; its memory and ports are kept alive until exit");
       for (auto& t : s->threads) t.detach();
       s->threads.clear();
       std::lock_guard g(detail::g_abandoned_mu);
@@ -263,7 +264,8 @@ bool kernel_runner::running() const {
 namespace {
 
 error check_launch(detail::runner_state& s) {
-  if (s.phase == detail::run_phase::running) return fail(status::bad_state, "launch: this runner's kernel is already running");
+  if (s.phase == detail::run_phase::running)
+    return fail(status::bad_state, "launch: this runner's kernel is already running");
   for (auto& p : s.ports) {
     std::lock_guard lk(p->mu);
     if (p->phase != detail::port_phase::started)
@@ -319,7 +321,8 @@ error kernel_runner::launch_host(uint32_t num_blocks, std::function<void(const d
   std::lock_guard lk(s.mu);
   if (s.gpu->info.executor != executor_kind::host)
     return fail(status::invalid_value, "launch_host: this runner belongs to a CUDA GPU");
-  if (num_blocks > 4096) return fail(status::invalid_value, "launch: {} host threads is too many (max 4096)", num_blocks);
+  if (num_blocks > 4096)
+    return fail(status::invalid_value, "launch: {} host threads is too many (max 4096)", num_blocks);
   if (auto e = check_launch(s); e) return e;
   {
     std::lock_guard d(s.done_mu);
@@ -393,7 +396,8 @@ namespace {
 
 uint64_t steady_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // Ready completions in q from ring index `from`, at most max.
@@ -524,11 +528,11 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
   }
 
   const size_t nq = qs.size();
-  std::vector<uint32_t> seen(nq, 0);     // ready entries found from the consumer index so far
-  std::vector<uint64_t> since(nq, 0);    // when the host first saw one of them (0: none)
+  std::vector<uint32_t> seen(nq, 0);   // ready entries found from the consumer index so far
+  std::vector<uint64_t> since(nq, 0);  // when the host first saw one of them (0: none)
   std::vector<uint64_t> before(nq, 0);
   uint32_t empty_polls = 0;
-  bool stalled = false;  // the last launch consumed nothing
+  bool stalled = false;     // the last launch consumed nothing
   uint64_t stalled_at = 0;  // ready entries then
   uint64_t idle_from = steady_ns();
   while (!err) {
@@ -569,7 +573,8 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
       go = false;
     }
     if (!go) {
-      if (dims.poll == device::poll_policy::adaptive) device::idle_backoff(++empty_polls, device::poll_policy::adaptive);
+      if (dims.poll == device::poll_policy::adaptive)
+        device::idle_backoff(++empty_polls, device::poll_policy::adaptive);
       continue;
     }
     empty_polls = 0;
@@ -583,8 +588,9 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
                             : static_cast<cudaError_t>(l.cuda(s->stream));
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        err = cuda_error(status::driver, graph ? "launch per burst: cudaGraphLaunch" : "launch per burst: kernel launch",
-                         e, "check the GPU architecture this binary was built for and the launch dimensions");
+        err =
+            cuda_error(status::driver, graph ? "launch per burst: cudaGraphLaunch" : "launch per burst: kernel launch",
+                       e, "check the GPU architecture this binary was built for and the launch dimensions");
         break;
       }
       e = cudaStreamSynchronize(stream);
@@ -657,9 +663,10 @@ error kernel_runner::launch_bursts(const launch_dims& dims, detail::burst_launch
   if (dims.mode != device::launch_mode::per_burst && dims.mode != device::launch_mode::graph)
     return fail(status::invalid_value, "launch_bursts: the launch mode is not per_burst or graph");
   if (dims.mode == device::launch_mode::graph && !cuda)
-    return fail(status::not_supported,
-                "launch: the graph launch mode replays a captured CUDA graph, and the host executor has no CUDA graphs; "
-                "use per_burst (or persistent) on the host executor");
+    return fail(
+        status::not_supported,
+        "launch: the graph launch mode replays a captured CUDA graph, and the host executor has no CUDA graphs; "
+        "use per_burst (or persistent) on the host executor");
   if (dims.blocks == 0) return fail(status::invalid_value, "launch: blocks must be at least 1");
   if (!cuda && dims.blocks > 4096)
     return fail(status::invalid_value, "launch: {} host threads is too many (max 4096)", dims.blocks);
@@ -769,7 +776,8 @@ error kernel_runner::wait(std::chrono::nanoseconds timeout) {
       num_threads = s.threads.size();
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      return fail(status::time_out, "the kernel is still running after {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+      return fail(status::time_out, "the kernel is still running after {} ms",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
     if (host_threads || bursts) {
       std::unique_lock d(s.done_mu);
       s.done_cv.wait_until(d, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)),
@@ -806,7 +814,8 @@ result<const void*> kernel_runner::body_copy(const void* body, size_t bytes) {
   auto& s = *state_;
   std::lock_guard lk(s.mu);
   // The body of a running kernel is not replaced under it.
-  if (s.phase == detail::run_phase::running) return fail(status::bad_state, "launch: this runner's kernel is already running");
+  if (s.phase == detail::run_phase::running)
+    return fail(status::bad_state, "launch: this runner's kernel is already running");
   if (!s.body.empty()) s.gpu->dev->release(s.body);
   s.body = {};
   if (auto e = s.gpu->dev->bind_thread(); e) return e;

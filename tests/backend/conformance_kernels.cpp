@@ -6,13 +6,23 @@
 
 namespace conf {
 
-gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const record_body& b) { return gnio::launch(r, d, b); }
-gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const large_body& b) { return gnio::launch(r, d, b); }
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const record_body& b) {
+  return gnio::launch(r, d, b);
+}
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const large_body& b) {
+  return gnio::launch(r, d, b);
+}
 gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const timed_send_body& b) {
   return gnio::launch(r, d, b);
 }
-gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const echo_body& b) { return gnio::launch(r, d, b); }
-gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const stubborn_body& b) { return gnio::launch(r, d, b); }
-gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const sem_body& b) { return gnio::launch(r, d, b); }
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const echo_body& b) {
+  return gnio::launch(r, d, b);
+}
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const stubborn_body& b) {
+  return gnio::launch(r, d, b);
+}
+gnio::error launch(gnio::kernel_runner& r, const gnio::launch_dims& d, const sem_body& b) {
+  return gnio::launch(r, d, b);
+}
 
 }  // namespace conf

@@ -29,7 +29,7 @@ using gnio::device::dev_atomic_ref;
 // Records length and hash of every packet by its stream position.
 struct record_body {
   gnio::device::rxq q;
-  record* rec;         // cap entries
+  record* rec;  // cap entries
   uint64_t cap;
   uint64_t* processed;
   uint32_t batch;

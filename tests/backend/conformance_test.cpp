@@ -65,7 +65,8 @@ gnio::device::launch_mode test_launch_mode() {
   }();
   if (m == "per-burst" || m == "per_burst") return gnio::device::launch_mode::per_burst;
   if (m == "graph") return gnio::device::launch_mode::graph;
-  if (!m.empty() && m != "persistent") ADD_FAILURE() << "GNIO_TEST_LAUNCH=" << m << ": use persistent, per-burst or graph";
+  if (!m.empty() && m != "persistent")
+    ADD_FAILURE() << "GNIO_TEST_LAUNCH=" << m << ": use persistent, per-burst or graph";
   return gnio::device::launch_mode::persistent;
 }
 
@@ -133,7 +134,6 @@ frames gen_frames(const std::string& dev, size_t n) {
   return out;
 }
 
-
 // Receives n frames on the host from an RX queue of a host-executor port.
 frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds timeout) {
   frames out;
@@ -141,7 +141,8 @@ frames host_recv(const gnio::device::rxq& q, size_t n, std::chrono::milliseconds
   while (out.size() < n && std::chrono::steady_clock::now() < end) {
     uint64_t first = 0;
     uint32_t num = 0;
-    if (gnio::device::recv<gnio::device::scope::thread>(q, 64, 1'000'000, &first, &num) != gnio::status::success) continue;
+    if (gnio::device::recv<gnio::device::scope::thread>(q, 64, 1'000'000, &first, &num) != gnio::status::success)
+      continue;
     for (uint32_t i = 0; i < num; ++i) {
       const uint8_t* p = gnio::device::pkt_addr(q, first + i);
       out.emplace_back(p, p + gnio::device::pkt_len(q, first + i));
@@ -154,8 +155,12 @@ enum class kind { pcap, gen, pair, af_packet, af_xdp, dpdk };
 // Backends on a real link (the veth the harness made), fed from a raw socket on its peer.
 bool on_link(kind k) { return k == kind::af_packet || k == kind::af_xdp; }
 std::string to_string(kind k) {
-  return k == kind::pcap ? "pcap" : k == kind::gen ? "gen" : k == kind::pair ? "pair" : k == kind::af_packet ? "af_packet"
-         : k == kind::af_xdp ? "af_xdp" : "dpdk";
+  return k == kind::pcap        ? "pcap"
+         : k == kind::gen       ? "gen"
+         : k == kind::pair      ? "pair"
+         : k == kind::af_packet ? "af_packet"
+         : k == kind::af_xdp    ? "af_xdp"
+                                : "dpdk";
 }
 
 std::string env_str(const char* name) {
@@ -440,11 +445,13 @@ void expect_records(const std::vector<conf::record>& got, const frames& want, si
   ASSERT_GE(want.size(), n);
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (got[i].len != want[i].size() || got[i].fnv != conf::fnv64(want[i].data(), static_cast<uint32_t>(want[i].size()))) {
+    if (got[i].len != want[i].size() ||
+        got[i].fnv != conf::fnv64(want[i].data(), static_cast<uint32_t>(want[i].size()))) {
       if (++bad <= 3) {
         long match = -1;
         for (size_t j = 0; j < want.size(); ++j)
-          if (got[i].fnv == conf::fnv64(want[j].data(), static_cast<uint32_t>(want[j].size()))) match = static_cast<long>(j);
+          if (got[i].fnv == conf::fnv64(want[j].data(), static_cast<uint32_t>(want[j].size())))
+            match = static_cast<long>(j);
         ADD_FAILURE() << "packet " << i << ": got len " << got[i].len << ", want " << want[i].size()
                       << " (the bytes received are those of source frame " << match << ")";
       }
@@ -467,8 +474,9 @@ void expect_buffers(const std::vector<conf::record>& got, const gnio::mem_block&
     const auto& r = got[i];
     if (uint64_t{r.buf} + r.len > mem.bytes || (own_area && r.buf % 64 != 0) ||
         (umem_frame && r.buf % umem_frame != 256)) {
-      if (++bad <= 3) ADD_FAILURE() << "packet " << i << ": buffer at " << r.buf << " (+" << r.len << ") in "
-                                    << mem.bytes << " bytes of packet memory";
+      if (++bad <= 3)
+        ADD_FAILURE() << "packet " << i << ": buffer at " << r.buf << " (+" << r.len << ") in " << mem.bytes
+                      << " bytes of packet memory";
     }
     batches[r.batch].push_back({r.buf, uint64_t{r.buf} + r.len});
   }
@@ -507,7 +515,8 @@ class ring_conformance : public testing::TestWithParam<kind> {
       if (!why.empty()) GTEST_SKIP() << "DPDK's drivers do not load here: " << why;
     }
     if (!on_link(GetParam())) return;
-    if (!gnio::backend::find(to_string(GetParam()))) GTEST_SKIP() << "the " << to_string(GetParam()) << " backend is not built";
+    if (!gnio::backend::find(to_string(GetParam())))
+      GTEST_SKIP() << "the " << to_string(GetParam()) << " backend is not built";
     if (env_str("GNIO_CONF_IF").empty() || env_str("GNIO_CONF_PEER").empty())
       GTEST_SKIP() << "GNIO_CONF_IF/GNIO_CONF_PEER unset: run tests/integration/netns.sh conformance";
   }
@@ -580,7 +589,8 @@ TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
   auto src = make_source(GetParam(), 1000, "overflow=drop");
   const uint64_t total = src->expected.size();
   dut d(g, src->dev, ring, total);
-  if (src->k == kind::pair) src->open_peer(src->dev.substr(src->dev.find("name=") + 5, src->dev.find(',') - src->dev.find("name=") - 5));
+  if (src->k == kind::pair)
+    src->open_peer(src->dev.substr(src->dev.find("name=") + 5, src->dev.find(',') - src->dev.find("name=") - 5));
   if (on_link(src->k)) src->open_raw_peer();
   ASSERT_FALSE(d.start());
   // Fill the ring with no consumer running: everything past 64 must be dropped and counted.
@@ -691,7 +701,8 @@ TEST_P(ring_conformance, stop_while_traffic_flows) {
   d.release();
 }
 
-INSTANTIATE_TEST_SUITE_P(backends, ring_conformance, testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp, kind::dpdk),
+INSTANTIATE_TEST_SUITE_P(backends, ring_conformance,
+                         testing::Values(kind::pcap, kind::gen, kind::pair, kind::af_packet, kind::af_xdp, kind::dpdk),
                          [](const auto& info) { return to_string(info.param); });
 
 // --- Timed TX (device::tx_prepare_at) --------------------------------------------
@@ -708,10 +719,10 @@ void run_timed_send(gnio::gpu& g, gnio::port& p, uint32_t txq, const std::vector
   std::optional<gnio::kernel_runner> r(std::move(rr).value());
   gnio::launch_dims d;
   d.threads = 32;
-  ASSERT_FALSE(conf::launch(*r, d,
-                            conf::timed_send_body{*p.txq(txq), static_cast<const uint64_t*>(tb->exec_ptr),
-                                                  static_cast<uint32_t>(times.size()),
-                                                  static_cast<uint64_t*>(failed->exec_ptr)}));
+  ASSERT_FALSE(conf::launch(
+      *r, d,
+      conf::timed_send_body{*p.txq(txq), static_cast<const uint64_t*>(tb->exec_ptr),
+                            static_cast<uint32_t>(times.size()), static_cast<uint64_t*>(failed->exec_ptr)}));
   ASSERT_FALSE(r->wait(std::chrono::seconds(60)));
   EXPECT_EQ(*static_cast<uint64_t*>(failed->host_ptr), 0u) << "sends that got no descriptor or completion";
   r.reset();
@@ -815,7 +826,8 @@ TEST(timed_tx, the_engine_holds_a_frame_until_its_time_and_never_sends_early) {
     // A frame without a time waits for the timed frame before it.
     const uint64_t want = times[i] != 0 ? times[i] : times[i - 1];
     EXPECT_GE(got[i].second, want) << "frame " << i << " left " << (want - got[i].second) << " ns early";
-    if (i > 0 && got[i].second > want) late_max = std::max(late_max, got[i].second - want);  // frame 0's time had passed
+    if (i > 0 && got[i].second > want)
+      late_max = std::max(late_max, got[i].second - want);  // frame 0's time had passed
   }
   std::printf("timed_tx: %zu frames held for their time; latest %.1f us after it\n", got.size(), late_max / 1e3);
   ASSERT_FALSE(a.stop());
@@ -848,10 +860,10 @@ TEST(timed_tx, frames_still_waiting_when_the_port_stops_are_counted_not_sent) {
   std::optional<gnio::kernel_runner> r(std::move(rr).value());
   gnio::launch_dims d;
   d.threads = 32;
-  ASSERT_FALSE(conf::launch(*r, d,
-                            conf::timed_send_body{*a.txq(*ta), static_cast<const uint64_t*>(tb->exec_ptr),
-                                                  static_cast<uint32_t>(times.size()),
-                                                  static_cast<uint64_t*>(failed->exec_ptr), false}));
+  ASSERT_FALSE(conf::launch(
+      *r, d,
+      conf::timed_send_body{*a.txq(*ta), static_cast<const uint64_t*>(tb->exec_ptr),
+                            static_cast<uint32_t>(times.size()), static_cast<uint64_t*>(failed->exec_ptr), false}));
   ASSERT_FALSE(r->wait(std::chrono::seconds(30)));
   r.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the two untimed frames leave
@@ -875,7 +887,8 @@ TEST(semaphore, items_cycle_ready_free_in_order) {
   auto runner = gnio::kernel_runner::create(g);
   ASSERT_TRUE(runner.ok());
   constexpr uint32_t n = 1000;
-  ASSERT_FALSE(conf::launch(*runner, {1, 32, 0}, conf::sem_body{sem->view(), n, static_cast<uint64_t*>(stuck.exec_ptr)}));
+  ASSERT_FALSE(
+      conf::launch(*runner, {1, 32, 0}, conf::sem_body{sem->view(), n, static_cast<uint64_t*>(stuck.exec_ptr)}));
   const auto h = sem->host_view();
   const auto end = std::chrono::steady_clock::now() + 30s;
   for (uint32_t i = 0; i <= n; ++i) {
@@ -902,9 +915,9 @@ TEST(semaphore, items_cycle_ready_free_in_order) {
 
 // --- Lifecycle -----------------------------------------------------------------
 
-#define EXPECT_BAD_STATE(expr)                                         \
-  do {                                                                 \
-    gnio::error e_ = (expr);                                           \
+#define EXPECT_BAD_STATE(expr)                                                   \
+  do {                                                                           \
+    gnio::error e_ = (expr);                                                     \
     EXPECT_EQ(e_.code(), gnio::status::bad_state) << #expr << ": " << e_.what(); \
   } while (0)
 
@@ -921,7 +934,8 @@ TEST(lifecycle, out_of_order_calls_return_bad_state_and_change_nothing) {
   ASSERT_TRUE(q.ok());
   auto rec = *g.alloc(sizeof(conf::record) * 8, gnio::mem_type::gpu);
   auto processed = *g.alloc(64, gnio::mem_type::gpu);
-  conf::record_body body{*p.rxq(*q), static_cast<conf::record*>(rec.exec_ptr), 8, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  conf::record_body body{*p.rxq(*q), static_cast<conf::record*>(rec.exec_ptr), 8,
+                         static_cast<uint64_t*>(processed.exec_ptr), 64};
   EXPECT_BAD_STATE(conf::launch(early, {1, 64, 0}, body));  // port not started
   EXPECT_FALSE(early.running());
 
@@ -938,7 +952,7 @@ TEST(lifecycle, out_of_order_calls_return_bad_state_and_change_nothing) {
 
   ASSERT_FALSE(conf::launch(early, {1, 64, 0}, body));
   EXPECT_BAD_STATE(conf::launch(early, {1, 64, 0}, body));  // already running
-  ASSERT_FALSE(early.wait(30s));  // count=5000 ends the stream, the kernel returns
+  ASSERT_FALSE(early.wait(30s));                            // count=5000 ends the stream, the kernel returns
   uint64_t n = 0;
   ASSERT_FALSE(g.copy_to_host(&n, processed, 0, sizeof n));
   EXPECT_EQ(n, 5000u) << "the port kept working after the refused calls";
@@ -964,7 +978,8 @@ TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
   auto processed = *g.alloc(64, gnio::mem_type::gpu);
   ASSERT_FALSE(p.start());
   auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
-  conf::record_body body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 0, static_cast<uint64_t*>(processed.exec_ptr), 64};
+  conf::record_body body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 0,
+                         static_cast<uint64_t*>(processed.exec_ptr), 64};
   ASSERT_FALSE(conf::launch(r, {1, 64, 0}, body));
   std::this_thread::sleep_for(100ms);
   EXPECT_TRUE(r.running());
@@ -1046,7 +1061,8 @@ TEST(lifecycle, bad_queue_sizes_are_refused) {
     c.num_descs = n;
     auto r = p.create_rxq(c);
     EXPECT_FALSE(r.ok()) << n;
-    EXPECT_TRUE(r.code() == gnio::status::invalid_value || r.code() == gnio::status::too_big) << gnio::to_string(r.code());
+    EXPECT_TRUE(r.code() == gnio::status::invalid_value || r.code() == gnio::status::too_big)
+        << gnio::to_string(r.code());
   }
   gnio::rxq_config c;
   c.stride = 100;
@@ -1095,8 +1111,9 @@ TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
   auto processed = *g.alloc(64, gnio::mem_type::gpu);
   ASSERT_FALSE(p.start());
   auto r = std::move(gnio::kernel_runner::create(g, {&p})).value();
-  ASSERT_FALSE(conf::launch(r, {1, 64, 0}, conf::record_body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 500,
-                                                            static_cast<uint64_t*>(processed.exec_ptr), 32}));
+  ASSERT_FALSE(conf::launch(r, {1, 64, 0},
+                            conf::record_body{*p.rxq(q), static_cast<conf::record*>(rec.exec_ptr), 500,
+                                              static_cast<uint64_t*>(processed.exec_ptr), 32}));
   ASSERT_FALSE(r.wait(30s));
   std::vector<conf::record> got(500);
   ASSERT_FALSE(g.copy_to_host(got.data(), rec, 0, got.size() * sizeof(conf::record)));
@@ -1115,8 +1132,9 @@ TEST(lifecycle, gpu_memory_packet_buffers_are_staged) {
 // The suite above runs in these modes too (GNIO_TEST_LAUNCH).
 
 const char* mode_name(gnio::device::launch_mode m) {
-  return m == gnio::device::launch_mode::graph ? "graph" : m == gnio::device::launch_mode::per_burst ? "per_burst"
-                                                                                                      : "persistent";
+  return m == gnio::device::launch_mode::graph       ? "graph"
+         : m == gnio::device::launch_mode::per_burst ? "per_burst"
+                                                     : "persistent";
 }
 
 gnio::launch_dims burst_dims(gnio::device::launch_mode m, uint32_t burst) {

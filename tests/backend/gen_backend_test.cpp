@@ -186,8 +186,7 @@ decoded decode_and_verify(const uint8_t* f, uint32_t len) {
       d.sport = rd16(l4 + 4);
       EXPECT_EQ(fold_complement(ones_sum(l4, l4_len)), 0) << "ICMP checksum";
       break;
-    default:
-      ADD_FAILURE() << "unexpected IP protocol " << int{d.proto};
+    default: ADD_FAILURE() << "unexpected IP protocol " << int{d.proto};
   }
   return d;
 }
@@ -354,11 +353,10 @@ TEST(GenBackend, SingleProtocolMixes) {
 
 TEST(GenBackend, ChecksumsVerifyInEveryMode) {
   // Covers templates and header patching, with and without a VLAN tag.
-  for (const char* opts : {"count=3000,mix=all,size=60", "count=3000,mix=all,size=1500,vlan=42",
-                           "count=3000,mix=all,size=61-67", "count=3000,mix=all,size=imix,vlan=7",
-                           "count=3000,mix=all,size=60-9000,flows=4096,vlan=4094",
-                           "count=500,mix=all,size=9000,flows=8192",
-                           "count=3000,mix=all,src=10.255.255.0,dst=192.0.2.1,flows=512"}) {
+  for (const char* opts :
+       {"count=3000,mix=all,size=60", "count=3000,mix=all,size=1500,vlan=42", "count=3000,mix=all,size=61-67",
+        "count=3000,mix=all,size=imix,vlan=7", "count=3000,mix=all,size=60-9000,flows=4096,vlan=4094",
+        "count=500,mix=all,size=9000,flows=8192", "count=3000,mix=all,src=10.255.255.0,dst=192.0.2.1,flows=512"}) {
     SCOPED_TRACE(opts);
     port p;
     must_open(opts, p);
@@ -384,8 +382,8 @@ TEST(GenBackend, AddressesAndVlan) {
 }
 
 TEST(GenBackend, SameSeedSameSequence) {
-  for (const char* opts : {"size=64-1500,flows=100,mix=all", "size=imix,flows=1000,mix=udp2/tcp1",
-                           "size=60-9000,flows=2048,mix=all"}) {
+  for (const char* opts :
+       {"size=64-1500,flows=100,mix=all", "size=imix,flows=1000,mix=udp2/tcp1", "size=60-9000,flows=2048,mix=all"}) {
     SCOPED_TRACE(opts);
     port a, b, c;
     must_open(std::string(opts) + ",seed=7", a);
@@ -393,9 +391,12 @@ TEST(GenBackend, SameSeedSameSequence) {
     must_open(std::string(opts) + ",seed=8", c);
     // Different budgets must not change the sequence.
     std::vector<std::vector<uint8_t>> fa, fb, fc;
-    pull(a, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fa.emplace_back(f, f + len); }, 64);
-    pull(b, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fb.emplace_back(f, f + len); }, 13);
-    pull(c, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fc.emplace_back(f, f + len); }, 64);
+    pull(
+        a, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fa.emplace_back(f, f + len); }, 64);
+    pull(
+        b, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fb.emplace_back(f, f + len); }, 13);
+    pull(
+        c, 3000, [&](const uint8_t* f, uint32_t len, uint64_t) { fc.emplace_back(f, f + len); }, 64);
     EXPECT_TRUE(fa == fb);
     EXPECT_FALSE(fa == fc);
   }
@@ -417,14 +418,13 @@ TEST(GenBackend, BadOptionsNameTheOption) {
     const char* opts;
     const char* named;
   };
-  for (auto [opts, named] : {bad{"size=10", "size"}, bad{"size=abc", "size"}, bad{"size=9001", "size"},
-                             bad{"size=1500-64", "size"}, bad{"size=64-", "size"}, bad{"size=", "size"},
-                             bad{"flows=0", "flows"}, bad{"flows=2000000", "flows"}, bad{"bogus=1", "bogus"},
-                             bad{"mix=bogus", "mix"}, bad{"mix=udp/udp", "mix"}, bad{"mix=udp0", "mix"},
-                             bad{"mix=udp70/tcpx", "mix"}, bad{"rate=fast", "rate"}, bad{"count=0", "count"},
-                             bad{"duration=0", "duration"}, bad{"duration=soon", "duration"},
-                             bad{"seed=x", "seed"}, bad{"vlan=4095", "vlan"}, bad{"src=1.2.3", "src"},
-                             bad{"dst=::1", "dst"}}) {
+  for (auto [opts, named] : {bad{"size=10", "size"},        bad{"size=abc", "size"},          bad{"size=9001", "size"},
+                             bad{"size=1500-64", "size"},   bad{"size=64-", "size"},          bad{"size=", "size"},
+                             bad{"flows=0", "flows"},       bad{"flows=2000000", "flows"},    bad{"bogus=1", "bogus"},
+                             bad{"mix=bogus", "mix"},       bad{"mix=udp/udp", "mix"},        bad{"mix=udp0", "mix"},
+                             bad{"mix=udp70/tcpx", "mix"},  bad{"rate=fast", "rate"},         bad{"count=0", "count"},
+                             bad{"duration=0", "duration"}, bad{"duration=soon", "duration"}, bad{"seed=x", "seed"},
+                             bad{"vlan=4095", "vlan"},      bad{"src=1.2.3", "src"},          bad{"dst=::1", "dst"}}) {
     SCOPED_TRACE(opts);
     port p;
     auto e = open_port(opts, p);
@@ -581,8 +581,8 @@ TEST(GenBackend, TsharkFindsNoBadChecksums) {
       "-Y 'ip.checksum.status==\"Good\" and (udp.checksum.status==\"Good\" or tcp.checksum.status==\"Good\" or "
       "icmp.checksum.status==\"Good\")'";
   const std::string dir = ::testing::TempDir();
-  for (const char* opts : {"count=3000,mix=all,size=64-1500,flows=1024,vlan=5",
-                           "count=3000,mix=all,size=imix,flows=64", "count=1000,mix=udp2/tcp1/icmp1,size=60"}) {
+  for (const char* opts : {"count=3000,mix=all,size=64-1500,flows=1024,vlan=5", "count=3000,mix=all,size=imix,flows=64",
+                           "count=1000,mix=udp2/tcp1/icmp1,size=60"}) {
     SCOPED_TRACE(opts);
     port p;
     must_open(opts, p);

@@ -57,10 +57,11 @@ TEST(Child, DISABLED_LateKernelBesidePersistent) {
   const char* pre = std::getenv("GNIO_TEST_PRELOAD");
   const bool preload = pre && std::string(pre) == "1";
   const auto r = modload::late_kernel_beside_persistent(*g, preload, std::chrono::seconds(10));
-  std::printf("child: module loading %s, preload %d, persistent running %d, launch returned %d, late kernel %s after %.1f ms%s%s\n",
-              r.mode.c_str(), preload ? 1 : 0, r.persistent_running ? 1 : 0, r.launch_returned ? 1 : 0,
-              r.late_finished ? "finished" : "did not finish", r.late_ms, r.error.empty() ? "" : "; error: ",
-              r.error.c_str());
+  std::printf(
+      "child: module loading %s, preload %d, persistent running %d, launch returned %d, late kernel %s after %.1f "
+      "ms%s%s\n",
+      r.mode.c_str(), preload ? 1 : 0, r.persistent_running ? 1 : 0, r.launch_returned ? 1 : 0,
+      r.late_finished ? "finished" : "did not finish", r.late_ms, r.error.empty() ? "" : "; error: ", r.error.c_str());
   std::fflush(stdout);
   EXPECT_TRUE(r.error.empty()) << r.error;
   EXPECT_TRUE(r.persistent_running);

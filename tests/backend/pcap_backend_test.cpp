@@ -29,7 +29,6 @@
 #include "gnio/log.hpp"
 #include "support/process.hpp"
 
-
 namespace gnio::backend {
 extern const ops pcap_ops;
 }
@@ -42,7 +41,8 @@ using gnio::status;
 using gnio::backend::pcap_ops;
 
 // tests/data (for its captures) and the corpus (tests/data/corpus, or GNIO_CORPUS_DIR).
-const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_CORPUS_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN"});
+const bool k_env =
+    gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_CORPUS_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN"});
 
 std::string corpus_dir() { return gnio::test::corpus_dir(); }
 
@@ -425,7 +425,8 @@ TEST(PcapCorpus, UnsupportedVersionsAreRejected) {
     error e = open_port(std::string("pcap:file=") + corpus(rel), &p);
     EXPECT_EQ(e.code(), status::unsupported_version) << rel << ": " << e.what();
     // pcap files are read by libpcap, pcapng files by the backend's reader.
-    if (std::string(rel).ends_with(".pcap")) EXPECT_NE(e.message().find("libpcap 1."), std::string::npos) << e.message();
+    if (std::string(rel).ends_with(".pcap"))
+      EXPECT_NE(e.message().find("libpcap 1."), std::string::npos) << e.message();
     else EXPECT_NE(e.message().find("unsupported pcapng format version"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("reads pcap 2.4 and pcapng 1.0"), std::string::npos) << e.message();
   }
@@ -703,15 +704,16 @@ TEST_F(PcapBackend, PcapngInterfacesKeepTheirLinkTypesAndClocks) {
     SCOPED_TRACE(big ? "big-endian" : "little-endian");
     pcapng_writer w{big, {}};
     w.section();
-    w.interface(DLT_EN10MB, 9);      // nanoseconds
-    w.interface(DLT_RAW);            // microseconds, the default
+    w.interface(DLT_EN10MB, 9);          // nanoseconds
+    w.interface(DLT_RAW);                // microseconds, the default
     w.interface(DLT_EN10MB, 0x80 | 10);  // 2^-10 s
     w.packet(0, 1700000000123456789ull, eth);
     w.packet(1, 1700000001000002ull, ip);
     w.packet(2, (uint64_t{1700000002} << 10) | 512, eth);
     w.out.insert(w.out.end(), {6, 0, 0, 0, 40, 0});  // a block cut inside its header
     const std::string path = tmp(big ? "be.pcapng" : "le.pcapng");
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(w.out.data()), std::streamsize(w.out.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(w.out.data()), std::streamsize(w.out.size()));
     log_capture logs;
     port p;
     ASSERT_TRUE(open_port("pcap:file=" + path, &p).ok());
@@ -740,8 +742,8 @@ constexpr uint16_t k_linktype_null = 0, k_linktype_ethernet = 1, k_linktype_raw 
 
 std::vector<uint8_t> ipv4_packet(uint8_t proto, uint8_t host, uint16_t sport, uint16_t dport) {
   const uint16_t l4 = proto == 6 ? 20 : 8, total = uint16_t(20 + l4 + 10);
-  std::vector<uint8_t> p = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 1, 0x40, 0, 64, proto, 0, 0,
-                            10, 0, 0, host, 10, 0, 0, 200};
+  std::vector<uint8_t> p = {
+      0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 1, 0x40, 0, 64, proto, 0, 0, 10, 0, 0, host, 10, 0, 0, 200};
   p.insert(p.end(), {uint8_t(sport >> 8), uint8_t(sport), uint8_t(dport >> 8), uint8_t(dport)});
   if (proto == 6) p.insert(p.end(), {0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0});  // SYN
   else p.insert(p.end(), {0, uint8_t(l4 + 10), 0, 0});
@@ -761,7 +763,7 @@ std::vector<uint8_t> ipv6_udp_packet(uint8_t host, uint16_t sport, uint16_t dpor
 
 // Four IPv4 (UDP and TCP) and three IPv6 packets in six flows.
 std::vector<std::vector<uint8_t>> raw_ip_packets() {
-  return {ipv4_packet(17, 1, 40001, 40002), ipv4_packet(6, 2, 40003, 8080), ipv6_udp_packet(3, 40005, 40006),
+  return {ipv4_packet(17, 1, 40001, 40002), ipv4_packet(6, 2, 40003, 8080),   ipv6_udp_packet(3, 40005, 40006),
           ipv4_packet(17, 1, 40001, 40002), ipv6_udp_packet(4, 40007, 40008), ipv4_packet(6, 5, 40009, 8080),
           ipv6_udp_packet(3, 40005, 40006)};
 }
@@ -774,7 +776,8 @@ std::vector<uint8_t> in_ethernet(const std::vector<uint8_t>& ip) {
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 std::vector<frame> read_all(const std::string& path, uint64_t* rx_errors) {
@@ -853,9 +856,10 @@ TEST_F(PcapBackend, PcapngRawIpInterfacesReadAsInAPcap) {
     int dlt;
     std::vector<std::vector<uint8_t>> records;
   };
-  for (const kind& k : {kind{"raw", k_linktype_raw, DLT_RAW, ip}, kind{"ipv4", k_linktype_ipv4, DLT_IPV4, v4},
-                        kind{"ipv6", k_linktype_ipv6, DLT_IPV6, v6}, kind{"null", k_linktype_null, DLT_NULL, with_family(ip, false)},
-                        kind{"loop", k_linktype_loop, DLT_LOOP, with_family(ip, true)}}) {
+  for (const kind& k :
+       {kind{"raw", k_linktype_raw, DLT_RAW, ip}, kind{"ipv4", k_linktype_ipv4, DLT_IPV4, v4},
+        kind{"ipv6", k_linktype_ipv6, DLT_IPV6, v6}, kind{"null", k_linktype_null, DLT_NULL, with_family(ip, false)},
+        kind{"loop", k_linktype_loop, DLT_LOOP, with_family(ip, true)}}) {
     for (bool big : {false, true}) {
       SCOPED_TRACE(std::string(k.name) + (big ? " big-endian" : " little-endian"));
       pcapng_writer w{big, {}};
@@ -960,10 +964,10 @@ TEST_F(PcapBackend, PcapngRawIpInterfacesCountAsTsharkCounts) {
 TEST_F(PcapBackend, OddEthernetRecordsAreDeliveredOrCounted) {
   std::string path = tmp("odd.pcap");
   write_capture(path, DLT_EN10MB,
-                {{{1, 2, 3, 4, 5}, 1500},                  // cut inside the Ethernet header
-                 {{}, 60},                                 // nothing captured
-                 {std::vector<uint8_t>(47, 9), 0},         // damaged header: caplen > len
-                 {std::vector<uint8_t>(70000, 7), 70000}}); // above max_pkt_bytes
+                {{{1, 2, 3, 4, 5}, 1500},                    // cut inside the Ethernet header
+                 {{}, 60},                                   // nothing captured
+                 {std::vector<uint8_t>(47, 9), 0},           // damaged header: caplen > len
+                 {std::vector<uint8_t>(70000, 7), 70000}});  // above max_pkt_bytes
   log_capture logs;
   port p;
   ASSERT_TRUE(open_port("pcap:file=" + path, &p).ok());
@@ -992,7 +996,8 @@ TEST_F(PcapBackend, CookedCapturesBecomeEthernet) {
   write_capture(p1, DLT_LINUX_SLL, {{sll, uint32_t(sll.size()) + 100}});
 
   // SLL2: protocol, reserved, ifindex, hatype, pkttype, halen, addr[8]
-  std::vector<uint8_t> sll2 = {0x86, 0xDD, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0};
+  std::vector<uint8_t> sll2 = {0x86, 0xDD, 0,      0,      0,      0,      0,      2,      0, 1,
+                               0,    6,    mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0};
   std::vector<uint8_t> ip6(40, 0);
   ip6[0] = 0x60;
   sll2.insert(sll2.end(), ip6.begin(), ip6.end());
@@ -1032,12 +1037,14 @@ TEST_F(PcapBackend, LoopbackFamiliesInEitherByteOrder) {
   // AF_INET6 (10), which only the version nibble identifies.
   std::vector<uint8_t> no_version(40, 0);
   std::string pn = tmp("null.pcap");
-  write_capture(pn, DLT_NULL,
-                {with_family({2, 0, 0, 0}, ip4), with_family({0, 0, 0, 28}, no_version), with_family({10, 0, 0, 0}, ip6)});
+  write_capture(
+      pn, DLT_NULL,
+      {with_family({2, 0, 0, 0}, ip4), with_family({0, 0, 0, 28}, no_version), with_family({10, 0, 0, 0}, ip6)});
   // DLT_LOOP is always network order; 7 (OSI) cannot become Ethernet.
   std::string pl = tmp("loop.pcap");
-  write_capture(pl, DLT_LOOP,
-                {with_family({0, 0, 0, 2}, ip4), with_family({0, 0, 0, 7}, {0x81, 1, 2, 3}), with_family({0, 0, 0, 24}, ip6)});
+  write_capture(
+      pl, DLT_LOOP,
+      {with_family({0, 0, 0, 2}, ip4), with_family({0, 0, 0, 7}, {0x81, 1, 2, 3}), with_family({0, 0, 0, 24}, ip6)});
 
   port a;
   ASSERT_TRUE(open_port("pcap:file=" + pn, &a).ok());
@@ -1081,14 +1088,16 @@ TEST_F(PcapBackend, TxRoundTrip) {
   }
   std::vector<gnio::backend::tx_frame> frames;
   for (const auto& f : sent) frames.push_back({f.data(), uint32_t(f.size())});
-  uint64_t t0 = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count());
+  uint64_t t0 =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count());
   uint32_t n = 0;
   e = pcap_ops.tx_burst(p.priv, frames.data(), uint32_t(frames.size()), &n);
   ASSERT_TRUE(e.ok()) << e.what();
   EXPECT_EQ(n, 3u);
-  uint64_t t1 = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count());
+  uint64_t t1 =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count());
   auto c = p.counters();
   EXPECT_EQ(c.tx_frames, 3u);
   EXPECT_EQ(c.tx_bytes, 60u + 1514u + 9000u);
@@ -1589,7 +1598,8 @@ TEST_F(PcapBackend, UnsupportedVersionMessageReadsAsASentence) {
   EXPECT_NE(e.message().find("has an unsupported pcap format version 2.5 (libpcap "), std::string::npos) << e.message();
   EXPECT_NE(e.message().find(" reads pcap 2.4 and pcapng 1.0)"), std::string::npos) << e.message();
   EXPECT_EQ(e.message().find("libpcap version"), std::string::npos) << e.message();
-  EXPECT_EQ(e.message().find("TPACKET"), std::string::npos) << "libpcap's build details are no version: " << e.message();
+  EXPECT_EQ(e.message().find("TPACKET"), std::string::npos)
+      << "libpcap's build details are no version: " << e.message();
 }
 
 TEST_F(PcapBackend, ImplausibleWireLengthIsCountedAndWarnedOnce) {

@@ -47,7 +47,6 @@ using namespace std::chrono_literals;
 using frame = std::vector<uint8_t>;
 using gnio::test::host_send;
 
-
 namespace {
 
 #ifndef PACKET_IGNORE_OUTGOING
@@ -96,7 +95,8 @@ std::optional<if_counters> read_if_counters(const std::string& ifname) {
 
 // A frame the kernel passes through a veth unchanged: Ethernet, optional VLAN
 // tags, IPv4/UDP with a valid header checksum, a sequence number in the payload.
-frame make_frame(uint32_t seq, uint32_t size, uint32_t flow, std::initializer_list<std::pair<uint16_t, uint16_t>> tags = {}) {
+frame make_frame(uint32_t seq, uint32_t size, uint32_t flow,
+                 std::initializer_list<std::pair<uint16_t, uint16_t>> tags = {}) {
   frame f;
   const uint8_t dst[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
   const uint8_t src[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
@@ -112,8 +112,9 @@ frame make_frame(uint32_t seq, uint32_t size, uint32_t flow, std::initializer_li
   f.push_back(0x00);
   const size_t l3 = f.size();
   const uint32_t ip_len = size > l3 ? size - static_cast<uint32_t>(l3) : 28;
-  uint8_t ip[20] = {0x45, 0, static_cast<uint8_t>(ip_len >> 8), static_cast<uint8_t>(ip_len), 0, 0, 0x40, 0, 64, 17, 0, 0,
-                    198, 18, static_cast<uint8_t>(flow >> 8), static_cast<uint8_t>(flow), 198, 19, 0, 1};
+  uint8_t ip[20] = {
+      0x45, 0,  static_cast<uint8_t>(ip_len >> 8), static_cast<uint8_t>(ip_len), 0,   0,  0x40, 0, 64, 17, 0, 0,
+      198,  18, static_cast<uint8_t>(flow >> 8),   static_cast<uint8_t>(flow),   198, 19, 0,    1};
   uint32_t sum = 0;
   for (int i = 0; i < 20; i += 2) sum += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
@@ -122,7 +123,7 @@ frame make_frame(uint32_t seq, uint32_t size, uint32_t flow, std::initializer_li
   f.insert(f.end(), ip, ip + 20);
   const uint16_t sport = static_cast<uint16_t>(1024 + flow), ulen = static_cast<uint16_t>(ip_len - 20);
   const uint8_t udp[8] = {static_cast<uint8_t>(sport >> 8), static_cast<uint8_t>(sport), 0x30, 0x39,
-                          static_cast<uint8_t>(ulen >> 8), static_cast<uint8_t>(ulen), 0, 0};  // checksum 0: none
+                          static_cast<uint8_t>(ulen >> 8),  static_cast<uint8_t>(ulen),  0,    0};  // checksum 0: none
   f.insert(f.end(), udp, udp + 8);
   for (int i = 0; i < 4; ++i) f.push_back(static_cast<uint8_t>(seq >> (24 - 8 * i)));
   while (f.size() < std::max<size_t>(size, l3 + 28)) f.push_back(static_cast<uint8_t>(f.size() * 7 + seq));
@@ -132,7 +133,8 @@ frame make_frame(uint32_t seq, uint32_t size, uint32_t flow, std::initializer_li
 uint32_t seq_of(const frame& f) {
   // Sequence number right after the UDP header; the frame may carry VLAN tags.
   size_t off = 12;
-  while (off + 2 <= f.size() && (f[off] == 0x81 || f[off] == 0x88) && (f[off + 1] == 0x00 || f[off + 1] == 0xa8)) off += 4;
+  while (off + 2 <= f.size() && (f[off] == 0x81 || f[off] == 0x88) && (f[off + 1] == 0x00 || f[off + 1] == 0xa8))
+    off += 4;
   off += 2 + 20 + 8;
   if (off + 4 > f.size()) return ~0u;
   return uint32_t{f[off]} << 24 | uint32_t{f[off + 1]} << 16 | uint32_t{f[off + 2]} << 8 | f[off + 3];
@@ -210,14 +212,15 @@ void collect(const gnio::device::rxq& q, collected& c) {
 
 uint64_t realtime_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 // Tests that create interfaces or open packet sockets start with this.
-#define REQUIRE_NET()                                                                     \
-  do {                                                                                    \
-    if (!has_cap(12 /* CAP_NET_ADMIN */) || !has_cap(13 /* CAP_NET_RAW */))               \
-      GTEST_SKIP() << "needs CAP_NET_ADMIN and CAP_NET_RAW (run as root)";                \
+#define REQUIRE_NET()                                                                      \
+  do {                                                                                     \
+    if (!has_cap(12 /* CAP_NET_ADMIN */) || !has_cap(13 /* CAP_NET_RAW */))                \
+      GTEST_SKIP() << "needs CAP_NET_ADMIN and CAP_NET_RAW (run as root)";                 \
     if (!have_ip_tool()) GTEST_SKIP() << "needs the ip command (Debian package iproute2)"; \
   } while (0)
 
@@ -405,10 +408,10 @@ void af_packet::byte_exact_run(const std::string& extra) {
 
   std::vector<frame> sent;
   for (uint32_t i = 0; i < 500; ++i) sent.push_back(make_frame(i, 60 + (i * 37) % 1455, i % 8));
-  sent.push_back(make_frame(500, 100, 1, {{0x8100, 0x2005}}));                  // 802.1Q, PCP 1, VID 5
-  sent.push_back(make_frame(501, 1518, 2, {{0x8100, 7}}));                      // tagged, full MTU
-  sent.push_back(make_frame(502, 200, 3, {{0x88a8, 100}, {0x8100, 200}}));      // QinQ
-  sent.push_back(make_frame(503, 64, 4, {{0x8100, 0}}));                        // priority tag, VID 0
+  sent.push_back(make_frame(500, 100, 1, {{0x8100, 0x2005}}));              // 802.1Q, PCP 1, VID 5
+  sent.push_back(make_frame(501, 1518, 2, {{0x8100, 7}}));                  // tagged, full MTU
+  sent.push_back(make_frame(502, 200, 3, {{0x88a8, 100}, {0x8100, 200}}));  // QinQ
+  sent.push_back(make_frame(503, 64, 4, {{0x8100, 0}}));                    // priority tag, VID 0
   const uint64_t t0 = realtime_ns();
   for (const auto& f : sent) ASSERT_TRUE(tx_peer.send(f)) << std::strerror(errno);
 
@@ -659,7 +662,8 @@ void af_packet::fanout_run(const std::string& extra) {
   EXPECT_EQ(missing, 0u);
   EXPECT_EQ(dup, 0u) << "a frame arrived on more than one fanout socket";
   EXPECT_GT(queues_used, 1) << "256 flows should spread over the 4 queues";
-  for (auto& [flow, seqs] : by_flow) EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end())) << "flow " << flow << " reordered";
+  for (auto& [flow, seqs] : by_flow)
+    EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end())) << "flow " << flow << " reordered";
   const auto st = p.stats();
   EXPECT_EQ(st.rx_frames, n);
   EXPECT_EQ(st.rx_dropped, 0u) << "kernel ring drops";

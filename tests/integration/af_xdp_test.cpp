@@ -58,7 +58,6 @@ using namespace std::chrono_literals;
 using frame = std::vector<uint8_t>;
 using gnio::test::host_send;
 
-
 namespace {
 
 constexpr uint16_t k_ethertype = 0x88B5;  // IEEE local experimental: no stack reacts to it
@@ -406,8 +405,8 @@ class af_xdp : public testing::Test {
       // the CPUs its frames use several veth queues, so every lane gets some.
       const long n = std::min(4L, std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
       for (long i = 0; i < n; ++i)
-        (void)sh("ip netns exec " + ns + " sh -c 'echo " + fmt_hex(1ul << i) + " > /sys/class/net/" + b + "/queues/tx-" +
-                 std::to_string(i) + "/xps_cpus'");
+        (void)sh("ip netns exec " + ns + " sh -c 'echo " + fmt_hex(1ul << i) + " > /sys/class/net/" + b +
+                 "/queues/tx-" + std::to_string(i) + "/xps_cpus'");
     }
     std::vector<gnio::device::rxq> qs{*o.p.rxq(o.rq)};
     for (uint32_t id : extra) qs.push_back(*o.p.rxq(id));
@@ -669,7 +668,7 @@ TEST_F(af_xdp, oversized_tx_frame_is_counted_not_fatal) {
   ASSERT_EQ(peer.open(ns, b), "");
   ASSERT_FALSE(o.p.start());
   const auto t = *o.p.txq(o.tq);
-  log_capture quiet;                                     // the engine warns about the refused frame
+  log_capture quiet;                                    // the engine warns about the refused frame
   host_send(t, make_frame(k_mac_b, k_mac_a, 1, 1900));  // over 2048 - 256
   host_send(t, make_frame(k_mac_b, k_mac_a, 2, 100));
   const auto back = peer.recv(1, 5s);
@@ -754,8 +753,7 @@ TEST_F(af_xdp, kill_9_leaves_no_xdp_program_and_the_next_run_gets_the_mode_it_as
   std::thread t([&] {
     gnio::test::run_options o;
     o.limit = std::chrono::seconds(120);
-    r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", dev, "--gpu",
-                                 "host", "--stats-interval", "0"},
+    r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", dev, "--gpu", "host", "--stats-interval", "0"},
                                 o);
   });
   // Attached means the port is open: then the process dies without a word.
@@ -766,8 +764,8 @@ TEST_F(af_xdp, kill_9_leaves_no_xdp_program_and_the_next_run_gets_the_mode_it_as
   ASSERT_TRUE(up) << "gnio pp never attached its program:\n" << r.describe();
   ASSERT_GT(pid, 0);
   EXPECT_EQ(r.signal, SIGKILL) << r.describe();
-  EXPECT_TRUE(wait_for([&] { return !xdp_attached(); }, 5s))
-      << "the XDP program must go with the killed process:\n" << run("ip -d link show " + a);
+  EXPECT_TRUE(wait_for([&] { return !xdp_attached(); }, 5s)) << "the XDP program must go with the killed process:\n"
+                                                             << run("ip -d link show " + a);
 
   // The next run asks for another mode and gets it, and leaves nothing either.
   auto p = gnio::port::open(*g, "af_xdp:if=" + a + ",mode=drv");
@@ -892,9 +890,19 @@ TEST_F(af_xdp, consumer_that_does_not_release_starves_the_fill_ring_and_drops_ar
   // One at a time, each received or dropped before the next is sent.
   for (size_t i = 0; i < sent.size(); ++i) {
     ASSERT_TRUE(peer.send(sent[i])) << std::strerror(errno);
-    (void)wait_for([&] { const auto st = o.p.stats(); return st.rx_frames + st.rx_dropped >= i + 1; }, 5s);
+    (void)wait_for(
+        [&] {
+          const auto st = o.p.stats();
+          return st.rx_frames + st.rx_dropped >= i + 1;
+        },
+        5s);
   }
-  ASSERT_TRUE(wait_for([&] { const auto st = o.p.stats(); return st.rx_frames + st.rx_dropped >= sent.size(); }, 5s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto st = o.p.stats();
+        return st.rx_frames + st.rx_dropped >= sent.size();
+      },
+      5s));
   auto st = o.p.stats();
   EXPECT_EQ(st.rx_frames, 64u) << "the 64 RX frames of the UMEM, then nothing";
   EXPECT_EQ(st.rx_dropped, sent.size() - 64) << "the kernel counts what found the fill ring empty";
@@ -929,7 +937,8 @@ TEST_F(af_xdp, consumer_that_does_not_release_starves_the_fill_ring_and_drops_ar
         << s2.rx_dropped << ", rx_missed " << s2.rx_missed << ", delivered " << s2.rxq[o.rq].delivered << ", consumed "
         << s2.rxq[o.rq].consumed << ", engine error '" << o.p.engine_error().what() << "'";
   }
-  for (size_t i = 0; i < more.size(); ++i) ASSERT_EQ(c.frames[64 + i], more[i]) << "frame " << i << " after the release";
+  for (size_t i = 0; i < more.size(); ++i)
+    ASSERT_EQ(c.frames[64 + i], more[i]) << "frame " << i << " after the release";
   st = o.p.stats();
   const uint64_t processed = c.frames.size();
   EXPECT_EQ(st.rx_frames, processed);

@@ -79,7 +79,8 @@ TEST(Doctor, JsonValidatesAndExitCodeMatchesUsable) {
     expect_valid(out, "doctor.schema.json");
     EXPECT_EQ(rc, j["usable"].get<bool>() ? 0 : 1) << args;
     for (const auto& c : j["checks"])
-      if (c["result"] == "fail" || c["result"] == "warn") EXPECT_FALSE(c["remedy"].get<std::string>().empty()) << c.dump();
+      if (c["result"] == "fail" || c["result"] == "warn")
+        EXPECT_FALSE(c["remedy"].get<std::string>().empty()) << c.dump();
   }
   // pcap needs nothing beyond this build: always usable.
   int rc = 0;
@@ -87,7 +88,8 @@ TEST(Doctor, JsonValidatesAndExitCodeMatchesUsable) {
   EXPECT_EQ(rc, 0);
   // dpdk: the check follows whether this build has the backend (gnio backends).
   const std::string listed = stdout_of(tool() + " backends", &rc);
-  const bool built = listed.find("\ndpdk:") != std::string::npos && listed.find("\ndpdk: not built") == std::string::npos;
+  const bool built =
+      listed.find("\ndpdk:") != std::string::npos && listed.find("\ndpdk: not built") == std::string::npos;
   const std::string out = stdout_of(tool() + " doctor --json --for dpdk", &rc);
   auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
@@ -142,7 +144,8 @@ TEST(Backends, ListsEveryBackendWithItsOptionsOrWhyItIsMissing) {
     EXPECT_EQ(it->available, gnio::backend_available(name)) << name;
     if (it->available) {
       EXPECT_FALSE(it->options.empty()) << name;
-      EXPECT_NE(("\n" + out).find(std::string("\n") + name + ": " + it->summary), std::string::npos) << name << "\n" << out;
+      EXPECT_NE(("\n" + out).find(std::string("\n") + name + ": " + it->summary), std::string::npos) << name << "\n"
+                                                                                                     << out;
     } else {
       EXPECT_FALSE(it->why_not.empty()) << name;
       EXPECT_NE(out.find(std::string(name) + ": not built: "), std::string::npos) << name << "\n" << out;
@@ -196,7 +199,8 @@ TEST(Caps, BadInputIsAClearError) {
 // which a machine without a GPU never fills in.
 TEST(Doctor, RecordedGpuMachineOutputValidates) {
   const std::string dir = gnio::test::data_path("diag/");
-  for (const auto& [file, schema] : {std::pair{"doctor-h200.json", "doctor.schema.json"}, {"caps-h200.json", "caps.schema.json"}}) {
+  for (const auto& [file, schema] :
+       {std::pair{"doctor-h200.json", "doctor.schema.json"}, {"caps-h200.json", "caps.schema.json"}}) {
     std::ifstream f(dir + file);
     ASSERT_TRUE(f) << file;
     std::stringstream ss;
@@ -299,10 +303,10 @@ TEST(Cli, VersionFlagPrintsWhatVersionPrints) {
 // threw) or, for output shorter than stdio's buffer, exited 0 in silence.
 TEST(Outputs, AFullStdoutIsReportedWithTheErrno) {
   const std::string gen = " --gpu host --port gen:count=1";
-  for (const std::string& args : {std::string("version"), std::string("backends"), std::string("doctor --for pcap"),
-                                  std::string("doctor --json --for pcap"), "caps" + gen, "caps --json" + gen,
-                                  std::string("explain bad_state"), std::string("explain --json bad_state"),
-                                  std::string("explain --all")}) {
+  for (const std::string& args :
+       {std::string("version"), std::string("backends"), std::string("doctor --for pcap"),
+        std::string("doctor --json --for pcap"), "caps" + gen, "caps --json" + gen, std::string("explain bad_state"),
+        std::string("explain --json bad_state"), std::string("explain --all")}) {
     SCOPED_TRACE(args);
     // stderr to the pipe read here, stdout to /dev/full.
     FILE* p = popen((tool() + " " + args + " 2>&1 >/dev/full").c_str(), "r");

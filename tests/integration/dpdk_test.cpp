@@ -46,15 +46,16 @@ using gnio::test::env_or;
 using json = nlohmann::json;
 
 // Inputs and programs from the environment ctest sets; checked before the first test.
-const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN", "GNIO_L2FWD_BIN"});
+const bool k_env =
+    gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_TOOL_BIN", "GNIO_FLOW_COUNT_BIN", "GNIO_L2FWD_BIN"});
 
 std::string data(const std::string& f) { return gnio::test::data_dir() + "/" + f; }
 
 // A DPDK port is live (it never ends by itself): each run stops after 2 s,
 // long after net_pcap has delivered a bundled capture.
 gnio::test::proc_result pp(const std::string& port, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port", port, "--gpu", "host", "--duration", "2", "--stats-interval",
-                                "0"};
+  std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port",           port, "--gpu", "host",
+                                "--duration",           "2",  "--stats-interval", "0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   gnio::test::run_options o;
   o.with_json = true;
@@ -141,8 +142,15 @@ frame swapped(frame f) {
 // what went by reference and whether every mbuf came back.
 gnio::test::proc_result l2fwd(const std::string& in, const std::string& out, const std::string& opts,
                               std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{gnio::test::l2fwd_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ";tx_pcap=" + out + opts,
-                                "--gpu", "host", "--duration", "2", "--stats-interval", "0"};
+  std::vector<std::string> argv{gnio::test::l2fwd_bin(),
+                                "--port",
+                                "dpdk:vdev=net_pcap0;rx_pcap=" + in + ";tx_pcap=" + out + opts,
+                                "--gpu",
+                                "host",
+                                "--duration",
+                                "2",
+                                "--stats-interval",
+                                "0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return gnio::test::run_process(argv, {.with_json = true, .log_level = "info"});
 }
@@ -187,10 +195,10 @@ TEST(Dpdk, FlowCountByReferenceAndByCopyAgreeWithTheCapture) {
     for (const auto& f : frames) bytes += f.size();
     std::vector<json> runs;
     for (const char* by_ref : {"1", "0"}) {
-      auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port",
-                                        "dpdk:vdev=net_pcap0;rx_pcap=" + data(file) + ",by_ref=" + by_ref, "--exec",
-                                        "host", "--duration", "2", "--stats-interval", "0"},
-                                       {.with_json = true});
+      auto r = gnio::test::run_process(
+          {gnio::test::flow_count_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + data(file) + ",by_ref=" + by_ref,
+           "--exec", "host", "--duration", "2", "--stats-interval", "0"},
+          {.with_json = true});
       ASSERT_EQ(r.code, 0) << r.describe();
       ASSERT_TRUE(r.j) << r.describe();
       EXPECT_EQ(r.j->at("packets").get<size_t>(), frames.size()) << "by_ref=" << by_ref;
@@ -216,8 +224,8 @@ std::string write_capture(uint32_t n, Size size) {
   EXPECT_NE(d, nullptr) << pcap_geterr(dead);
   for (uint32_t i = 0; d && i < n; ++i) {
     frame f(size(i), 0);
-    const uint8_t hdr[] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00,  // Ethernet, IPv4
-                           0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+    const uint8_t hdr[] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0,  0,  0, 2, 0x08, 0x00,  // Ethernet, IPv4
+                           0x45, 0, 0, 0, 0, 0, 0,    0, 64, 17, 0, 0, 10,   0,    0, 1, 10, 0, 0, 2};
     std::memcpy(f.data(), hdr, sizeof hdr);
     const uint16_t ip_len = static_cast<uint16_t>(f.size() - 14);
     f[16] = static_cast<uint8_t>(ip_len >> 8);
@@ -240,7 +248,8 @@ TEST(Dpdk, MoreFramesThanMbufsComeThroughAsTheKernelReleasesThem) {
   // received, sent back in place and released about twelve times. overflow=wait
   // asks net_pcap for no more frames than the ring takes, so it never finds
   // the pool empty.
-  const std::string in = write_capture(3000, [](uint32_t i) { return 60 + i % 200; }), out = gnio::test::temp_path("dpdk_many_out") + ".pcap";
+  const std::string in = write_capture(3000, [](uint32_t i) { return 60 + i % 200; }),
+                    out = gnio::test::temp_path("dpdk_many_out") + ".pcap";
   auto r = l2fwd(in, out, ",mbufs=256,descs=64,overflow=wait", {"--ring", "64", "--batch", "32", "--no-mac-swap"});
   const auto sent = gnio::test::read_pcap(in), back = gnio::test::read_pcap(out);
   std::remove(in.c_str());
@@ -265,9 +274,10 @@ TEST(Dpdk, ChainedFramesKeepTheirFirstBufferByReference) {
   const std::string in = write_capture(4, [&](uint32_t i) { return sizes[i]; });
   for (const char* by_ref : {"1", "0"}) {
     SCOPED_TRACE(std::string("by_ref=") + by_ref);
-    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref,
-                                      "--exec", "host", "--duration", "1", "--stats-interval", "0"},
-                                     {.with_json = true, .log_level = "info"});
+    auto r = gnio::test::run_process(
+        {gnio::test::flow_count_bin(), "--port", "dpdk:vdev=net_pcap0;rx_pcap=" + in + ",by_ref=" + by_ref, "--exec",
+         "host", "--duration", "1", "--stats-interval", "0"},
+        {.with_json = true, .log_level = "info"});
     ASSERT_EQ(r.code, 0) << r.describe();
     ASSERT_TRUE(r.j);
     EXPECT_EQ(r.j->at("packets").get<long>(), 4);
@@ -394,7 +404,8 @@ class DpdkVeth : public ::testing::Test {
   // gnio pp on the port in a thread of its own; *started turns true once the
   // port's promiscuous membership shows (the port started).
   std::thread run_pp(gnio::test::proc_result* r, std::vector<std::string> extra, gnio::test::run_options o) {
-    std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port", port(), "--gpu", "host", "--stats-interval", "0"};
+    std::vector<std::string> argv{gnio::test::tool_bin(), "pp", "--port", port(), "--gpu", "host",
+                                  "--stats-interval",     "0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return std::thread([argv, r, o] { *r = gnio::test::run_process(argv, o); });
   }
@@ -451,8 +462,8 @@ TEST_F(DpdkVeth, PromiscuousModeEndsWithTheRunCleanOrKilled) {
   }
   // promisc=0: never promiscuous.
   {
-    auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", port() + ",promisc=0", "--gpu", "host", "--duration",
-                                      "1", "--stats-interval", "0"});
+    auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", port() + ",promisc=0", "--gpu", "host",
+                                      "--duration", "1", "--stats-interval", "0"});
     ASSERT_EQ(r.code, 0) << r.describe();
     EXPECT_EQ(promisc().count, 0);
   }

@@ -46,7 +46,8 @@ using run_result = gnio::test::proc_result;
 // The environment may point elsewhere (scripts/gpu-check.sh runs a build
 // copied to another machine).
 // Inputs and programs from the environment ctest sets; checked before the first test.
-const bool k_env = gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN", "GNIO_TOOL_BIN", "GNIO_L2FWD_BIN"});
+const bool k_env =
+    gnio::test::env_check({"GNIO_TEST_DATA_DIR", "GNIO_FLOW_COUNT_BIN", "GNIO_TOOL_BIN", "GNIO_L2FWD_BIN"});
 // The executor the counting runs use: host (default), cuda or auto.
 const std::string k_exec = env_or("GNIO_TEST_EXEC", "host");
 // The launch mode the counting runs use (--launch): persistent (default),
@@ -58,8 +59,8 @@ bool have_gpu() {
   return yes;
 }
 
-#define REQUIRE_EXECUTOR()                                                                    \
-  do {                                                                                        \
+#define REQUIRE_EXECUTOR()                                                                      \
+  do {                                                                                          \
     if (k_exec == "cuda" && !have_gpu()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no CUDA GPU"; \
   } while (0)
 
@@ -195,7 +196,8 @@ TEST_P(Captures, CountsMatchTsharkOnOneAndFourQueues) {
     if (k_exec != "auto") EXPECT_EQ(j.at("executor"), k_exec);
     if (k_exec != "host" || k_launch != "graph") EXPECT_EQ(j.at("launch"), k_launch);
     // Launched per burst, nothing received means nothing launched.
-    if (k_launch == "persistent" || j.at("packets").get<uint64_t>() > 0) EXPECT_GE(j.at("launches").get<uint64_t>(), 1u);
+    if (k_launch == "persistent" || j.at("packets").get<uint64_t>() > 0)
+      EXPECT_GE(j.at("launches").get<uint64_t>(), 1u);
     EXPECT_EQ(j.at("queues").get<int>(), std::stoi(queues));
     expect_accounting(j, r.describe());
     // A file is replayed without loss by default (overflow=wait for finite sources).
@@ -292,7 +294,8 @@ TEST(FlowCount, TwoContextsGiveTheSameCountsAsOne) {
   ASSERT_TRUE(gen.j) << gen.describe();
   EXPECT_EQ((*gen.j)["packets"], 200000);
   EXPECT_EQ((*gen.j)["flows"], 512);
-  for (const auto& g : gen.j->at("per_gpu")) EXPECT_GT(g.at("packets").get<uint64_t>(), 0u) << "RSS reached both contexts";
+  for (const auto& g : gen.j->at("per_gpu"))
+    EXPECT_GT(g.at("packets").get<uint64_t>(), 0u) << "RSS reached both contexts";
 }
 
 // Several engine threads (lanes=N) split the generator without sharing a flow:
@@ -308,7 +311,8 @@ TEST(FlowCount, GeneratorLanesKeepCountsExact) {
   auto bad = flow_count({"--port", "gen:count=10,lanes=4", "--exec", k_exec, "--queues", "2"});
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("lanes=4 needs at least as many RX queues"), std::string::npos) << bad.describe();
-  auto single = flow_count({"--port", "pcap:file=" + data("http.pcap") + ",lanes=2", "--exec", k_exec, "--queues", "2"});
+  auto single =
+      flow_count({"--port", "pcap:file=" + data("http.pcap") + ",lanes=2", "--exec", k_exec, "--queues", "2"});
   EXPECT_NE(single.code, 0);
   EXPECT_NE(single.err.find("single source"), std::string::npos) << single.describe();
 }
@@ -352,7 +356,7 @@ TEST(FlowCount, GeneratorCountAndFlowsAreExact) {
 TEST(FlowCount, MaxFlowRowsCutsTheListAndTheJsonSaysSo) {
   REQUIRE_EXECUTOR();
   const std::vector<std::string> run = {"--port", "gen:flows=64,count=6400", "--exec", k_exec, "--table",
-                                        "1024", "--stats-interval", "0"};
+                                        "1024",   "--stats-interval",        "0"};
   for (const std::string& max : {std::string(), std::string("10"), std::string("0"), std::string("64")}) {
     SCOPED_TRACE("--max-flow-rows " + max);
     std::vector<std::string> args = run;
@@ -482,8 +486,8 @@ std::vector<uint8_t> flow_frame(uint32_t i, bool tcp, uint8_t flags = 0) {
   std::vector<uint8_t> f(14 + total, 'x');  // the payload stays 'x'
   for (int k = 0; k < 6; ++k) f[k] = 0x02, f[6 + k] = 0x04;
   f[12] = 0x08, f[13] = 0x00;
-  uint8_t ip[20] = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0, 0, 0, 0, 64, uint8_t(tcp ? 6 : 17), 0, 0,
-                    10, 1, uint8_t(i >> 8), uint8_t(i), 192, 0, 2, 1};
+  uint8_t ip[20] = {0x45, 0, uint8_t(total >> 8), uint8_t(total), 0,   0, 0, 0, 64, uint8_t(tcp ? 6 : 17), 0, 0,
+                    10,   1, uint8_t(i >> 8),     uint8_t(i),     192, 0, 2, 1};
   uint32_t sum = 0;
   for (int k = 0; k < 20; k += 2) sum += uint32_t{ip[k]} << 8 | ip[k + 1];
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
@@ -491,8 +495,8 @@ std::vector<uint8_t> flow_frame(uint32_t i, bool tcp, uint8_t flags = 0) {
   std::memcpy(f.data() + 14, ip, sizeof ip);
   const uint16_t sport = static_cast<uint16_t>(30000 + i);
   if (tcp) {
-    const uint8_t th[20] = {uint8_t(sport >> 8), uint8_t(sport), 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 4, 0,
-                            0, 0, 0, 0};
+    const uint8_t th[20] = {
+        uint8_t(sport >> 8), uint8_t(sport), 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 4, 0, 0, 0, 0, 0};
     std::memcpy(f.data() + 34, th, sizeof th);
   } else {
     const uint8_t uh[8] = {uint8_t(sport >> 8), uint8_t(sport), 0, 9, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0};
@@ -589,10 +593,10 @@ TEST(FlowCount, FinAndRstEndTcpFlowsBeforeTheIdleTimeout) {
   REQUIRE_EXECUTOR();
   const std::string pcap = temp_path("finrst.pcap");
   constexpr uint8_t syn = 0x02, ack = 0x10, fin = 0x01, rst = 0x04, psh = 0x08;
-  std::vector<std::vector<uint8_t>> frames = {
-      flow_frame(1, true, syn), flow_frame(1, true, ack | psh), flow_frame(1, true, fin | ack),  // closed with FIN
-      flow_frame(2, true, syn), flow_frame(2, true, rst),                                       // reset
-      flow_frame(3, true, syn)};                                                                // open
+  std::vector<std::vector<uint8_t>> frames = {flow_frame(1, true, syn),       flow_frame(1, true, ack | psh),
+                                              flow_frame(1, true, fin | ack),  // closed with FIN
+                                              flow_frame(2, true, syn),       flow_frame(2, true, rst),  // reset
+                                              flow_frame(3, true, syn)};                                 // open
   for (int k = 0; k < 400; ++k) {
     const int m = k % 40;
     frames.push_back(m == 0    ? flow_frame(3, true, ack)
@@ -669,7 +673,8 @@ TEST(FlowCount, SighupStopsCleanlyAndWritesTheResults) {
   o.signal = SIGHUP;
   o.signal_after = std::chrono::milliseconds(1500);
   o.limit = std::chrono::seconds(30);
-  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec, "--stats-interval", "0"}, o);
+  auto r = gnio::test::run_process(
+      {gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec, "--stats-interval", "0"}, o);
   ASSERT_TRUE(r.exited_cleanly()) << r.describe();
   EXPECT_EQ(r.code, 0) << r.describe();
   ASSERT_TRUE(r.j) << r.describe();
@@ -742,8 +747,9 @@ TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
   {
     SCOPED_TRACE("stdout on /dev/full: 1000 flow rows");
     gnio::test::run_options o{.with_json = true, .stdout_path = "/dev/full"};
-    auto r = gnio::test::run_process(
-        {gnio::test::flow_count_bin(), "--port", "gen:count=20000,flows=1000", "--exec", k_exec, "--top", "1000", "--stats-interval", "0"}, o);
+    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=20000,flows=1000", "--exec",
+                                      k_exec, "--top", "1000", "--stats-interval", "0"},
+                                     o);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 1) << r.describe();
     EXPECT_NE(r.err.find("flow_count: writing stdout failed: No space left on device"), std::string::npos)
@@ -758,15 +764,15 @@ TEST(Outputs, StdoutOrStderrOnAFullDeviceIsReportedAndTheJsonIsComplete) {
   {
     SCOPED_TRACE("stderr on /dev/full: progress lines");
     gnio::test::run_options o{.with_json = true, .stderr_path = "/dev/full"};
-    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec, "--duration", "1.5",
-                                      "--stats-interval", "0.2"},
+    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:rate=20000pps", "--exec", k_exec,
+                                      "--duration", "1.5", "--stats-interval", "0.2"},
                                      o);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 1) << r.describe();
     EXPECT_NE(r.out.find("flow_count: writing stderr failed: No space left on device"), std::string::npos)
         << r.describe();
     EXPECT_NE(r.out.find("flow_count: received "), std::string::npos) << "the totals are still printed\n"
-                                                                       << r.describe();
+                                                                      << r.describe();
     ASSERT_TRUE(r.j) << r.describe();
     EXPECT_TRUE(r.j->at("stopped_early").get<bool>());
     EXPECT_GT(r.j->at("packets").get<uint64_t>(), 0u);
@@ -780,7 +786,8 @@ TEST(Outputs, JsonOntoTheInputCaptureIsRefusedAndTheCaptureKept) {
   const std::string copy = temp_path("fc_in");
   const std::string capture = gnio::test::slurp(data("http.pcap"));
   std::ofstream(copy, std::ios::binary) << capture;
-  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "pcap:file=" + copy, "--exec", "host", "--json", copy});
+  auto r = gnio::test::run_process(
+      {gnio::test::flow_count_bin(), "--port", "pcap:file=" + copy, "--exec", "host", "--json", copy});
   const std::string after = gnio::test::slurp(copy);
   std::remove(copy.c_str());
   ASSERT_TRUE(r.exited) << r.describe();
@@ -830,13 +837,20 @@ TEST(Outputs, AFifoOutputIsRefusedBeforeTheRunOnEveryProgram) {
   };
   const std::string is_fifo = "'" + fifo + "' is a FIFO (named pipe)";
   const std::vector<fifo_case> cases = {
-      {{gnio::test::flow_count_bin(), "--port", "gen:count=1000", "--exec", "host", "--json", fifo}, 2, "--json " + fifo},
-      {{gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
+      {{gnio::test::flow_count_bin(), "--port", "gen:count=1000", "--exec", "host", "--json", fifo},
+       2,
+       "--json " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--json", fifo},
+       2,
+       "--json " + fifo},
       {{gnio::test::l2fwd_bin(), "--port", "gen:count=1000", "--gpu", "host", "--json", fifo}, 2, "--json " + fifo},
-      {{gnio::test::tool_bin(), "pp", "--port", "gen", "--gpu", "host", "--reply-all", "--pcap-out", fifo, "--duration", "2"},
-       2, "--pcap-out " + fifo},
+      {{gnio::test::tool_bin(), "pp", "--port", "gen", "--gpu", "host", "--reply-all", "--pcap-out", fifo, "--duration",
+        "2"},
+       2,
+       "--pcap-out " + fifo},
       // tx= is part of the device string: refused when the port opens, before anything runs.
-      {{gnio::test::l2fwd_bin(), "--port", "pcap:file=" + cap + ",tx=" + fifo, "--gpu", "host", "--duration", "2"}, 1,
+      {{gnio::test::l2fwd_bin(), "--port", "pcap:file=" + cap + ",tx=" + fifo, "--gpu", "host", "--duration", "2"},
+       1,
        "tx=" + fifo},
   };
   for (const auto& c : cases) {
@@ -862,11 +876,13 @@ TEST(Outputs, AFifoOutputIsRefusedBeforeTheRunOnEveryProgram) {
 TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
   REQUIRE_EXECUTOR();
   const std::string json_path = temp_path("fc_stale");
-  auto ok = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=5", "--exec", k_exec, "--json", json_path});
+  auto ok = gnio::test::run_process(
+      {gnio::test::flow_count_bin(), "--port", "gen:count=5", "--exec", k_exec, "--json", json_path});
   ASSERT_EQ(ok.code, 0) << ok.describe();
   ASSERT_EQ(json::parse(gnio::test::slurp(json_path)).at("packets").get<int>(), 5);
   const std::string missing = data("no_such_capture.pcap");
-  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "pcap:file=" + missing, "--exec", k_exec, "--json", json_path});
+  auto r = gnio::test::run_process(
+      {gnio::test::flow_count_bin(), "--port", "pcap:file=" + missing, "--exec", k_exec, "--json", json_path});
   const std::string text = gnio::test::slurp(json_path);
   std::remove(json_path.c_str());
   ASSERT_TRUE(r.exited) << r.describe();
@@ -885,7 +901,8 @@ TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
 // SIGABRT, with no JSON. Now it is reported with its type and message, the
 // JSON holds it, and the exit status is 1.
 TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
-  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than any limit this test can set";
+  if (gnio::test::sanitized_build)
+    GTEST_SKIP() << "a sanitizer reserves more address space than any limit this test can set";
   // 2^23 slots of 64 bytes: 512 MiB in the executor (host memory). The copy
   // read back after the run needs as much again, past the limit. One table
   // (--flow-idle-timeout 0): with two, the second would not fit either.
@@ -894,9 +911,10 @@ TEST(Outputs, AnExceptionIsReportedWithItsTypeAndTheJsonIsWritten) {
   gnio::test::run_options o{.with_json = true};
   o.address_space_limit = table + table / 2 + (64ull << 20) + threads * (16ull << 20);
   o.env = {"MALLOC_ARENA_MAX=2"};  // arenas reserve address space per thread
-  auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
-                                    std::to_string(table / 64), "--stats-interval", "0", "--flow-idle-timeout", "0"},
-                                   o);
+  auto r = gnio::test::run_process(
+      {gnio::test::flow_count_bin(), "--port", "gen:count=1000,flows=10", "--exec", "host", "--table",
+       std::to_string(table / 64), "--stats-interval", "0", "--flow-idle-timeout", "0"},
+      o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("flow_count: unexpected error: std::bad_alloc"), std::string::npos) << r.describe();
@@ -924,7 +942,8 @@ void expect_rejected(const run_result& r, const std::vector<std::string>& any_of
     for (const auto& s : any_of_status) list += s + " ";
     EXPECT_TRUE(found) << "stderr names none of: " << list << "\n" << r.describe();
   }
-  for (const auto& m : must_mention) EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
+  for (const auto& m : must_mention)
+    EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
 }
 
 // The launch modes count the same as the persistent kernel, and say which ran.
@@ -937,8 +956,8 @@ TEST(FlowCount, LaunchModesGiveTheSameCounts) {
     for (const auto& m : modes) {
       for (const char* burst : {"1", "32"}) {
         SCOPED_TRACE(std::string(file) + " --launch " + m + " --burst " + burst);
-        auto r = flow_count({"--port", "pcap:file=" + data(file), "--exec", k_exec, "--queues", "4", "--launch", m,
-                             "--burst", burst});
+        auto r = flow_count(
+            {"--port", "pcap:file=" + data(file), "--exec", k_exec, "--queues", "4", "--launch", m, "--burst", burst});
         ASSERT_EQ(r.code, 0) << r.describe();
         ASSERT_TRUE(r.j.has_value()) << r.describe();
         const json& j = *r.j;
@@ -1075,8 +1094,8 @@ TEST(FlowCount, JumboFramesAreReportedAsTruncatedAndFitWithALargerRxSlot) {
   EXPECT_NE(cut.err.find("10 frame(s) were longer than the 2048-byte RX slot"), std::string::npos) << cut.describe();
   EXPECT_NE(cut.err.find("--rx-slot"), std::string::npos) << cut.describe();
 
-  auto whole = flow_count({"--port", "gen:count=10,size=9000", "--exec", k_exec, "--stats-interval", "0", "--rx-slot",
-                           "9216"});
+  auto whole =
+      flow_count({"--port", "gen:count=10,size=9000", "--exec", k_exec, "--stats-interval", "0", "--rx-slot", "9216"});
   ASSERT_EQ(whole.code, 0) << whole.describe();
   ASSERT_TRUE(whole.j) << whole.describe();
   EXPECT_EQ(whole.j->at("truncated").get<uint64_t>(), 0u);
@@ -1105,21 +1124,24 @@ uint64_t mem_available() {
 // the OOM killer). Each run has an address-space limit, so that a check that
 // lets it through fails the allocation instead of taking the machine's memory.
 TEST(BadInput, ATableOrRingThatCannotFitIsRefusedBeforeAllocating) {
-  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+  if (gnio::test::sanitized_build)
+    GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
   const uint64_t gib = uint64_t{1} << 30;
   {
     gnio::test::run_options o;
     o.address_space_limit = 2 * gib;
     // 2^27 slots of sizeof(flow_entry) bytes: more than 2 GiB.
     ASSERT_GT((uint64_t{1} << 27) * sizeof(gnio::device::flow_entry), 2 * gib);
-    auto r = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--table", "134217728"}, o);
+    auto r = gnio::test::run_process(
+        {gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--table", "134217728"}, o);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     for (const char* m : {"--table 134217728", "bytes", "RLIMIT_AS", "MemAvailable"})
       EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
     // 64 queues of 2^20 slots of 2 KiB: 128 GiB of rings.
-    auto q = gnio::test::run_process(
-        {gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host", "--queues", "64", "--ring", "1048576"}, o);
+    auto q = gnio::test::run_process({gnio::test::flow_count_bin(), "--port", "gen:count=10", "--exec", "host",
+                                      "--queues", "64", "--ring", "1048576"},
+                                     o);
     EXPECT_EQ(q.code, 2) << q.describe();
     EXPECT_NE(q.err.find("--ring 1048576 on 64 queue(s)"), std::string::npos) << q.describe();
   }
@@ -1178,7 +1200,8 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     auto r = flow_count(args, false);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
-    for (const auto& m : c.mention) EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    for (const auto& m : c.mention)
+      EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("17976931348623157"), std::string::npos) << r.describe();
   }

@@ -42,8 +42,8 @@ const std::string k_launch = env_or("GNIO_TEST_LAUNCH", "persistent");
 
 std::string gpu_selector() { return k_exec == "cuda" ? "0" : "host"; }
 
-#define REQUIRE_EXECUTOR()                                                                           \
-  do {                                                                                               \
+#define REQUIRE_EXECUTOR()                                                                               \
+  do {                                                                                                   \
     if (k_exec == "cuda" && gnio::list_gpus().empty()) GTEST_SKIP() << "GNIO_TEST_EXEC=cuda but no GPU"; \
   } while (0)
 
@@ -176,10 +176,12 @@ TEST(L2fwd, JumboFramesNeedALargerRxSlotAndSaySo) {
 // F19: rings that cannot be backed are refused before they are allocated
 // (under an address-space limit, so that a missed check fails safely).
 TEST(BadInput, RingsThatCannotFitAreRefusedBeforeAllocating) {
-  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+  if (gnio::test::sanitized_build)
+    GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
   gnio::test::run_options o;
   o.address_space_limit = uint64_t{2} << 30;
-  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576"}, o);
+  auto r = gnio::test::run_process(
+      {gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576"}, o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   for (const char* m : {"--ring 1048576 on 1 RX and 1 TX queue(s)", "bytes", "RLIMIT_AS"})
@@ -215,7 +217,8 @@ TEST(BadInput, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     auto r = l2fwd(args, {});
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
-    for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    for (const auto& m : mention)
+      EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
   }
@@ -306,7 +309,7 @@ TEST(Outputs, AFullTxCaptureKeepsTheTotalsAndFailsTheRun) {
   EXPECT_EQ(j.at("error_step").get<std::string>(), "stop") << j.dump(2);
   EXPECT_EQ(j.at("error_status").get<std::string>(), "io_failed") << j.dump(2);
   EXPECT_NE(j.at("error").get<std::string>().find("File too large"), std::string::npos) << "the real errno (EFBIG)\n"
-                                                                                         << j.dump(2);
+                                                                                        << j.dump(2);
   EXPECT_EQ(j.at("tx_frames").get<size_t>() + j.at("tx_errors").get<size_t>(), 20 * per_pass) << j.dump(2);
 }
 
@@ -323,8 +326,8 @@ TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   for (const bad& b : {bad{dir + "/no/such/dir/x.json", "No such file or directory"}, bad{dir, "Is a directory"},
                        bad{"", "needs a file name"}}) {
     SCOPED_TRACE("--json '" + b.path + "'");
-    auto r = gnio::test::run_process(
-        {gnio::test::l2fwd_bin(), "--port", "gen:count=100000000", "--gpu", "host", "--stats-interval", "0", "--json", b.path});
+    auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "gen:count=100000000", "--gpu", "host",
+                                      "--stats-interval", "0", "--json", b.path});
     EXPECT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_NE(r.err.find(b.says), std::string::npos) << r.describe();
@@ -334,7 +337,8 @@ TEST(Outputs, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the directory is not empty";
   std::filesystem::remove_all(dir);
   // A device that refuses the write: found at the end, with the errno.
-  auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--json", "/dev/full"});
+  auto r = gnio::test::run_process(
+      {gnio::test::l2fwd_bin(), "--port", "gen:count=10", "--gpu", "host", "--json", "/dev/full"});
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 1) << r.describe();
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.describe();
@@ -349,7 +353,8 @@ TEST(Outputs, AJsonPathThatIsThePortsFileIsRefused) {
   write_text(tx, "keep me");
   for (const std::string& target : {in, tx}) {
     SCOPED_TRACE("--json " + target);
-    auto r = gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "pcap:file=" + in + ",tx=" + tx, "--gpu", "host", "--json", target});
+    auto r = gnio::test::run_process(
+        {gnio::test::l2fwd_bin(), "--port", "pcap:file=" + in + ",tx=" + tx, "--gpu", "host", "--json", target});
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_NE(r.err.find("is the same file as"), std::string::npos) << r.describe();
@@ -365,8 +370,9 @@ TEST(Outputs, AJsonPathThatIsThePortsFileIsRefused) {
 TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
   const std::string json_path = gnio::test::temp_path("l2fwd_stale");
   write_text(json_path, R"({"stale": true})");
-  auto r = gnio::test::run_process(
-      {gnio::test::l2fwd_bin(), "--port", "pcap:file=" + gnio::test::data_dir() + "/http.pcap", "--gpu", "host", "--json", json_path});
+  auto r =
+      gnio::test::run_process({gnio::test::l2fwd_bin(), "--port", "pcap:file=" + gnio::test::data_dir() + "/http.pcap",
+                               "--gpu", "host", "--json", json_path});
   const std::string text = gnio::test::slurp(json_path);
   std::remove(json_path.c_str());
   ASSERT_TRUE(r.exited) << r.describe();

@@ -194,8 +194,8 @@ bool readable_link(const manifest_row& r) {
 // captures of gen/, tests/data/make_tunnels.py, among them).
 bool selected(const manifest_row& r) {
   long s = 0;
-  for (const char* c : {"dns_queries", "dns_responses", "http_requests", "http_responses", "icmp_echo_req",
-                        "icmp_echo_reply"})
+  for (const char* c :
+       {"dns_queries", "dns_responses", "http_requests", "http_responses", "icmp_echo_req", "icmp_echo_reply"})
     s += std::max(0L, num(r, c));
   return s > 0 && readable_link(r);
 }
@@ -243,12 +243,15 @@ struct count_exception {
   const char* reason;
 };
 
-#define DNS_PORTS "DNS is counted on port 53 only (not 5353, which tshark calls mDNS); tshark also finds it on other ports by heuristics"
-#define NESTED_5 "five encapsulations, one more than max_encap (4): the innermost packet is left undecoded (encap_limit)"
-#define VLAN_20 \
+#define DNS_PORTS                                                                                               \
+  "DNS is counted on port 53 only (not 5353, which tshark calls mDNS); tshark also finds it on other ports by " \
+  "heuristics"
+#define NESTED_5 \
+  "five encapsulations, one more than max_encap (4): the innermost packet is left undecoded (encap_limit)"
+#define VLAN_20                                                                                                      \
   "20 VLAN tags, more than max_vlan_tags (4): the frame is malformed (too_many_vlan_tags) and nothing inside it is " \
   "decoded; tshark reads every tag"
-#define V6_OPTS_100 \
+#define V6_OPTS_100                                                                                             \
   "100 IPv6 destination-option headers, more than max_ipv6_ext_headers (8): malformed (too_many_ext_headers), " \
   "nothing after them decoded; tshark walks them all"
 #define V6_OVERLAP \
@@ -446,72 +449,71 @@ std::string capture_name(const manifest_row& r) {
 // Written out rather than read at start-up: the test list is made without
 // the environment ctest gives the tests (Bundle.CountsCoverTheManifestsSelection
 // keeps it equal to the manifest's).
-const std::vector<std::string> k_bundled = {
-    "dns_icmp.pcap",
-    "http.pcap",
-    "truncated_dns.pcap",
-    "test_dns.pcap",
-    "test_ethernet.pcap",
-    "test_loopback.pcap",
-    "dns_udp.pcap",
-    "dnssec.pcap",
-    "test.pcap",
-    "nb6-http.pcap",
-    "truncated_dns_2.pcap",
-    "dhcp-rfc4388.pcap",
-    "dns-uri.pcap",
-    "dns_tcp.pcap",
-    "dns_udp_8053.pcap",
-    "edns-opts.pcap",
-    "geneve.pcap",
-    "malformed/dns-badlabel.pcap",
-    "malformed/dns-badvers.pcap",
-    "mpls-over-udp.pcap",
-    "mptcp-aa-v1.pcap",
-    "print-flags.pcap",
-    "vxlan.pcap",
-    "dns_port.pcap",
-    "http-brotli.pcapng",
-    "http-ooo.pcap",
-    "wireshark_http.pcap",
-    "dns_binary.pcap",
-    "gen/dns_cut_first_fragment.pcap",
-    "gen/dns_iquery.pcap",
-    "gen/dns_tcp_length_prefix.pcap",
-    "gen/dns_tcp_split.pcap",
-    "gen/dns_tcp_two_in_one.pcap",
-    "gen/erspan2.pcap",
-    "gen/erspan3.pcap",
-    "gen/frag4.pcap",
-    "gen/frag6.pcap",
-    "gen/frag_tunnel.pcap",
-    "gen/geneve.pcap",
-    "gen/gre.pcap",
-    "gen/gtpu.pcap",
-    "gen/http2_preface.pcap",
-    "gen/http_chunk_overflow.pcap",
-    "gen/http_chunked.pcap",
-    "gen/http_content_length.pcap",
-    "gen/http_huge_length.pcap",
-    "gen/http_pipelined.pcap",
-    "gen/http_post_body.pcap",
-    "gen/http_retransmit.pcap",
-    "gen/http_split.pcap",
-    "gen/ipip4in4.pcap",
-    "gen/ipip4in6.pcap",
-    "gen/ipip6in4.pcap",
-    "gen/ipip6in6.pcap",
-    "gen/ipv6_many_opts.pcap",
-    "gen/mdns_many_questions.pcap",
-    "gen/mpls.pcap",
-    "gen/mpls_deep.pcap",
-    "gen/nested_d3.pcap",
-    "gen/nested_d4.pcap",
-    "gen/nested_d5.pcap",
-    "gen/pppoe.pcap",
-    "gen/pppoe_pfc.pcap",
-    "gen/vlan_deep.pcap",
-    "gen/vxlan.pcap"};
+const std::vector<std::string> k_bundled = {"dns_icmp.pcap",
+                                            "http.pcap",
+                                            "truncated_dns.pcap",
+                                            "test_dns.pcap",
+                                            "test_ethernet.pcap",
+                                            "test_loopback.pcap",
+                                            "dns_udp.pcap",
+                                            "dnssec.pcap",
+                                            "test.pcap",
+                                            "nb6-http.pcap",
+                                            "truncated_dns_2.pcap",
+                                            "dhcp-rfc4388.pcap",
+                                            "dns-uri.pcap",
+                                            "dns_tcp.pcap",
+                                            "dns_udp_8053.pcap",
+                                            "edns-opts.pcap",
+                                            "geneve.pcap",
+                                            "malformed/dns-badlabel.pcap",
+                                            "malformed/dns-badvers.pcap",
+                                            "mpls-over-udp.pcap",
+                                            "mptcp-aa-v1.pcap",
+                                            "print-flags.pcap",
+                                            "vxlan.pcap",
+                                            "dns_port.pcap",
+                                            "http-brotli.pcapng",
+                                            "http-ooo.pcap",
+                                            "wireshark_http.pcap",
+                                            "dns_binary.pcap",
+                                            "gen/dns_cut_first_fragment.pcap",
+                                            "gen/dns_iquery.pcap",
+                                            "gen/dns_tcp_length_prefix.pcap",
+                                            "gen/dns_tcp_split.pcap",
+                                            "gen/dns_tcp_two_in_one.pcap",
+                                            "gen/erspan2.pcap",
+                                            "gen/erspan3.pcap",
+                                            "gen/frag4.pcap",
+                                            "gen/frag6.pcap",
+                                            "gen/frag_tunnel.pcap",
+                                            "gen/geneve.pcap",
+                                            "gen/gre.pcap",
+                                            "gen/gtpu.pcap",
+                                            "gen/http2_preface.pcap",
+                                            "gen/http_chunk_overflow.pcap",
+                                            "gen/http_chunked.pcap",
+                                            "gen/http_content_length.pcap",
+                                            "gen/http_huge_length.pcap",
+                                            "gen/http_pipelined.pcap",
+                                            "gen/http_post_body.pcap",
+                                            "gen/http_retransmit.pcap",
+                                            "gen/http_split.pcap",
+                                            "gen/ipip4in4.pcap",
+                                            "gen/ipip4in6.pcap",
+                                            "gen/ipip6in4.pcap",
+                                            "gen/ipip6in6.pcap",
+                                            "gen/ipv6_many_opts.pcap",
+                                            "gen/mdns_many_questions.pcap",
+                                            "gen/mpls.pcap",
+                                            "gen/mpls_deep.pcap",
+                                            "gen/nested_d3.pcap",
+                                            "gen/nested_d4.pcap",
+                                            "gen/nested_d5.pcap",
+                                            "gen/pppoe.pcap",
+                                            "gen/pppoe_pfc.pcap",
+                                            "gen/vlan_deep.pcap",
+                                            "gen/vxlan.pcap"};
 
 const std::vector<std::string>& bundled_selection() { return k_bundled; }
 
@@ -572,11 +574,38 @@ TEST_P(TwoContexts, GiveTheSameResultsAsOne) {
   EXPECT_EQ(two.j.at("gpus").get<uint32_t>(), 2u);
   ASSERT_EQ(two.j.at("per_gpu").size(), 2u);
   EXPECT_EQ(two.j.at("left_out").size(), 0u);
-  for (const char* k : {"packets", "bytes", "ipv4", "ipv6", "tcp", "udp", "icmp", "icmpv6", "arp", "vlan", "other",
-                        "malformed", "fragments", "dns_queries", "dns_responses", "udp_other", "http_requests",
-                        "http_responses", "tcp_syn", "tcp_fin", "tcp_rst", "icmp_echo_req", "icmp_echo_reply",
-                        "arp_requests", "arp_replies", "tcp_flows", "udp_flows", "dns_names", "top_dns", "received",
-                        "missed", "source_errors"})
+  for (const char* k : {"packets",
+                        "bytes",
+                        "ipv4",
+                        "ipv6",
+                        "tcp",
+                        "udp",
+                        "icmp",
+                        "icmpv6",
+                        "arp",
+                        "vlan",
+                        "other",
+                        "malformed",
+                        "fragments",
+                        "dns_queries",
+                        "dns_responses",
+                        "udp_other",
+                        "http_requests",
+                        "http_responses",
+                        "tcp_syn",
+                        "tcp_fin",
+                        "tcp_rst",
+                        "icmp_echo_req",
+                        "icmp_echo_reply",
+                        "arp_requests",
+                        "arp_replies",
+                        "tcp_flows",
+                        "udp_flows",
+                        "dns_names",
+                        "top_dns",
+                        "received",
+                        "missed",
+                        "source_errors"})
     EXPECT_EQ(one.j.at(k), two.j.at(k)) << k;
   // The same steering: each queue got and processed the same packets, whichever context owns it.
   ASSERT_EQ(one.j.at("per_queue").size(), two.j.at("per_queue").size());
@@ -866,7 +895,8 @@ std::vector<uint8_t> icmp_echo(uint16_t id, uint16_t seq, const std::string& pay
   return ipv4_frame(1, l4);
 }
 
-std::vector<uint8_t> tcp_seg(uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags, const std::string& payload = "") {
+std::vector<uint8_t> tcp_seg(uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags,
+                             const std::string& payload = "") {
   std::vector<uint8_t> l4(20 + payload.size());
   put16(l4, 0, sport);
   put16(l4, 2, 80);
@@ -1362,8 +1392,8 @@ TEST(DnsNames, BinaryLabelsAreEscapedAsDigPrintsThem) {
 
   // tshark (its own escaping differs from dig's) finds the same queries and
   // the same number of times each name is asked.
-  auto t = gnio::test::run_process({"tshark", "-r", cap, "-Y", "dns.flags.response == 0", "-T", "fields", "-e",
-                                    "dns.qry.name"});
+  auto t = gnio::test::run_process(
+      {"tshark", "-r", cap, "-Y", "dns.flags.response == 0", "-T", "fields", "-e", "dns.qry.name"});
   if (!t.spawned || !t.exited || t.code != 0) GTEST_SKIP() << "tshark did not run\n" << t.describe();
   std::map<std::string, uint64_t> by_tshark;
   uint64_t queries = 0;
@@ -1395,7 +1425,8 @@ void expect_rejected(const proc_result& r, const std::vector<std::string>& menti
   ASSERT_TRUE(r.exited) << "killed by a signal\n" << r.describe();
   EXPECT_NE(r.code, 0) << r.describe();
   EXPECT_LT(r.code, 124) << r.describe();
-  for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
+  for (const auto& m : mention)
+    EXPECT_NE(r.err.find(m), std::string::npos) << "stderr lacks '" << m << "'\n" << r.describe();
 }
 
 TEST(Cli, MissingCaptureNamesTheStatusAndAHint) {
@@ -1461,7 +1492,8 @@ TEST(Cli, UsageErrorsExitWithTwoAndSayWhatIsWrong) {
     auto r = run_tool(args, false);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
-    for (const auto& m : mention) EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
+    for (const auto& m : mention)
+      EXPECT_NE(r.err.find(m), std::string::npos) << "lacks '" << m << "'\n" << r.describe();
     EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("num_descs"), std::string::npos) << r.describe();
     EXPECT_EQ(r.err.find("17976931348623157"), std::string::npos) << r.describe();
@@ -1528,7 +1560,8 @@ TEST(Tables, ReassemblyAndStreamFramingCanBeTurnedOff) {
     // without reassembly none of them is counted above IP.
     EXPECT_EQ(off.j.at("udp").get<long>() + off.j.at("icmp").get<long>() + reassembled,
               num(row, "udp") + num(row, "icmp"));
-    EXPECT_EQ(off.j.at("dns_responses").get<long>() + reassembled, num(row, "dns_responses") + num(row, "icmp_echo_req"));
+    EXPECT_EQ(off.j.at("dns_responses").get<long>() + reassembled,
+              num(row, "dns_responses") + num(row, "icmp_echo_req"));
     EXPECT_EQ(off.j.at("icmp_echo_req").get<long>(), 0);
   }
   for (const char* file : {"gen/http_pipelined.pcap", "gen/http_split.pcap", "gen/dns_tcp_two_in_one.pcap"}) {
@@ -1568,11 +1601,13 @@ TEST(Pp, BusyPollingCountsAndAnswersAsAdaptive) {
 // F19: rings that cannot be backed are refused before they are allocated
 // (under an address-space limit, so that a missed check fails safely).
 TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
-  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+  if (gnio::test::sanitized_build)
+    GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
   gnio::test::run_options o;
   o.address_space_limit = uint64_t{2} << 30;
-  auto r = gnio::test::run_process(
-      {gnio::test::tool_bin(), "pp", "--port", "gen:count=10", "--gpu", "host", "--ring", "1048576", "--stats-interval", "0"}, o);
+  auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", "gen:count=10", "--gpu", "host", "--ring",
+                                    "1048576", "--stats-interval", "0"},
+                                   o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
   for (const char* m : {"--ring 1048576 on 4 RX queues", "bytes", "RLIMIT_AS"})
@@ -1585,11 +1620,12 @@ TEST(Cli, RingsThatCannotFitAreRefusedBeforeAllocating) {
 // anything is allocated, as --ring is (F19): 46 blocks of 2^20 streams are
 // 11 GiB, once refused only by the failed allocation, with a GPU hint.
 TEST(Cli, TcpStreamTablesThatCannotFitAreRefusedBeforeAllocating) {
-  if (gnio::test::sanitized_build) GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+  if (gnio::test::sanitized_build)
+    GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
   gnio::test::run_options o;
   o.address_space_limit = uint64_t{4000000} * 1024;  // ulimit -v 4000000
-  auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host", "--queues",
-                                    "15", "--tcp-streams", "1048576", "--stats-interval", "0"},
+  auto r = gnio::test::run_process({gnio::test::tool_bin(), "pp", "--port", "gen:count=1000", "--gpu", "host",
+                                    "--queues", "15", "--tcp-streams", "1048576", "--stats-interval", "0"},
                                    o);
   ASSERT_TRUE(r.exited) << r.describe();
   EXPECT_EQ(r.code, 2) << r.describe();
@@ -1639,8 +1675,8 @@ TEST(Cli, APcapOutInAMissingDirectoryIsNotFoundOnEveryPort) {
   std::string hint;
   for (const std::string& port : {"pcap:file=" + data("dns_icmp.pcap"), std::string("gen:count=10,mix=all")}) {
     SCOPED_TRACE(port);
-    auto r = run_tool({"pp", "--port", port, "--gpu", "host", "--reply-all", "--pcap-out", out, "--stats-interval", "0"},
-                      false);
+    auto r = run_tool(
+        {"pp", "--port", port, "--gpu", "host", "--reply-all", "--pcap-out", out, "--stats-interval", "0"}, false);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 1) << r.describe();
     EXPECT_NE(r.err.find("pp: port: not_found: "), std::string::npos) << r.describe();
@@ -1813,9 +1849,9 @@ TEST(Outputs, AJsonPathThatIsAnotherFileOfTheRunIsRefused) {
   std::ofstream(replies, std::ios::binary) << "keep me";
   for (const std::string& target : {in, replies}) {
     SCOPED_TRACE("--json " + target);
-    auto r = run_tool({"pp", "--port", "pcap:file=" + in, "--reply-all", "--pcap-out", replies, "--gpu", "host",
-                       "--json", target},
-                      false);
+    auto r = run_tool(
+        {"pp", "--port", "pcap:file=" + in, "--reply-all", "--pcap-out", replies, "--gpu", "host", "--json", target},
+        false);
     ASSERT_TRUE(r.exited) << r.describe();
     EXPECT_EQ(r.code, 2) << r.describe();
     EXPECT_NE(r.err.find("--json " + target + " is the same file as"), std::string::npos) << r.describe();
@@ -1861,13 +1897,13 @@ TEST(Outputs, OutputPathsThatCannotBeUsedAreRefusedBeforeTheRun) {
 TEST(Outputs, AFailedRunReplacesTheJsonWithItsError) {
   REQUIRE_EXECUTOR();
   const std::string json_path = temp_path("pp_stale");
-  auto ok = run_tool({"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", gpu_selector(), "--json", json_path},
-                     false);
+  auto ok = run_tool(
+      {"pp", "--port", "pcap:file=" + data("dns_icmp.pcap"), "--gpu", gpu_selector(), "--json", json_path}, false);
   ASSERT_EQ(ok.code, 0) << ok.describe();
   ASSERT_EQ(json::parse(slurp(json_path)).at("packets").get<int>(), 32);
-  auto r = run_tool({"pp", "--port", "pcap:file=" + data("no_such_capture.pcap"), "--gpu", gpu_selector(), "--json",
-                     json_path},
-                    false);
+  auto r = run_tool(
+      {"pp", "--port", "pcap:file=" + data("no_such_capture.pcap"), "--gpu", gpu_selector(), "--json", json_path},
+      false);
   const std::string text = slurp(json_path);
   std::remove(json_path.c_str());
   EXPECT_EQ(r.code, 1) << r.describe();

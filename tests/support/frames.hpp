@@ -51,9 +51,7 @@ inline bool parse_captured(int link, const std::vector<uint8_t>& f, gnio::device
     case 229:  // LINKTYPE_IPV6
       return gnio::device::parse_l3(f.data(), n, p);
     case DLT_NULL:
-    case DLT_LOOP:
-      *start = n < 4 ? n : 4;
-      return gnio::device::parse_l3(f.data() + *start, n - *start, p);
+    case DLT_LOOP: *start = n < 4 ? n : 4; return gnio::device::parse_l3(f.data() + *start, n - *start, p);
     default: return gnio::device::parse(f.data(), n, p);
   }
 }

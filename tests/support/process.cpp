@@ -233,8 +233,7 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
             (o.file_size_limit && ::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ||
             (o.address_space_limit && ::setrlimit(RLIMIT_AS, &as) != 0))
           e = errno;
-        else
-          ::execvpe(av[0], av.data(), ev.data());
+        else ::execvpe(av[0], av.data(), ev.data());
         if (e == 0) e = errno;
         (void)!::write(err_pipe[1], &e, sizeof e);
         ::_exit(127);
@@ -244,8 +243,7 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
       int child_errno = 0;
       if (pid > 0 && ::read(err_pipe[0], &child_errno, sizeof child_errno) == sizeof child_errno) {
         rc = child_errno;  // setup or exec failed; the child is reaped below
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
       }
       ::close(err_pipe[0]);
     }
@@ -267,8 +265,7 @@ proc_result run_process(std::vector<std::string> argv, const run_options& o) {
       }
       if (el >= o.limit * k_sanitizer_slowdown) {
         ::kill(pid, SIGKILL);
-        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
         r.killed_at_limit = true;
         break;
       }

@@ -43,35 +43,31 @@ namespace fs = std::filesystem;
 
 // Sets an environment variable for one test and restores it after.
 class scoped_env {
-public:
-  scoped_env(const char *name, const std::string &value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
+ public:
+  scoped_env(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
     setenv(name, value.c_str(), 1);
   }
   ~scoped_env() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
   }
 
-private:
-  const char *name_;
+ private:
+  const char* name_;
   std::optional<std::string> old_;
 };
 
 std::string data_dir() {
-  const char *d = std::getenv("GNIO_TEST_DATA_DIR");
+  const char* d = std::getenv("GNIO_TEST_DATA_DIR");
   return d ? d : "tests/data";
 }
 
-doca_dev *open_dev(const char *pci) {
-  doca_devinfo **list = nullptr;
+doca_dev* open_dev(const char* pci) {
+  doca_devinfo** list = nullptr;
   uint32_t n = 0;
-  if (doca_devinfo_create_list(&list, &n) != DOCA_SUCCESS)
-    return nullptr;
-  doca_dev *dev = nullptr;
+  if (doca_devinfo_create_list(&list, &n) != DOCA_SUCCESS) return nullptr;
+  doca_dev* dev = nullptr;
   for (uint32_t i = 0; i < n && !dev; ++i) {
     uint8_t eq = 0;
     if (doca_devinfo_is_equal_pci_addr(list[i], pci, &eq) == DOCA_SUCCESS && eq)
@@ -82,41 +78,28 @@ doca_dev *open_dev(const char *pci) {
 }
 
 TEST(DocaCompat, ErrorCodesAreGnioStatuses) {
-  EXPECT_EQ(static_cast<int>(DOCA_ERROR_NOT_SUPPORTED),
-            static_cast<int>(gnio::status::not_supported));
-  EXPECT_EQ(static_cast<int>(DOCA_ERROR_INVALID_VALUE),
-            static_cast<int>(gnio::status::invalid_value));
-  EXPECT_EQ(static_cast<int>(DOCA_ERROR_BAD_STATE),
-            static_cast<int>(gnio::status::bad_state));
-  EXPECT_EQ(static_cast<int>(DOCA_ERROR_DEVICE_FATAL_ERROR) + 1,
-            gnio::num_statuses);
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_NOT_SUPPORTED), static_cast<int>(gnio::status::not_supported));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_INVALID_VALUE), static_cast<int>(gnio::status::invalid_value));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_BAD_STATE), static_cast<int>(gnio::status::bad_state));
+  EXPECT_EQ(static_cast<int>(DOCA_ERROR_DEVICE_FATAL_ERROR) + 1, gnio::num_statuses);
   EXPECT_STREQ(doca_error_get_name(DOCA_SUCCESS), "DOCA_SUCCESS");
-  EXPECT_STREQ(doca_error_get_name(DOCA_ERROR_BAD_STATE),
-               "DOCA_ERROR_BAD_STATE");
-  EXPECT_STREQ(doca_error_get_name(static_cast<doca_error_t>(999)),
-               "DOCA_ERROR_UNKNOWN");
-  EXPECT_GT(std::string(doca_error_get_descr(DOCA_ERROR_NOT_SUPPORTED)).size(),
-            5u);
+  EXPECT_STREQ(doca_error_get_name(DOCA_ERROR_BAD_STATE), "DOCA_ERROR_BAD_STATE");
+  EXPECT_STREQ(doca_error_get_name(static_cast<doca_error_t>(999)), "DOCA_ERROR_UNKNOWN");
+  EXPECT_GT(std::string(doca_error_get_descr(DOCA_ERROR_NOT_SUPPORTED)).size(), 5u);
 }
 
 TEST(DocaCompat, GpuCreateChecksTheAddress) {
-  doca_gpu *g = nullptr;
+  doca_gpu* g = nullptr;
   EXPECT_EQ(doca_gpu_create("not-a-bus-id", &g), DOCA_ERROR_INVALID_VALUE);
   EXPECT_EQ(doca_gpu_create("ca:00.9", &g),
-            DOCA_ERROR_INVALID_VALUE); // function numbers are 0-7
+            DOCA_ERROR_INVALID_VALUE);  // function numbers are 0-7
   EXPECT_EQ(doca_gpu_create(nullptr, &g), DOCA_ERROR_INVALID_VALUE);
-  if (!gnio::built_with_cuda())
-    EXPECT_EQ(doca_gpu_create("ca:00.0", &g), DOCA_ERROR_NOT_FOUND);
+  if (!gnio::built_with_cuda()) EXPECT_EQ(doca_gpu_create("ca:00.0", &g), DOCA_ERROR_NOT_FOUND);
   ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
   void *d = nullptr, *h = nullptr;
-  EXPECT_EQ(doca_gpu_mem_alloc(g, 64, 3, DOCA_GPU_MEM_TYPE_GPU, &d, nullptr),
-            DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(
-      doca_gpu_mem_alloc(g, 64, 64, DOCA_GPU_MEM_TYPE_CPU_GPU, &d, nullptr),
-      DOCA_ERROR_INVALID_VALUE);
-  ASSERT_EQ(
-      doca_gpu_mem_alloc(g, 100, 1 << 16, DOCA_GPU_MEM_TYPE_GPU_CPU, &d, &h),
-      DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_mem_alloc(g, 64, 3, DOCA_GPU_MEM_TYPE_GPU, &d, nullptr), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_mem_alloc(g, 64, 64, DOCA_GPU_MEM_TYPE_CPU_GPU, &d, nullptr), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_gpu_mem_alloc(g, 100, 1 << 16, DOCA_GPU_MEM_TYPE_GPU_CPU, &d, &h), DOCA_SUCCESS);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(d) % (1 << 16), 0u);
   ASSERT_NE(h, nullptr);
   int fd = -1;
@@ -129,43 +112,33 @@ TEST(DocaCompat, GpuCreateChecksTheAddress) {
 }
 
 TEST(DocaCompat, DevicesFromTheEnvironmentAndSysfs) {
-  const fs::path tmp = fs::temp_directory_path() /
-                       ("gnio_doca_sysfs_" + std::to_string(getpid()));
+  const fs::path tmp = fs::temp_directory_path() / ("gnio_doca_sysfs_" + std::to_string(getpid()));
   fs::create_directories(tmp / "bus/pci/devices/0000:3b:00.1/net/eth7");
-  fs::create_directories(
-      tmp / "bus/pci/devices/0000:3c:00.0"); // no network interface: not listed
+  fs::create_directories(tmp / "bus/pci/devices/0000:3c:00.0");  // no network interface: not listed
   scoped_env sys("GNIO_DOCA_SYSFS", tmp.string());
   {
-    scoped_env bad("GNIO_DOCA_DEVICES", "ca:00.0"); // no '=': malformed
-    doca_devinfo **list = nullptr;
+    scoped_env bad("GNIO_DOCA_DEVICES", "ca:00.0");  // no '=': malformed
+    doca_devinfo** list = nullptr;
     uint32_t n = 0;
     EXPECT_EQ(doca_devinfo_create_list(&list, &n), DOCA_ERROR_INVALID_VALUE);
   }
-  scoped_env env("GNIO_DOCA_DEVICES",
-                 "CA:00.0=pcap:file=x.pcap;0001:17:00.0=gen:");
-  doca_devinfo **list = nullptr;
+  scoped_env env("GNIO_DOCA_DEVICES", "CA:00.0=pcap:file=x.pcap;0001:17:00.0=gen:");
+  doca_devinfo** list = nullptr;
   uint32_t n = 0;
   ASSERT_EQ(doca_devinfo_create_list(&list, &n), DOCA_SUCCESS);
   ASSERT_EQ(n, 3u);
   uint8_t eq = 0;
-  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "0000:ca:00.0", &eq),
-            DOCA_SUCCESS);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "0000:ca:00.0", &eq), DOCA_SUCCESS);
   EXPECT_EQ(eq, 1);
-  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00.0", &eq),
-            DOCA_SUCCESS);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00.0", &eq), DOCA_SUCCESS);
   EXPECT_EQ(eq, 1);
-  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[1], "17:00.0", &eq),
-            DOCA_SUCCESS);
-  EXPECT_EQ(eq, 0); // domain 0001
-  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00", &eq),
-            DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "gg:00.0", &eq),
-            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[1], "17:00.0", &eq), DOCA_SUCCESS);
+  EXPECT_EQ(eq, 0);  // domain 0001
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "ca:00", &eq), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_devinfo_is_equal_pci_addr(list[0], "gg:00.0", &eq), DOCA_ERROR_INVALID_VALUE);
   char name[DOCA_DEVINFO_IFACE_NAME_SIZE];
-  EXPECT_EQ(doca_devinfo_get_iface_name(list[0], name, sizeof name),
-            DOCA_ERROR_NOT_FOUND);
-  ASSERT_EQ(doca_devinfo_get_iface_name(list[2], name, sizeof name),
-            DOCA_SUCCESS);
+  EXPECT_EQ(doca_devinfo_get_iface_name(list[0], name, sizeof name), DOCA_ERROR_NOT_FOUND);
+  ASSERT_EQ(doca_devinfo_get_iface_name(list[2], name, sizeof name), DOCA_SUCCESS);
   EXPECT_STREQ(name, "eth7");
   char pci[DOCA_DEVINFO_PCI_ADDR_SIZE];
   ASSERT_EQ(doca_devinfo_get_pci_addr_str(list[2], pci), DOCA_SUCCESS);
@@ -176,93 +149,77 @@ TEST(DocaCompat, DevicesFromTheEnvironmentAndSysfs) {
 
 TEST(DocaCompat, CapabilitiesAnswerForGnio) {
   scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=x.pcap");
-  doca_dev *dev = open_dev("ca:00.0");
+  doca_dev* dev = open_dev("ca:00.0");
   ASSERT_NE(dev, nullptr);
-  const doca_devinfo *info = doca_dev_as_devinfo(dev);
+  const doca_devinfo* info = doca_dev_as_devinfo(dev);
   uint8_t ok = 9;
-  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC,
-                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU,
-                                               &ok),
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC, DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
             DOCA_SUCCESS);
   EXPECT_EQ(ok, 1);
-  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_REGULAR,
-                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU,
-                                               &ok),
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_REGULAR, DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
             DOCA_SUCCESS);
   EXPECT_EQ(ok, 1);
-  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(
-                info, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL,
-                DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
+  EXPECT_EQ(
+      doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL, DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
+      DOCA_SUCCESS);
+  EXPECT_EQ(ok, 0);
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC, DOCA_ETH_RXQ_DATA_PATH_TYPE_CPU, &ok),
             DOCA_SUCCESS);
   EXPECT_EQ(ok, 0);
-  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, DOCA_ETH_RXQ_TYPE_CYCLIC,
-                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_CPU,
-                                               &ok),
-            DOCA_SUCCESS);
-  EXPECT_EQ(ok, 0);
-  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(
-                info, static_cast<doca_eth_rxq_type>(42),
-                DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
+  EXPECT_EQ(doca_eth_rxq_cap_is_type_supported(info, static_cast<doca_eth_rxq_type>(42),
+                                               DOCA_ETH_RXQ_DATA_PATH_TYPE_GPU, &ok),
             DOCA_ERROR_INVALID_VALUE);
   uint32_t bytes = 0;
-  EXPECT_EQ(doca_eth_rxq_estimate_packet_buf_size(
-                DOCA_ETH_RXQ_TYPE_CYCLIC, 0, 0, 2048, 1000, 0, 0, 0, &bytes),
+  EXPECT_EQ(doca_eth_rxq_estimate_packet_buf_size(DOCA_ETH_RXQ_TYPE_CYCLIC, 0, 0, 2048, 1000, 0, 0, 0, &bytes),
             DOCA_SUCCESS);
-  EXPECT_EQ(bytes, 1024u * 2048u); // the ring depth is the next power of two
-  EXPECT_EQ(
-      doca_eth_rxq_estimate_packet_buf_size(DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL,
-                                            0, 0, 2048, 1000, 0, 0, 0, &bytes),
-      DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(bytes, 1024u * 2048u);  // the ring depth is the next power of two
+  EXPECT_EQ(doca_eth_rxq_estimate_packet_buf_size(DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL, 0, 0, 2048, 1000, 0, 0, 0, &bytes),
+            DOCA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
 }
 
 TEST(DocaCompat, QueueCallsOutOfOrder) {
-  scoped_env env("GNIO_DOCA_DEVICES",
-                 "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
-  doca_dev *dev = open_dev("ca:00.0");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
+  doca_dev* dev = open_dev("ca:00.0");
   ASSERT_NE(dev, nullptr);
-  doca_gpu *g = nullptr;
+  doca_gpu* g = nullptr;
   ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
-  doca_eth_rxq *q = nullptr;
+  doca_eth_rxq* q = nullptr;
   EXPECT_EQ(doca_eth_rxq_create(dev, 0, 2048, &q), DOCA_ERROR_INVALID_VALUE);
   ASSERT_EQ(doca_eth_rxq_create(dev, 64, 2048, &q), DOCA_SUCCESS);
-  EXPECT_EQ(doca_eth_rxq_set_type(q, static_cast<doca_eth_rxq_type>(42)),
-            DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL),
-            DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, static_cast<doca_eth_rxq_type>(42)), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_MANAGED_MEMPOOL), DOCA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_CYCLIC), DOCA_SUCCESS);
-  doca_gpu_eth_rxq *h = nullptr;
+  doca_gpu_eth_rxq* h = nullptr;
   EXPECT_EQ(doca_eth_rxq_get_gpu_handle(q, &h),
-            DOCA_ERROR_BAD_STATE); // before doca_ctx_start
-  doca_mmap *m = nullptr;
+            DOCA_ERROR_BAD_STATE);  // before doca_ctx_start
+  doca_mmap* m = nullptr;
   ASSERT_EQ(doca_mmap_create(&m), DOCA_SUCCESS);
-  EXPECT_EQ(doca_mmap_start(m), DOCA_ERROR_BAD_STATE); // no memory range yet
+  EXPECT_EQ(doca_mmap_start(m), DOCA_ERROR_BAD_STATE);  // no memory range yet
   std::vector<uint8_t> mem(1 << 20);
   EXPECT_EQ(doca_mmap_set_memrange(m, mem.data(), mem.size()), DOCA_SUCCESS);
   EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 0, 1 << 17),
-            DOCA_ERROR_BAD_STATE); // mmap not started
+            DOCA_ERROR_BAD_STATE);  // mmap not started
   ASSERT_EQ(doca_mmap_start(m), DOCA_SUCCESS);
-  EXPECT_EQ(doca_mmap_set_memrange(m, mem.data(), mem.size()),
-            DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_mmap_set_memrange(m, mem.data(), mem.size()), DOCA_ERROR_BAD_STATE);
   EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 1 << 20, 1),
-            DOCA_ERROR_INVALID_VALUE); // past the range
+            DOCA_ERROR_INVALID_VALUE);  // past the range
   EXPECT_EQ(doca_eth_rxq_set_pkt_buf(q, m, 0, 1 << 17), DOCA_SUCCESS);
-  doca_ctx *ctx = doca_eth_rxq_as_doca_ctx(q);
+  doca_ctx* ctx = doca_eth_rxq_as_doca_ctx(q);
   ASSERT_NE(ctx, nullptr);
-  EXPECT_EQ(doca_ctx_stop(ctx), DOCA_ERROR_BAD_STATE);      // not started
-  EXPECT_EQ(doca_ctx_start(ctx), DOCA_ERROR_NOT_SUPPORTED); // CPU data path
+  EXPECT_EQ(doca_ctx_stop(ctx), DOCA_ERROR_BAD_STATE);       // not started
+  EXPECT_EQ(doca_ctx_start(ctx), DOCA_ERROR_NOT_SUPPORTED);  // CPU data path
   ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_SUCCESS);
   ASSERT_EQ(doca_ctx_start(ctx), DOCA_SUCCESS);
   doca_ctx_states st;
   EXPECT_EQ(doca_ctx_get_state(ctx, &st), DOCA_SUCCESS);
   EXPECT_EQ(st, DOCA_CTX_STATE_RUNNING);
   EXPECT_EQ(doca_ctx_start(ctx), DOCA_ERROR_BAD_STATE);
-  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_REGULAR),
-            DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_REGULAR), DOCA_ERROR_BAD_STATE);
   EXPECT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_ERROR_BAD_STATE);
   EXPECT_EQ(doca_eth_rxq_get_gpu_handle(q, &h), DOCA_SUCCESS);
   EXPECT_NE(h, nullptr);
-  EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_ERROR_BAD_STATE); // still running
+  EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_ERROR_BAD_STATE);  // still running
   EXPECT_EQ(doca_dev_close(dev), DOCA_ERROR_IN_USE);
   EXPECT_EQ(doca_ctx_stop(ctx), DOCA_SUCCESS);
   EXPECT_EQ(doca_eth_rxq_destroy(q), DOCA_SUCCESS);
@@ -273,43 +230,38 @@ TEST(DocaCompat, QueueCallsOutOfOrder) {
 
 TEST(DocaCompat, FlowRefusesWhatClassesCannotExpress) {
   scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=x.pcap");
-  doca_dev *dev = open_dev("ca:00.0");
+  doca_dev* dev = open_dev("ca:00.0");
   ASSERT_NE(dev, nullptr);
-  doca_flow_port_cfg *pc = nullptr;
-  doca_flow_port *port = nullptr;
+  doca_flow_port_cfg* pc = nullptr;
+  doca_flow_port* port = nullptr;
   ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
   EXPECT_EQ(doca_flow_port_start(pc, &port),
-            DOCA_ERROR_NOT_SUPPORTED); // no device
+            DOCA_ERROR_NOT_SUPPORTED);  // no device
   ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_port_start(pc, &port), DOCA_SUCCESS);
   doca_flow_port_cfg_destroy(pc);
-  doca_flow_pipe_cfg *cfg = nullptr;
+  doca_flow_pipe_cfg* cfg = nullptr;
   ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
-  EXPECT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_LPM),
-            DOCA_ERROR_NOT_SUPPORTED);
-  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL),
-            DOCA_SUCCESS);
+  EXPECT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_LPM), DOCA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL), DOCA_SUCCESS);
   doca_flow_fwd to_port{};
   to_port.type = DOCA_FLOW_FWD_PORT;
-  doca_flow_pipe *pipe = nullptr;
-  EXPECT_EQ(doca_flow_pipe_create(cfg, &to_port, nullptr, &pipe),
-            DOCA_ERROR_NOT_SUPPORTED);
+  doca_flow_pipe* pipe = nullptr;
+  EXPECT_EQ(doca_flow_pipe_create(cfg, &to_port, nullptr, &pipe), DOCA_ERROR_NOT_SUPPORTED);
   ASSERT_EQ(doca_flow_pipe_create(cfg, nullptr, nullptr, &pipe), DOCA_SUCCESS);
   doca_flow_pipe_cfg_destroy(cfg);
   doca_flow_match by_port{};
   by_port.outer.udp.l4_port.dst_port = htons(53);
   doca_flow_fwd drop{};
   drop.type = DOCA_FLOW_FWD_DROP;
-  doca_flow_pipe_entry *e = nullptr;
-  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &by_port, nullptr,
-                                             nullptr, nullptr, nullptr, nullptr,
-                                             nullptr, 0, &drop, nullptr, &e),
+  doca_flow_pipe_entry* e = nullptr;
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &by_port, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
+                                             &drop, nullptr, &e),
             DOCA_ERROR_NOT_SUPPORTED);
   doca_flow_match esp{};
   esp.parser_meta.outer_l4_type = DOCA_FLOW_L4_META_ESP;
-  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &esp, nullptr, nullptr,
-                                             nullptr, nullptr, nullptr, nullptr,
-                                             0, &drop, nullptr, &e),
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, pipe, &esp, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
+                                             &drop, nullptr, &e),
             DOCA_ERROR_NOT_SUPPORTED);
   doca_flow_pipe_destroy(pipe);
   EXPECT_EQ(doca_flow_port_stop(port), DOCA_SUCCESS);
@@ -320,25 +272,24 @@ TEST(DocaCompat, FlowRefusesWhatClassesCannotExpress) {
 // playing the kernel: UDP reaches queue 0 (as many packets as tshark counts,
 // 2 in http.pcap), everything else is dropped by the miss.
 TEST(DocaCompat, SimpleReceiveSequenceOnACapture) {
-  scoped_env env("GNIO_DOCA_DEVICES",
-                 "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
-  doca_dev *dev = open_dev("0000:ca:00.0");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
+  doca_dev* dev = open_dev("0000:ca:00.0");
   ASSERT_NE(dev, nullptr);
-  doca_flow_port_cfg *pc = nullptr;
-  doca_flow_port *port = nullptr;
+  doca_flow_port_cfg* pc = nullptr;
+  doca_flow_port* port = nullptr;
   ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_port_start(pc, &port), DOCA_SUCCESS);
   doca_flow_port_cfg_destroy(pc);
-  doca_gpu *g = nullptr;
+  doca_gpu* g = nullptr;
   ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
-  doca_eth_rxq *q = nullptr;
+  doca_eth_rxq* q = nullptr;
   ASSERT_EQ(doca_eth_rxq_create(dev, 64, 2048, &q), DOCA_SUCCESS);
   ASSERT_EQ(doca_eth_rxq_set_type(q, DOCA_ETH_RXQ_TYPE_CYCLIC), DOCA_SUCCESS);
-  doca_ctx *ctx = doca_eth_rxq_as_doca_ctx(q);
+  doca_ctx* ctx = doca_eth_rxq_as_doca_ctx(q);
   ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, g), DOCA_SUCCESS);
   ASSERT_EQ(doca_ctx_start(ctx), DOCA_SUCCESS);
-  doca_gpu_eth_rxq *h = nullptr;
+  doca_gpu_eth_rxq* h = nullptr;
   ASSERT_EQ(doca_eth_rxq_get_gpu_handle(q, &h), DOCA_SUCCESS);
 
   // UDP pipe: RSS to queue 0, miss drops.
@@ -354,21 +305,19 @@ TEST(DocaCompat, SimpleReceiveSequenceOnACapture) {
   rss.rss.outer_flags = DOCA_FLOW_RSS_IPV4 | DOCA_FLOW_RSS_UDP;
   doca_flow_fwd drop{};
   drop.type = DOCA_FLOW_FWD_DROP;
-  doca_flow_pipe_cfg *cfg = nullptr;
+  doca_flow_pipe_cfg* cfg = nullptr;
   ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
-  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_BASIC),
-            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_BASIC), DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_pipe_cfg_set_match(cfg, &udp, nullptr), DOCA_SUCCESS);
-  doca_flow_pipe *udp_pipe = nullptr;
+  doca_flow_pipe* udp_pipe = nullptr;
   ASSERT_EQ(doca_flow_pipe_create(cfg, &rss, &drop, &udp_pipe), DOCA_SUCCESS);
   doca_flow_pipe_cfg_destroy(cfg);
-  doca_flow_pipe_entry *e = nullptr;
-  ASSERT_EQ(doca_flow_pipe_basic_add_entry(
-                0, udp_pipe, &udp, 0, nullptr, nullptr, nullptr,
-                DOCA_FLOW_ENTRY_FLAGS_NO_WAIT, nullptr, &e),
+  doca_flow_pipe_entry* e = nullptr;
+  ASSERT_EQ(doca_flow_pipe_basic_add_entry(0, udp_pipe, &udp, 0, nullptr, nullptr, nullptr,
+                                           DOCA_FLOW_ENTRY_FLAGS_NO_WAIT, nullptr, &e),
             DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_entries_process(port, 0, 0, 0),
-            DOCA_SUCCESS); // no root yet: nothing starts
+            DOCA_SUCCESS);  // no root yet: nothing starts
 
   // Root pipe: IPv4/UDP to the UDP pipe.
   doca_flow_match root_match{};
@@ -379,52 +328,43 @@ TEST(DocaCompat, SimpleReceiveSequenceOnACapture) {
   to_udp.type = DOCA_FLOW_FWD_PIPE;
   to_udp.next_pipe = udp_pipe;
   ASSERT_EQ(doca_flow_pipe_cfg_create(&cfg, port), DOCA_SUCCESS);
-  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL),
-            DOCA_SUCCESS);
+  ASSERT_EQ(doca_flow_pipe_cfg_set_type(cfg, DOCA_FLOW_PIPE_CONTROL), DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_pipe_cfg_set_is_root(cfg, true), DOCA_SUCCESS);
-  doca_flow_pipe *root = nullptr;
+  doca_flow_pipe* root = nullptr;
   ASSERT_EQ(doca_flow_pipe_create(cfg, nullptr, nullptr, &root), DOCA_SUCCESS);
   doca_flow_pipe_cfg_destroy(cfg);
-  ASSERT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr,
-                                             nullptr, nullptr, nullptr, nullptr,
-                                             nullptr, 0, &to_udp, nullptr, &e),
+  ASSERT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                             0, &to_udp, nullptr, &e),
             DOCA_SUCCESS);
   ASSERT_EQ(doca_flow_entries_process(port, 0, 0, 0),
-            DOCA_SUCCESS); // steering set, port started
-  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr,
-                                             nullptr, nullptr, nullptr, nullptr,
-                                             nullptr, 0, &to_udp, nullptr, &e),
-            DOCA_ERROR_NOT_SUPPORTED); // steering is fixed once started
+            DOCA_SUCCESS);  // steering set, port started
+  EXPECT_EQ(doca_flow_pipe_control_add_entry(0, root, &root_match, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                             0, &to_udp, nullptr, &e),
+            DOCA_ERROR_NOT_SUPPORTED);  // steering is fixed once started
 
   // The kernel's loop, on the host executor.
   uint64_t total = 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   auto quiet_since = std::chrono::steady_clock::now();
   doca_gpu_dev_eth_rxq_attr attr[64];
   while (std::chrono::steady_clock::now() < deadline) {
     uint64_t first = 0;
     uint32_t num = 0;
-    const doca_error_t r = doca_gpu_dev_eth_rxq_recv<
-        DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK, DOCA_GPUNETIO_ETH_MCST_AUTO,
-        DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_RX_ATTR_ALL>(
+    const doca_error_t r = doca_gpu_dev_eth_rxq_recv<DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK, DOCA_GPUNETIO_ETH_MCST_AUTO,
+                                                     DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_RX_ATTR_ALL>(
         h, 64, 1'000'000, &first, &num, attr);
     ASSERT_EQ(r, DOCA_SUCCESS);
     for (uint32_t i = 0; i < num; ++i) {
-      const auto *p = reinterpret_cast<const uint8_t *>(
-          doca_gpu_dev_eth_rxq_get_pkt_addr(h, first + i));
-      EXPECT_EQ(p[12], 0x08); // IPv4
+      const auto* p = reinterpret_cast<const uint8_t*>(doca_gpu_dev_eth_rxq_get_pkt_addr(h, first + i));
+      EXPECT_EQ(p[12], 0x08);  // IPv4
       EXPECT_EQ(p[13], 0x00);
-      EXPECT_EQ(p[14 + 9], 17); // UDP
+      EXPECT_EQ(p[14 + 9], 17);  // UDP
       EXPECT_GT(attr[i].bytes, 42u);
       EXPECT_GT(attr[i].timestamp_ns, 0u);
     }
     total += num;
-    if (num)
-      quiet_since = std::chrono::steady_clock::now();
-    else if (total && std::chrono::steady_clock::now() - quiet_since >
-                          std::chrono::milliseconds(300))
-      break;
+    if (num) quiet_since = std::chrono::steady_clock::now();
+    else if (total && std::chrono::steady_clock::now() - quiet_since > std::chrono::milliseconds(300)) break;
   }
   EXPECT_EQ(total, 2u);
 
@@ -447,60 +387,54 @@ struct captured {
 };
 
 // Reads a nanosecond pcap file (what the pcap backend's tx= writes).
-std::vector<captured> read_capture(const std::string &path) {
+std::vector<captured> read_capture(const std::string& path) {
   std::vector<captured> out;
   std::ifstream f(path, std::ios::binary);
   uint32_t global[6] = {};
-  if (!f.read(reinterpret_cast<char *>(global), sizeof global))
-    return out;
+  if (!f.read(reinterpret_cast<char*>(global), sizeof global)) return out;
   const bool nano = global[0] == 0xa1b23c4du;
   uint32_t rec[4];
-  while (f.read(reinterpret_cast<char *>(rec), sizeof rec)) {
+  while (f.read(reinterpret_cast<char*>(rec), sizeof rec)) {
     captured c;
-    c.ts_ns = uint64_t{rec[0]} * 1'000'000'000ull +
-              (nano ? uint64_t{rec[1]} : uint64_t{rec[1]} * 1000);
+    c.ts_ns = uint64_t{rec[0]} * 1'000'000'000ull + (nano ? uint64_t{rec[1]} : uint64_t{rec[1]} * 1000);
     c.bytes.resize(rec[2]);
-    if (!f.read(reinterpret_cast<char *>(c.bytes.data()), rec[2]))
-      break;
+    if (!f.read(reinterpret_cast<char*>(c.bytes.data()), rec[2])) break;
     out.push_back(std::move(c));
   }
   return out;
 }
 
-std::string temp_capture(const char *name) {
-  return (fs::temp_directory_path() / (std::string("gnio_doca_") + name + "_" +
-                                       std::to_string(getpid()) + ".pcap"))
+std::string temp_capture(const char* name) {
+  return (fs::temp_directory_path() / (std::string("gnio_doca_") + name + "_" + std::to_string(getpid()) + ".pcap"))
       .string();
 }
 
 // The frames the tests send: Ethernet header as the samples write it, then
 // a payload that tells the frames apart.
 constexpr uint32_t k_frame_bytes = 96;
-void fill_frame(uint8_t *p, uint32_t i) {
-  for (uint32_t b = 0; b < k_frame_bytes; ++b)
-    p[b] = static_cast<uint8_t>(b * 7 + i);
-  const uint8_t hdr[14] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20,
-                           0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00};
+void fill_frame(uint8_t* p, uint32_t i) {
+  for (uint32_t b = 0; b < k_frame_bytes; ++b) p[b] = static_cast<uint8_t>(b * 7 + i);
+  const uint8_t hdr[14] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x08, 0x00};
   std::memcpy(p, hdr, sizeof hdr);
 }
 
 // The host part of both send samples: a flow port, a TX queue on the GPU
 // data path, its handle, and GPU memory for n frames mapped by an mmap.
 struct send_setup {
-  doca_dev *dev = nullptr;
-  doca_flow_port *flow = nullptr;
-  doca_gpu *gpu = nullptr;
-  doca_eth_txq *txq = nullptr;
-  doca_ctx *ctx = nullptr;
-  doca_gpu_eth_txq *h = nullptr;
-  doca_mmap *mmap = nullptr;
-  uint8_t *frames = nullptr;
+  doca_dev* dev = nullptr;
+  doca_flow_port* flow = nullptr;
+  doca_gpu* gpu = nullptr;
+  doca_eth_txq* txq = nullptr;
+  doca_ctx* ctx = nullptr;
+  doca_gpu_eth_txq* h = nullptr;
+  doca_mmap* mmap = nullptr;
+  uint8_t* frames = nullptr;
   uint32_t mkey = 0;
 
   void open(uint32_t n, bool wait_on_time) {
     dev = open_dev("ca:00.0");
     ASSERT_NE(dev, nullptr);
-    doca_flow_port_cfg *pc = nullptr;
+    doca_flow_port_cfg* pc = nullptr;
     ASSERT_EQ(doca_flow_port_cfg_create(&pc), DOCA_SUCCESS);
     ASSERT_EQ(doca_flow_port_cfg_set_dev(pc, dev), DOCA_SUCCESS);
     ASSERT_EQ(doca_flow_port_start(pc, &flow), DOCA_SUCCESS);
@@ -515,9 +449,7 @@ struct send_setup {
     ASSERT_EQ(doca_ctx_set_datapath_on_gpu(ctx, gpu), DOCA_SUCCESS);
     if (wait_on_time) {
       doca_eth_wait_on_time_type mode = DOCA_ETH_WAIT_ON_TIME_TYPE_NONE;
-      ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
-                    doca_dev_as_devinfo(dev), &mode),
-                DOCA_SUCCESS);
+      ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(doca_dev_as_devinfo(dev), &mode), DOCA_SUCCESS);
       ASSERT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE);
       ASSERT_EQ(doca_eth_txq_set_wait_on_time_offload(txq), DOCA_SUCCESS);
     }
@@ -527,23 +459,18 @@ struct send_setup {
     ASSERT_EQ(doca_eth_txq_get_gpu_handle(txq, &h), DOCA_SUCCESS);
     ASSERT_EQ(doca_mmap_create(&mmap), DOCA_SUCCESS);
     ASSERT_EQ(doca_mmap_add_dev(mmap, dev), DOCA_SUCCESS);
-    void *p = nullptr;
-    ASSERT_EQ(
-        doca_gpu_mem_alloc(gpu, 4096, 4096, DOCA_GPU_MEM_TYPE_GPU, &p, nullptr),
-        DOCA_SUCCESS);
-    frames = static_cast<uint8_t *>(p);
+    void* p = nullptr;
+    ASSERT_EQ(doca_gpu_mem_alloc(gpu, 4096, 4096, DOCA_GPU_MEM_TYPE_GPU, &p, nullptr), DOCA_SUCCESS);
+    frames = static_cast<uint8_t*>(p);
     // On the host executor GPU memory is the host's: the test writes it as
     // the sample's cudaMemcpy would.
-    for (uint32_t i = 0; i < n; ++i)
-      fill_frame(frames + i * k_frame_bytes, i);
+    for (uint32_t i = 0; i < n; ++i) fill_frame(frames + i * k_frame_bytes, i);
     int fd = -1;
     EXPECT_EQ(doca_gpu_dmabuf_fd(gpu, p, 4096, &fd), DOCA_ERROR_NOT_SUPPORTED);
     ASSERT_EQ(doca_mmap_set_memrange(mmap, p, 4096), DOCA_SUCCESS);
-    ASSERT_EQ(
-        doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE),
-        DOCA_SUCCESS);
+    ASSERT_EQ(doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE), DOCA_SUCCESS);
     ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_ERROR_BAD_STATE);
-    ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS); // the port starts here
+    ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS);  // the port starts here
     ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_SUCCESS);
     mkey = htonl(mkey);
   }
@@ -572,82 +499,60 @@ TEST(DocaCompat, SimpleSendSequenceWritesACapture) {
   // Four sends at block scope; frames 1 and 3 ask for a completion.
   for (uint32_t i = 0; i < 4; ++i) {
     doca_gpu_dev_eth_ticket_t t = ~0ull;
-    doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
-                              DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
-                              DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
-                              DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
-        s.h, reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes), s.mkey,
-        k_frame_bytes,
-        i % 2 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
-              : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE,
-        &t);
+    doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU, DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
+                              DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
+        s.h, reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes), s.mkey, k_frame_bytes,
+        i % 2 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE, &t);
     EXPECT_EQ(t, i) << "the ticket is the descriptor's ring index";
   }
   uint32_t done = 0;
-  ASSERT_EQ(
-      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
-          s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
-      DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B,
+                                                                                 &done),
+            DOCA_SUCCESS);
   EXPECT_EQ(done, 2u);
   // Four sends, two completions: nothing is left to poll.
-  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
-                s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
-            DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done), DOCA_SUCCESS);
   EXPECT_EQ(done, 0u);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
-                s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B),
-            DOCA_SUCCESS);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
-                s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB),
-            DOCA_ERROR_AGAIN);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB), DOCA_ERROR_AGAIN);
 
   // The WQE path, as simple_send without a shared queue: the caller owns
   // the indices; the last WQE asks for the completion it then polls.
   for (uint16_t i = 4; i < 6; ++i) {
-    doca_gpu_dev_eth_txq_wqe *w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, i);
+    doca_gpu_dev_eth_txq_wqe* w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, i);
     ASSERT_NE(w, nullptr);
     ASSERT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
-                  s.h, w, i,
-                  reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes),
-                  s.mkey, k_frame_bytes,
-                  i == 5 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
-                         : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+                  s.h, w, i, reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes), s.mkey, k_frame_bytes,
+                  i == 5 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
               DOCA_SUCCESS);
   }
   doca_gpu_dev_eth_txq_submit(s.h, 6);
-  EXPECT_EQ((doca_gpu_dev_eth_txq_poll_completion_at<
-                DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
-                DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA>(
-                s.h, 2, DOCA_GPUNETIO_ETH_WAIT_FLAG_B)),
+  EXPECT_EQ((doca_gpu_dev_eth_txq_poll_completion_at<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
+                                                     DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA>(s.h, 2,
+                                                                                       DOCA_GPUNETIO_ETH_WAIT_FLAG_B)),
             DOCA_SUCCESS);
 
   // Bad arguments.
-  doca_gpu_dev_eth_txq_wqe *w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, 6);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
-                s.h, w, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey, 0,
-                DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+  doca_gpu_dev_eth_txq_wqe* w = doca_gpu_dev_eth_txq_get_wqe_ptr(s.h, 6);
+  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(s.h, w, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey, 0,
+                                                  DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
             DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(
-                s.h, nullptr, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey,
-                64, DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
+  EXPECT_EQ(doca_gpu_dev_eth_txq_wqe_prepare_send(s.h, nullptr, 6, reinterpret_cast<uint64_t>(s.frames), s.mkey, 64,
+                                                  DOCA_GPUNETIO_ETH_SEND_FLAG_NONE),
             DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
-                s.h, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(s.h, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
             DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
-                s.h, 65, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
-            DOCA_ERROR_INVALID_VALUE); // more than the ring holds
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(
-                nullptr, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(s.h, 65, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
+            DOCA_ERROR_INVALID_VALUE);  // more than the ring holds
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion(nullptr, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &done),
             DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(
-                nullptr, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB),
+  EXPECT_EQ(doca_gpu_dev_eth_txq_poll_completion_at(nullptr, 0, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB),
             DOCA_ERROR_INVALID_VALUE);
   uint64_t ts = 0;
   EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, gnio::tx_clock_ns(), &ts),
-            DOCA_ERROR_BAD_STATE); // wait on time is off
+            DOCA_ERROR_BAD_STATE);  // wait on time is off
   EXPECT_EQ(doca_eth_txq_set_l3_chksum_offload(s.txq, 1),
-            DOCA_ERROR_BAD_STATE); // the context runs
+            DOCA_ERROR_BAD_STATE);  // the context runs
   EXPECT_EQ(doca_eth_txq_destroy(s.txq), DOCA_ERROR_BAD_STATE);
   EXPECT_EQ(doca_dev_close(s.dev), DOCA_ERROR_IN_USE);
   EXPECT_EQ(doca_eth_txq_gpu_cpu_proxy_progress(s.txq), DOCA_SUCCESS);
@@ -658,8 +563,7 @@ TEST(DocaCompat, SimpleSendSequenceWritesACapture) {
   for (uint32_t i = 0; i < 6; ++i) {
     uint8_t want[k_frame_bytes];
     fill_frame(want, i);
-    EXPECT_EQ(frames[i].bytes, std::vector<uint8_t>(want, want + k_frame_bytes))
-        << "frame " << i;
+    EXPECT_EQ(frames[i].bytes, std::vector<uint8_t>(want, want + k_frame_bytes)) << "frame " << i;
   }
   fs::remove(out);
 }
@@ -676,33 +580,23 @@ TEST(DocaCompat, SendWaitTimeStampsTheCapture) {
   const uint64_t base = gnio::tx_clock_ns() + 3'600'000'000'000ull;
   uint64_t times[4];
   for (uint32_t i = 0; i < 4; ++i) {
-    ASSERT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base + i * 1'000'003ull,
-                                               &times[i]),
-              DOCA_SUCCESS);
+    ASSERT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base + i * 1'000'003ull, &times[i]), DOCA_SUCCESS);
     EXPECT_EQ(times[i], base + i * 1'000'003ull);
   }
   uint64_t bad = 0;
-  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, 0, &bad),
-            DOCA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base, nullptr),
-            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, 0, &bad), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_eth_txq_calculate_timestamp(s.txq, base, nullptr), DOCA_ERROR_INVALID_VALUE);
   for (uint32_t i = 0; i < 4; ++i) {
     doca_gpu_dev_eth_ticket_t t = 0;
-    doca_gpu_dev_eth_txq_wait_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_CTA,
-                                   DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA,
-                                   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
-                                   DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
-        s.h, times[i], reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes),
-        s.mkey, k_frame_bytes,
-        i == 3 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
-               : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE,
-        &t);
+    doca_gpu_dev_eth_txq_wait_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_CTA, DOCA_GPUNETIO_ETH_SYNC_SCOPE_CTA,
+                                   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(
+        s.h, times[i], reinterpret_cast<uint64_t>(s.frames + i * k_frame_bytes), s.mkey, k_frame_bytes,
+        i == 3 ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE, &t);
   }
   uint32_t done = 0;
-  ASSERT_EQ(
-      doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(
-          s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
-      DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion<DOCA_GPUNETIO_ETH_CQ_POLL_LAST>(s.h, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B,
+                                                                                 &done),
+            DOCA_SUCCESS);
   EXPECT_EQ(done, 1u);
   s.close();
   const auto frames = read_capture(out);
@@ -711,8 +605,7 @@ TEST(DocaCompat, SendWaitTimeStampsTheCapture) {
     EXPECT_EQ(frames[i].ts_ns, times[i]) << "frame " << i;
     uint8_t want[k_frame_bytes];
     fill_frame(want, i);
-    EXPECT_EQ(frames[i].bytes,
-              std::vector<uint8_t>(want, want + k_frame_bytes));
+    EXPECT_EQ(frames[i].bytes, std::vector<uint8_t>(want, want + k_frame_bytes));
   }
   fs::remove(out);
 }
@@ -725,25 +618,20 @@ TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
   scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:tx=" + out);
   send_setup s;
   ASSERT_NO_FATAL_FAILURE(s.open(2, false));
-  constexpr uint32_t k_per_thread = 200; // more than the ring's 64
+  constexpr uint32_t k_per_thread = 200;  // more than the ring's 64
   std::vector<std::thread> senders;
   for (uint32_t t = 0; t < 2; ++t)
     senders.emplace_back([&s, t] {
       for (uint32_t i = 0; i < k_per_thread; ++i)
-        doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU,
-                                  DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
-                                  DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO,
-                                  DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(
-            s.h, reinterpret_cast<uint64_t>(s.frames + t * k_frame_bytes),
-            s.mkey, k_frame_bytes, DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, nullptr);
+        doca_gpu_dev_eth_txq_send<DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU, DOCA_GPUNETIO_ETH_SYNC_SCOPE_GPU,
+                                  DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(
+            s.h, reinterpret_cast<uint64_t>(s.frames + t * k_frame_bytes), s.mkey, k_frame_bytes,
+            DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, nullptr);
     });
-  for (auto &t : senders)
-    t.join();
+  for (auto& t : senders) t.join();
   uint32_t done = 0, total = 0;
   for (uint32_t i = 0; i < 2 * k_per_thread / 50; ++i) {
-    ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(
-                  s.h, 50, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done),
-              DOCA_SUCCESS);
+    ASSERT_EQ(doca_gpu_dev_eth_txq_poll_completion(s.h, 50, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &done), DOCA_SUCCESS);
     total += done;
   }
   EXPECT_EQ(total, 2 * k_per_thread);
@@ -751,10 +639,9 @@ TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
   const auto frames = read_capture(out);
   ASSERT_EQ(frames.size(), 2 * k_per_thread);
   uint32_t per[2] = {0, 0};
-  for (const auto &f : frames) {
+  for (const auto& f : frames) {
     ASSERT_EQ(f.bytes.size(), k_frame_bytes);
-    per[f.bytes[k_frame_bytes - 1] ==
-        static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
+    per[f.bytes[k_frame_bytes - 1] == static_cast<uint8_t>((k_frame_bytes - 1) * 7 + 1)]++;
   }
   EXPECT_EQ(per[0], k_per_thread);
   EXPECT_EQ(per[1], k_per_thread);
@@ -763,38 +650,32 @@ TEST(DocaCompat, ConcurrentThreadScopeSendsShareTheQueue) {
 
 // Creation arguments, and wait on time where the port has no use for times.
 TEST(DocaCompat, TxQueueArgumentsAndWaitOnTimeCapability) {
-  scoped_env env("GNIO_DOCA_DEVICES",
-                 "ca:00.0=pcap:file=x.pcap;cb:00.0=af_packet:if=lo");
-  doca_dev *dev = open_dev("ca:00.0");
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=x.pcap;cb:00.0=af_packet:if=lo");
+  doca_dev* dev = open_dev("ca:00.0");
   ASSERT_NE(dev, nullptr);
-  doca_eth_txq *q = nullptr;
+  doca_eth_txq* q = nullptr;
   EXPECT_EQ(doca_eth_txq_create(nullptr, 64, &q), DOCA_ERROR_INVALID_VALUE);
   EXPECT_EQ(doca_eth_txq_create(dev, 0, &q), DOCA_ERROR_INVALID_VALUE);
   EXPECT_EQ(doca_eth_txq_create(dev, 65536, &q), DOCA_ERROR_INVALID_VALUE);
   ASSERT_EQ(doca_eth_txq_create(dev, 100, &q), DOCA_SUCCESS);
   doca_eth_wait_on_time_type mode = DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE;
-  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
-                doca_dev_as_devinfo(dev), &mode),
-            DOCA_SUCCESS);
-  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NONE); // a capture it only reads
+  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(doca_dev_as_devinfo(dev), &mode), DOCA_SUCCESS);
+  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NONE);  // a capture it only reads
   EXPECT_EQ(doca_eth_txq_set_wait_on_time_offload(q), DOCA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(nullptr, &mode),
-            DOCA_ERROR_INVALID_VALUE);
-  doca_gpu_eth_txq *h = nullptr;
+  EXPECT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(nullptr, &mode), DOCA_ERROR_INVALID_VALUE);
+  doca_gpu_eth_txq* h = nullptr;
   EXPECT_EQ(doca_eth_txq_get_gpu_handle(q, &h), DOCA_ERROR_BAD_STATE);
   EXPECT_EQ(doca_ctx_start(doca_eth_txq_as_doca_ctx(q)),
-            DOCA_ERROR_NOT_SUPPORTED); // no GPU data path
+            DOCA_ERROR_NOT_SUPPORTED);  // no GPU data path
   EXPECT_EQ(doca_eth_txq_set_type(q, DOCA_ETH_TXQ_TYPE_REGULAR), DOCA_SUCCESS);
   EXPECT_EQ(doca_eth_txq_gpu_set_uar_on_cpu(q), DOCA_SUCCESS);
   EXPECT_EQ(doca_eth_txq_destroy(q), DOCA_SUCCESS);
   EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
 
-  doca_dev *live = open_dev("cb:00.0");
+  doca_dev* live = open_dev("cb:00.0");
   ASSERT_NE(live, nullptr);
-  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(
-                doca_dev_as_devinfo(live), &mode),
-            DOCA_SUCCESS);
-  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE); // the engine holds frames
+  ASSERT_EQ(doca_eth_txq_cap_get_wait_on_time_offload_supported(doca_dev_as_devinfo(live), &mode), DOCA_SUCCESS);
+  EXPECT_EQ(mode, DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE);  // the engine holds frames
   EXPECT_EQ(doca_dev_close(live), DOCA_SUCCESS);
 }
 
@@ -804,24 +685,24 @@ struct argp_cfg {
   bool verbose = false;
 };
 
-doca_error_t on_gpu(void *p, void *c) {
-  static_cast<argp_cfg *>(c)->gpu = static_cast<char *>(p);
+doca_error_t on_gpu(void* p, void* c) {
+  static_cast<argp_cfg*>(c)->gpu = static_cast<char*>(p);
   return DOCA_SUCCESS;
 }
-doca_error_t on_nic(void *p, void *c) {
-  static_cast<argp_cfg *>(c)->nic = static_cast<char *>(p);
+doca_error_t on_nic(void* p, void* c) {
+  static_cast<argp_cfg*>(c)->nic = static_cast<char*>(p);
   return DOCA_SUCCESS;
 }
-doca_error_t on_scope(void *p, void *c) {
-  static_cast<argp_cfg *>(c)->scope = *static_cast<int *>(p);
+doca_error_t on_scope(void* p, void* c) {
+  static_cast<argp_cfg*>(c)->scope = *static_cast<int*>(p);
   return DOCA_SUCCESS;
 }
-doca_error_t on_verbose(void *p, void *c) {
-  static_cast<argp_cfg *>(c)->verbose = *static_cast<bool *>(p);
+doca_error_t on_verbose(void* p, void* c) {
+  static_cast<argp_cfg*>(c)->verbose = *static_cast<bool*>(p);
   return DOCA_SUCCESS;
 }
 
-doca_error_t parse(argp_cfg &cfg, std::vector<std::string> args) {
+doca_error_t parse(argp_cfg& cfg, std::vector<std::string> args) {
   EXPECT_EQ(doca_argp_init("test", &cfg), DOCA_SUCCESS);
   struct spec {
     const char *s, *l;
@@ -829,48 +710,41 @@ doca_error_t parse(argp_cfg &cfg, std::vector<std::string> args) {
     doca_argp_param_cb_t cb;
     bool mandatory;
   };
-  for (const spec &s :
-       {spec{"g", "gpu", DOCA_ARGP_TYPE_STRING, on_gpu, true},
-        spec{"n", "nic", DOCA_ARGP_TYPE_STRING, on_nic, true},
+  for (const spec& s :
+       {spec{"g", "gpu", DOCA_ARGP_TYPE_STRING, on_gpu, true}, spec{"n", "nic", DOCA_ARGP_TYPE_STRING, on_nic, true},
         spec{"e", "exec-scope", DOCA_ARGP_TYPE_INT, on_scope, false},
         spec{"v", "verbose", DOCA_ARGP_TYPE_BOOLEAN, on_verbose, false}}) {
-    doca_argp_param *p = nullptr;
+    doca_argp_param* p = nullptr;
     EXPECT_EQ(doca_argp_param_create(&p), DOCA_SUCCESS);
     doca_argp_param_set_short_name(p, s.s);
     doca_argp_param_set_long_name(p, s.l);
     doca_argp_param_set_type(p, s.t);
     doca_argp_param_set_callback(p, s.cb);
-    if (s.mandatory)
-      doca_argp_param_set_mandatory(p);
+    if (s.mandatory) doca_argp_param_set_mandatory(p);
     EXPECT_EQ(doca_argp_register_param(p), DOCA_SUCCESS);
   }
-  std::vector<char *> argv;
+  std::vector<char*> argv;
   args.insert(args.begin(), "prog");
-  for (auto &a : args)
-    argv.push_back(a.data());
-  const doca_error_t r =
-      doca_argp_start(static_cast<int>(argv.size()), argv.data());
+  for (auto& a : args) argv.push_back(a.data());
+  const doca_error_t r = doca_argp_start(static_cast<int>(argv.size()), argv.data());
   EXPECT_EQ(doca_argp_destroy(), DOCA_SUCCESS);
   return r;
 }
 
 TEST(DocaCompat, ArgpParsesTheSamplesOptions) {
   argp_cfg c;
-  ASSERT_EQ(parse(c, {"-g", "ca:00.0", "--nic=17:00.1", "-e", "1", "-v"}),
-            DOCA_SUCCESS);
+  ASSERT_EQ(parse(c, {"-g", "ca:00.0", "--nic=17:00.1", "-e", "1", "-v"}), DOCA_SUCCESS);
   EXPECT_EQ(c.gpu, "ca:00.0");
   EXPECT_EQ(c.nic, "17:00.1");
   EXPECT_EQ(c.scope, 1);
   EXPECT_TRUE(c.verbose);
   argp_cfg d;
   EXPECT_EQ(parse(d, {"-g", "ca:00.0"}),
-            DOCA_ERROR_INVALID_VALUE); // --nic is mandatory
+            DOCA_ERROR_INVALID_VALUE);  // --nic is mandatory
   argp_cfg e;
-  EXPECT_EQ(parse(e, {"-g", "a", "-n", "b", "--bogus"}),
-            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(parse(e, {"-g", "a", "-n", "b", "--bogus"}), DOCA_ERROR_INVALID_VALUE);
   argp_cfg f;
-  EXPECT_EQ(parse(f, {"-g", "a", "-n", "b", "-e", "x"}),
-            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(parse(f, {"-g", "a", "-n", "b", "-e", "x"}), DOCA_ERROR_INVALID_VALUE);
 }
 
-} // namespace
+}  // namespace

@@ -96,14 +96,14 @@ TEST(FlowTable, BoundedAddsFindEveryPlacedKeyAndCountTheRestExactly) {
   std::vector<int> first(keys);
   uint64_t full = 0, placed = 0;
   for (uint32_t i = 0; i < keys; ++i) {
-    first[i] = gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0,
-                                                 gnio::device::flow_table_max_probe);
+    first[i] =
+        gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0, gnio::device::flow_table_max_probe);
     full += first[i] < 0;
     placed += first[i] > 0;
   }
   for (uint32_t i = 0; i < keys; ++i) {
-    const int again = gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0,
-                                                        gnio::device::flow_table_max_probe);
+    const int again =
+        gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0, gnio::device::flow_table_max_probe);
     EXPECT_EQ(again, first[i] < 0 ? -1 : 0) << "key " << i;
     full += again < 0;
   }

@@ -37,8 +37,7 @@ GNIO_HOST_DEVICE void run_all(frag_table t, const uint8_t* buf, const uint32_t* 
     (void)parse(buf + offs[i], lens[i], p);
     const uint8_t* out;
     uint32_t out_len;
-    const frag_result r =
-        frag_input(t, buf + offs[i], lens[i], p, (i + 1) * 1'000'000'000ull, ro->st, &out, &out_len);
+    const frag_result r = frag_input(t, buf + offs[i], lens[i], p, (i + 1) * 1'000'000'000ull, ro->st, &out, &out_len);
     uint64_t h = 1469598103934665603ull;
     for (uint32_t j = 0; j < out_len; ++j) h = (h ^ out[j]) * 1099511628211ull;
     res[i] = frame_result{static_cast<uint32_t>(r), out_len, h};
@@ -151,11 +150,11 @@ int main() {
     std::fprintf(stderr, "frag_gpu_test: %u frames, %u completed (want 68 and 12)\n", n, complete);
     ++failures;
   }
-  std::printf("frag_gpu_test: %u frames, %u completed, reassembled %llu, duplicates %llu, overlapping %llu, "
-              "timed out %llu; host and device %s\n",
-              n, complete, static_cast<unsigned long long>(dev_out->st.reassembled),
-              static_cast<unsigned long long>(dev_out->st.duplicates),
-              static_cast<unsigned long long>(dev_out->st.overlapping),
-              static_cast<unsigned long long>(dev_out->st.timed_out), failures ? "DIFFER" : "agree");
+  std::printf(
+      "frag_gpu_test: %u frames, %u completed, reassembled %llu, duplicates %llu, overlapping %llu, "
+      "timed out %llu; host and device %s\n",
+      n, complete, static_cast<unsigned long long>(dev_out->st.reassembled),
+      static_cast<unsigned long long>(dev_out->st.duplicates), static_cast<unsigned long long>(dev_out->st.overlapping),
+      static_cast<unsigned long long>(dev_out->st.timed_out), failures ? "DIFFER" : "agree");
   return failures ? 1 : 0;
 }

@@ -401,8 +401,8 @@ TEST(frag, inconsistent_fragments_are_bad) {
   const uint32_t total = static_cast<uint32_t>(d.size()) - 20;
   const bytes empty, odd(13, 1), some(16, 2);
   table tb;
-  EXPECT_EQ(tb.feed(v4_frag(d, {0, 0, true}, &empty)), frag_result::dropped);    // no data
-  EXPECT_EQ(tb.feed(v4_frag(d, {0, 13, true}, &odd)), frag_result::dropped);     // not a multiple of 8
+  EXPECT_EQ(tb.feed(v4_frag(d, {0, 0, true}, &empty)), frag_result::dropped);      // no data
+  EXPECT_EQ(tb.feed(v4_frag(d, {0, 13, true}, &odd)), frag_result::dropped);       // not a multiple of 8
   EXPECT_EQ(tb.feed(v4_frag(d, {65528, 16, true}, &some)), frag_result::dropped);  // past 65535
   EXPECT_EQ(tb.st.bad, 3u);
   EXPECT_EQ(frag_pending(tb.t), 0u);
@@ -501,8 +501,8 @@ TEST(frag_capture, completes_where_tshark_reassembles) {
   expect.erase(52);
   EXPECT_EQ(got, expect);
   EXPECT_EQ(tb.st.reassembled, 12u);
-  EXPECT_EQ(tb.st.duplicates, 2u);     // cases 4 and 12
-  EXPECT_EQ(tb.st.overlapping, 3u);    // cases 7, 8 and 11
+  EXPECT_EQ(tb.st.duplicates, 2u);   // cases 4 and 12
+  EXPECT_EQ(tb.st.overlapping, 3u);  // cases 7, 8 and 11
   // Left pending: case 5 (a fragment missing) and the rest of case 11.
   EXPECT_EQ(frag_pending(tb.t), 2u);
   frag_expire(tb.t, ~0ull, tb.st);

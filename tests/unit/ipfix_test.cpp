@@ -94,8 +94,8 @@ TEST(Ipfix, TemplateMessageLayout) {
   EXPECT_EQ(rd16(m, 18), m.size() - 16);
   // Template 256 (IPv4): ID, field count, then (element ID, length) pairs; the
   // enterprise bit is clear (IANA elements).
-  const std::vector<std::pair<uint16_t, uint16_t>> v4 = {{8, 4},  {12, 4}, {7, 2},   {11, 2},  {4, 1},
-                                                         {6, 2},  {58, 2}, {351, 8}, {2, 8},   {1, 8},
+  const std::vector<std::pair<uint16_t, uint16_t>> v4 = {{8, 4},   {12, 4},  {7, 2},   {11, 2}, {4, 1},
+                                                         {6, 2},   {58, 2},  {351, 8}, {2, 8},  {1, 8},
                                                          {152, 8}, {153, 8}, {136, 1}};
   size_t at = 20;
   EXPECT_EQ(rd16(m, at), 256);
@@ -145,7 +145,7 @@ TEST(Ipfix, DataRecordBytes) {
   const auto msgs = ipfix::encode_data_messages(3, &seq, 1'700'000'002, l, {v4_record(1, 5)});
   ASSERT_EQ(msgs.size(), 1u);
   const auto& m = msgs[0];
-  EXPECT_EQ(seq, 1001u);        // grew by the one record
+  EXPECT_EQ(seq, 1001u);         // grew by the one record
   EXPECT_EQ(rd32(m, 8), 1000u);  // the message carries the count before it
   EXPECT_EQ(rd32(m, 12), 3u);
   // 58-byte record + 4-byte set header = 62, padded to 64.
@@ -154,15 +154,15 @@ TEST(Ipfix, DataRecordBytes) {
   EXPECT_EQ(m.size(), 16u + 64u);
   EXPECT_EQ(rd16(m, 2), m.size());
   const std::vector<uint8_t> want = {
-      192, 0,    2,    1,               // sourceIPv4Address
-      198, 51,   100,  7,               // destinationIPv4Address
-      0xc0, 0x00, 0x00, 0x50,           // ports 49152, 80
-      6,                                // protocolIdentifier
-      0x00, 0x1b,                       // tcpControlBits
-      0x00, 0x64,                       // vlanId 100
-      0x01, 0, 0, 0, 0, 0x12, 0x34, 0x56,  // layer2SegmentId: VXLAN (0x01), VNI 0x123456
-      0, 0, 0, 0, 0, 0, 0, 5,              // packetDeltaCount
-      0, 0, 0, 0, 0, 0, 0x01, 0xf4,        // octetDeltaCount 500
+      192,  0,    2,    1,                          // sourceIPv4Address
+      198,  51,   100,  7,                          // destinationIPv4Address
+      0xc0, 0x00, 0x00, 0x50,                       // ports 49152, 80
+      6,                                            // protocolIdentifier
+      0x00, 0x1b,                                   // tcpControlBits
+      0x00, 0x64,                                   // vlanId 100
+      0x01, 0,    0,    0,    0, 0x12, 0x34, 0x56,  // layer2SegmentId: VXLAN (0x01), VNI 0x123456
+      0,    0,    0,    0,    0, 0,    0,    5,     // packetDeltaCount
+      0,    0,    0,    0,    0, 0,    0x01, 0xf4,  // octetDeltaCount 500
   };
   ASSERT_GE(m.size(), 20 + want.size());
   EXPECT_EQ(std::vector<uint8_t>(m.begin() + 20, m.begin() + 20 + want.size()), want);

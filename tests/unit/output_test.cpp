@@ -141,7 +141,8 @@ TEST(AtomicFile, ANamedFifoIsRefusedAndAPipeIsWrittenWhileItHasAReader) {
   auto named = gnio::atomic_file::prepare(fifo);
   ASSERT_FALSE(named);
   EXPECT_EQ(named.err().code(), gnio::status::invalid_value);
-  EXPECT_NE(named.err().message().find("'" + fifo + "' is a FIFO (named pipe)"), std::string::npos) << named.err().what();
+  EXPECT_NE(named.err().message().find("'" + fifo + "' is a FIFO (named pipe)"), std::string::npos)
+      << named.err().what();
   EXPECT_NE(gnio::fifo_output_refusal(fifo), "");
   auto opt = gnio::prepare_output("--json", fifo, {});
   ASSERT_FALSE(opt);
@@ -163,7 +164,8 @@ TEST(AtomicFile, ANamedFifoIsRefusedAndAPipeIsWrittenWhileItHasAReader) {
 
   // The reader goes away after prepare: commit fails at once (EPIPE; the
   // programs ignore SIGPIPE, as this does here), and never waits.
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
   auto later = gnio::atomic_file::prepare(end);
@@ -185,7 +187,8 @@ TEST(AtomicFile, OutputChecksRefuseAnotherFileOfTheRun) {
   const auto files = gnio::device_files("pcap:file=" + in + ",tx=" + d / "out.pcap");
   auto same_in = gnio::prepare_output("--json", in, files);
   ASSERT_FALSE(same_in);
-  EXPECT_EQ(same_in.err().message(), "--json " + in + " is the same file as file=" + in + "; writing there would destroy it");
+  EXPECT_EQ(same_in.err().message(),
+            "--json " + in + " is the same file as file=" + in + "; writing there would destroy it");
   // The TX capture does not exist yet; the same path is still refused.
   auto same_out = gnio::prepare_output("--json", d.path + "/./out.pcap", files);
   ASSERT_FALSE(same_out);

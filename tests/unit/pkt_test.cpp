@@ -89,8 +89,8 @@ uint32_t ref_pseudo4(uint32_t src, uint32_t dst, uint8_t proto, uint32_t len) {
 }
 uint32_t ref_pseudo6(const bytes& src, const bytes& dst, uint8_t proto, uint32_t len) {
   uint32_t s = 0;
-  for (size_t i = 0; i < 16; i += 2) s += (static_cast<uint32_t>(src[i]) << 8 | src[i + 1]) +
-                                        (static_cast<uint32_t>(dst[i]) << 8 | dst[i + 1]);
+  for (size_t i = 0; i < 16; i += 2)
+    s += (static_cast<uint32_t>(src[i]) << 8 | src[i + 1]) + (static_cast<uint32_t>(dst[i]) << 8 | dst[i + 1]);
   return s + proto + (len >> 16) + (len & 0xffff);
 }
 
@@ -105,8 +105,8 @@ bytes eth_hdr(uint16_t et) {
   return b;
 }
 
-bytes ipv4_hdr(uint8_t proto, uint32_t l4_len, const bytes& opts = {}, uint16_t frag = 0x4000,
-               uint32_t src = kSrc4, uint32_t dst = kDst4) {
+bytes ipv4_hdr(uint8_t proto, uint32_t l4_len, const bytes& opts = {}, uint16_t frag = 0x4000, uint32_t src = kSrc4,
+               uint32_t dst = kDst4) {
   bytes h;
   const uint32_t hl = 20 + static_cast<uint32_t>(opts.size());
   put8(h, 0x40 | (hl / 4));
@@ -193,14 +193,11 @@ bytes tcp4_frame(const bytes& opts = kSynOpts, const std::string& payload = kHtt
 
 // DNS query for www.example.com A IN, id 0x1234, RD set.
 bytes dns_query() {
-  return {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 3,   'w',
-          'w',  'w',  7,    'e',  'x',  'a',  'm',  'p',  'l',  'e',  3,    'c',  'o', 'm',
-          0,    0x00, 0x01, 0x00, 0x01};
+  return {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 3,    'w',  'w',  'w', 7,
+          'e',  'x',  'a',  'm',  'p',  'l',  'e',  3,    'c',  'o',  'm',  0,    0x00, 0x01, 0x00, 0x01};
 }
 
-bool parse(const bytes& f, gd::parsed_pkt& p) {
-  return gd::parse(f.data(), static_cast<uint32_t>(f.size()), p);
-}
+bool parse(const bytes& f, gd::parsed_pkt& p) { return gd::parse(f.data(), static_cast<uint32_t>(f.size()), p); }
 
 // ---- loads --------------------------------------------------------------------
 
@@ -570,10 +567,10 @@ TEST(PktParse, Ipv4Fragments) {
 }
 
 TEST(PktParse, Arp) {
-  bytes f = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06,
-             0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x01,                          // Eth/IPv4, request
-             0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0xc0, 0xa8, 0x01, 0x01,              // sender
-             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0xa8, 0x01, 0x02};             // target
+  bytes f = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00, 0x00, 0x00, 0x00,
+             0x01, 0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x01,  // Eth/IPv4, request
+             0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0xc0, 0xa8, 0x01, 0x01,        // sender
+             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0xa8, 0x01, 0x02};       // target
   f.resize(60, 0);
   gd::parsed_pkt p;
   ASSERT_TRUE(parse(f, p)) << gd::to_string(p.error);
@@ -759,7 +756,6 @@ TEST(PktParse, RawIp) {
   EXPECT_FALSE(gd::parse_l3(junk.data(), 4, p));
   EXPECT_EQ(p.error, gd::pkt_error::bad_ip_version);
   EXPECT_FALSE(gd::parse_l3(nullptr, 0, p));
-
 }
 
 // ---- truncation -------------------------------------------------------------------
@@ -966,7 +962,7 @@ TEST(PktDns, HeaderAndQuery) {
   EXPECT_EQ(qc, 1);
   EXPECT_EQ(first_question(m.data(), static_cast<uint32_t>(m.size()) - 1, name, sizeof name, qt, qc),
             err(gd::dns_error::truncated));
-  EXPECT_EQ(qname(m, name, 16), ok(15));                     // exactly fits with NUL
+  EXPECT_EQ(qname(m, name, 16), ok(15));  // exactly fits with NUL
   EXPECT_EQ(qname(m, name, 15), err(gd::dns_error::out_too_small));
   EXPECT_EQ(qname_of(m.data(), static_cast<uint32_t>(m.size()), nullptr, 0), ok(15));  // measure only
 }
@@ -1158,8 +1154,8 @@ TEST(PktHttp, RequestPath) {
   // The length written, or the error.
   auto path = [](const std::string& s, char* out, uint32_t cap, bool* tr) -> std::variant<uint32_t, gd::http_error> {
     uint32_t n = 0;
-    const gd::http_error e =
-        gd::http_request_path(reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size()), out, cap, &n, tr);
+    const gd::http_error e = gd::http_request_path(reinterpret_cast<const uint8_t*>(s.data()),
+                                                   static_cast<uint32_t>(s.size()), out, cap, &n, tr);
     if (e != gd::http_error::none) return e;
     return n;
   };

@@ -73,7 +73,9 @@ uint16_t ones_sum(const uint8_t* p, size_t n, uint32_t seed = 0) {
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
   return static_cast<uint16_t>(s);
 }
-uint16_t checksum(const uint8_t* p, size_t n, uint32_t seed = 0) { return static_cast<uint16_t>(~ones_sum(p, n, seed)); }
+uint16_t checksum(const uint8_t* p, size_t n, uint32_t seed = 0) {
+  return static_cast<uint16_t>(~ones_sum(p, n, seed));
+}
 uint32_t pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len) {
   return (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + proto + static_cast<uint32_t>(len);
 }
@@ -151,7 +153,8 @@ bytes cat(bytes a, const bytes& b) {
 bytes text(const std::string& s) { return bytes(s.begin(), s.end()); }
 
 bytes udp_frame(uint16_t sport, uint16_t dport, const bytes& payload, std::vector<uint16_t> vlans = {}) {
-  return cat(eth(k_mac_b, k_mac_a, 0x0800, vlans), ipv4(k_ip_a, k_ip_b, 17, udp(k_ip_a, k_ip_b, sport, dport, payload)));
+  return cat(eth(k_mac_b, k_mac_a, 0x0800, vlans),
+             ipv4(k_ip_a, k_ip_b, 17, udp(k_ip_a, k_ip_b, sport, dport, payload)));
 }
 bytes tcp_frame(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
                 const bytes& payload) {
@@ -195,8 +198,8 @@ counters count(const bytes& f, gnio::pp::dns_entry* dns = nullptr, uint32_t dns_
                gnio::device::flow_entry* conv = nullptr, uint32_t conv_cap = 0) {
   counters c{};
   const parsed_pkt p = parse(f);
-  gnio::pp::count_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), p, conv,
-                         conv_cap, dns, dns_cap, c);
+  gnio::pp::count_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), p, conv, conv_cap,
+                         dns, dns_cap, c);
   return c;
 }
 
@@ -219,9 +222,7 @@ bool have_tshark() {
   return yes;
 }
 
-std::string tmp_path(const std::string& tag) {
-  return gnio::test::temp_path(("pp_" + tag).c_str()) + ".pcap";
-}
+std::string tmp_path(const std::string& tag) { return gnio::test::temp_path(("pp_" + tag).c_str()) + ".pcap"; }
 
 void write_pcap(const std::string& path, const std::vector<bytes>& frames) {
   pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
@@ -312,7 +313,8 @@ TEST(pp_count, icmp_port_unreachable_counts_the_quoted_udp) {
   EXPECT_EQ(c.icmp, 1u);
   EXPECT_EQ(c.udp, 1u) << "tshark counts the quoted UDP header";
   EXPECT_EQ(c.icmp_other, 1u);
-  EXPECT_EQ(c.udp_other + c.dns_queries + c.tcp + c.other, 0u) << "no DNS or UDP payload counters for a quote: " << show(c);
+  EXPECT_EQ(c.udp_other + c.dns_queries + c.tcp + c.other, 0u)
+      << "no DNS or UDP payload counters for a quote: " << show(c);
 
   // Quoted TCP counts tcp; a quote too short for 8 bytes of L4 counts nothing.
   const bytes torig = ipv4(k_ip_b, k_ip_a, 6, tcp(k_ip_b, k_ip_a, 40000, 80, 1, 0, 0x02, {}));
@@ -406,8 +408,7 @@ TEST(pp_dns, queries_responses_and_top_names) {
       ASSERT_LT(e.len, gnio::pp::dns_name_bytes);
       names[gnio::pp::dns_name_text(std::string_view(e.name, e.len))] = e.count;
     }
-  EXPECT_EQ(names,
-            (std::map<std::string, uint64_t>{{"www.example.com", 2}, {"gnio.test", 1}, {"printer.local", 1}}));
+  EXPECT_EQ(names, (std::map<std::string, uint64_t>{{"www.example.com", 2}, {"gnio.test", 1}, {"printer.local", 1}}));
 }
 
 TEST(pp_dns, full_table_drops_names_and_long_names_are_cut) {
@@ -473,7 +474,8 @@ TEST(pp_dns, dns_over_tcp_with_length_prefix) {
   // Without the prefix the bytes are no DNS message.
   EXPECT_EQ(count(tcp_frame(k_ip_a, k_ip_b, 40000, 53, 1, 1, 0x18, q)).dns_queries, 0u);
   bool found = false;
-  for (const auto& e : table) found |= e.state == gnio::device::flow_slot_used &&
+  for (const auto& e : table)
+    found |= e.state == gnio::device::flow_slot_used &&
              gnio::pp::dns_name_text(std::string_view(e.name, e.len)) == "tcp.example";
   EXPECT_TRUE(found);
 }
@@ -555,20 +557,22 @@ TEST(pp_reply, icmp_echo_reply_in_place) {
   }
   // Not applicable: the frame stays as it was.
   bytes reply = replies[0];
-  EXPECT_EQ(gnio::pp::make_icmp_echo_reply_inplace(reply.data(), static_cast<uint32_t>(reply.size()), parse(reply)), 0u);
+  EXPECT_EQ(gnio::pp::make_icmp_echo_reply_inplace(reply.data(), static_cast<uint32_t>(reply.size()), parse(reply)),
+            0u);
   bytes cut = echo_request(k_ip_a, k_ip_srv, 1, 1);
   cut.resize(cut.size() - 10);  // capture shorter than the datagram
   const bytes cut0 = cut;
   EXPECT_EQ(gnio::pp::make_icmp_echo_reply_inplace(cut.data(), static_cast<uint32_t>(cut.size()), parse(cut)), 0u);
   EXPECT_EQ(cut, cut0);
   bytes bcast = echo_request(k_ip_a, 0xffffffff, 1, 1);
-  EXPECT_EQ(gnio::pp::make_icmp_echo_reply_inplace(bcast.data(), static_cast<uint32_t>(bcast.size()), parse(bcast)), 0u);
+  EXPECT_EQ(gnio::pp::make_icmp_echo_reply_inplace(bcast.data(), static_cast<uint32_t>(bcast.size()), parse(bcast)),
+            0u);
 
   if (!have_tshark()) GTEST_SKIP() << "tshark not installed: the independent checksum check above passed";
   const std::string path = tmp_path("icmp");
   write_pcap(path, replies);
-  const auto lines = tshark_fields(path, "-o ip.check_checksum:TRUE",
-                                   {"icmp.type", "ip.checksum.status", "icmp.checksum.status"});
+  const auto lines =
+      tshark_fields(path, "-o ip.check_checksum:TRUE", {"icmp.type", "ip.checksum.status", "icmp.checksum.status"});
   ASSERT_EQ(lines.size(), replies.size());
   for (const auto& l : lines) EXPECT_EQ(l, "0\t1\t1") << "type 0, IP checksum good, ICMP checksum good";
   std::filesystem::remove(path);
@@ -628,8 +632,9 @@ TEST(pp_reply, arp_reply_fields) {
   EXPECT_EQ(gnio::pp::make_arp_reply(req.data(), parse(req), cfg, out, 59), 0u);
 }
 
-const std::string k_index = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 21\r\nConnection: close\r\n\r\n"
-                            "<h1>gnio pp</h1>\r\n\r\n\r\n";
+const std::string k_index =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 21\r\nConnection: close\r\n\r\n"
+    "<h1>gnio pp</h1>\r\n\r\n\r\n";
 const std::string k_second = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecond";
 const std::string k_missing = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
@@ -660,8 +665,8 @@ TEST(pp_reply, http_page_selection) {
   auto pick = [&](const bytes& f) {
     const uint8_t* page = nullptr;
     uint32_t len = 0;
-    const auto k = gnio::pp::http_select_page(f.data(), static_cast<uint32_t>(f.size()), parse(f), cfg, ps.pages, &page,
-                                              &len);
+    const auto k =
+        gnio::pp::http_select_page(f.data(), static_cast<uint32_t>(f.size()), parse(f), cfg, ps.pages, &page, &len);
     if (k != gnio::pp::reply_kind::none) {
       EXPECT_GE(page, ps.data.data());
       EXPECT_LE(page + len, ps.data.data() + ps.data.size());
@@ -729,11 +734,11 @@ TEST(pp_reply, http_response_segment) {
   if (!have_tshark()) GTEST_SKIP() << "tshark not installed";
   const std::string path = tmp_path("http");
   write_pcap(path, {req, out});
-  const auto lines = tshark_fields(path,
-                                   "-o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE "
-                                   "-o tcp.relative_sequence_numbers:FALSE",
-                                   {"http.response.code", "tcp.checksum.status", "ip.checksum.status", "tcp.seq",
-                                    "tcp.ack", "http.request.method"});
+  const auto lines = tshark_fields(
+      path,
+      "-o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE "
+      "-o tcp.relative_sequence_numbers:FALSE",
+      {"http.response.code", "tcp.checksum.status", "ip.checksum.status", "tcp.seq", "tcp.ack", "http.request.method"});
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "\t1\t1\t1000\t5000\tGET");
   EXPECT_EQ(lines[1], "200\t1\t1\t5000\t" + std::to_string(1000 + rp.payload_len) + "\t");
@@ -744,8 +749,8 @@ TEST(pp_reply, tcp_segment_syn_ack_is_padded) {
   const auto cfg = server_cfg();
   const bytes syn = tcp_frame(k_ip_a, k_ip_srv, 40000, 80, 7777, 0, 0x02, {});
   uint8_t out[128];
-  const uint32_t n = gnio::pp::make_tcp_segment(syn.data(), parse(syn), cfg.mac, 0x12, 123456, 7778, nullptr, 0, out,
-                                                sizeof out);
+  const uint32_t n =
+      gnio::pp::make_tcp_segment(syn.data(), parse(syn), cfg.mac, 0x12, 123456, 7778, nullptr, 0, out, sizeof out);
   ASSERT_EQ(n, 60u) << "54 bytes of headers, padded to the Ethernet minimum";
   const parsed_pkt p = parse(bytes(out, out + n));
   EXPECT_FALSE(p.malformed);
@@ -756,8 +761,8 @@ TEST(pp_reply, tcp_segment_syn_ack_is_padded) {
   EXPECT_EQ(ones_sum(out + 34, 20, pseudo(k_ip_srv, k_ip_a, 6, 20)), 0xffff);
   EXPECT_EQ(out[54] | out[55] | out[59], 0);
   const bytes udp_req = udp_frame(1, 2, {});
-  EXPECT_EQ(gnio::pp::make_tcp_segment(udp_req.data(), parse(udp_req), cfg.mac, 0x12, 1, 1, nullptr, 0, out, sizeof out),
-            0u);
+  EXPECT_EQ(
+      gnio::pp::make_tcp_segment(udp_req.data(), parse(udp_req), cfg.mac, 0x12, 1, 1, nullptr, 0, out, sizeof out), 0u);
 }
 
 // ---------------------------------------------------------------------------
@@ -1068,8 +1073,8 @@ TEST(pp_body, arp_and_http_replies_from_tx_buffers) {
   const bytes get_index = http_get("/");
   // One connection per request, so that tshark sees three responses, not retransmissions.
   write_pcap(in_path, {arp_request(k_ip_srv), get_index, http_get("/second.html", k_ip_srv, 80, 40001),
-                       http_get("/missing", k_ip_srv, 80, 40002),
-                       arp_request(k_ip_b), http_get("/", k_ip_b), echo_request(k_ip_a, k_ip_srv, 1, 1)});
+                       http_get("/missing", k_ip_srv, 80, 40002), arp_request(k_ip_b), http_get("/", k_ip_b),
+                       echo_request(k_ip_a, k_ip_srv, 1, 1)});
   page_set ps;
   // TX on the TCP and ARP blocks only: the echo request is counted, not answered.
   const pp_run r = run_pp("pcap:file=" + in_path + ",tx=" + out_path, server_cfg(), (1u << 1) | (1u << 3), &ps);

@@ -37,8 +37,7 @@ TEST(PpPlan, RepliesGetTxQueuesWhenThePortTransmits) {
   pp_plan p;
   ASSERT_EQ(make_plan(plan_input{2, 1, false, true}, &p), "");
   // udp 0,1  tcp 2,3  icmp 4,5  arp_other 6: icmp and arp_other reply.
-  for (uint32_t b = 0; b < p.num_blocks; ++b)
-    EXPECT_EQ(p.blocks[b].has_tx, b >= 4) << "block " << b;
+  for (uint32_t b = 0; b < p.num_blocks; ++b) EXPECT_EQ(p.blocks[b].has_tx, b >= 4) << "block " << b;
   EXPECT_EQ(p.num_block_txq, 3u);
   ASSERT_EQ(make_plan(plan_input{2, 1, true, true}, &p), "");
   for (uint32_t b = 0; b < p.num_blocks; ++b)

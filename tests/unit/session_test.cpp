@@ -54,8 +54,8 @@ struct count_body {
 
 // Writes a heartbeat until the test lets it go, whatever the exit flag says.
 struct stubborn_body {
-  uint64_t* heartbeat;        // session memory
-  const uint32_t* let_go;     // the test's
+  uint64_t* heartbeat;     // session memory
+  const uint32_t* let_go;  // the test's
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx&) const {
     // Pairs with the test's release store of *let_go.

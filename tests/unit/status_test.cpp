@@ -350,8 +350,8 @@ TEST(LogLevel, ParseAcceptsTheLevelNamesInAnyCase) {
     ASSERT_TRUE(gnio::parse_log_level(text, out)) << text;
     EXPECT_EQ(out, want) << text;
   }
-  for (log_level l : {log_level::error, log_level::warn, log_level::info, log_level::debug, log_level::trace,
-                      log_level::off}) {
+  for (log_level l :
+       {log_level::error, log_level::warn, log_level::info, log_level::debug, log_level::trace, log_level::off}) {
     log_level out = log_level::trace;
     ASSERT_TRUE(gnio::parse_log_level(gnio::to_string(l), out));
     EXPECT_EQ(out, l);

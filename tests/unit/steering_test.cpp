@@ -94,11 +94,9 @@ TEST(Steering, LanesWithRulesKeepEveryFrameAndFlowOnOneQueue) {
   // each), everything else: 1 (shared).
   const std::vector<uint32_t> udp{ids[0], ids[1], ids[2], ids[3]}, tcp{ids[4], ids[5]}, icmp{ids[6], ids[7], ids[8]},
       other{ids[9]};
-  ASSERT_FALSE(p->set_steering({{dev::rx_class_udp, udp},
-                                {dev::rx_class_tcp, tcp},
-                                {dev::rx_class_tcp_ctrl, tcp},
-                                {dev::rx_class_icmp, icmp}},
-                               other));
+  ASSERT_FALSE(p->set_steering(
+      {{dev::rx_class_udp, udp}, {dev::rx_class_tcp, tcp}, {dev::rx_class_tcp_ctrl, tcp}, {dev::rx_class_icmp, icmp}},
+      other));
   ASSERT_FALSE(p->start());
   std::vector<queue_seen> seen(ids.size());
   std::vector<std::thread> consumers;

@@ -40,8 +40,8 @@ struct conn_sim {
     feed(1, {}, gd::tcp_syn | gd::tcp_ack);
   }
   // Sends `payload` from direction d at its next sequence number (or at `at`).
-  gd::stream_events feed(uint32_t d, const bytes& payload, uint16_t flags = gd::tcp_psh | gd::tcp_ack,
-                         int64_t at = -1, uint32_t captured = ~0u) {
+  gd::stream_events feed(uint32_t d, const bytes& payload, uint16_t flags = gd::tcp_psh | gd::tcp_ack, int64_t at = -1,
+                         uint32_t captured = ~0u) {
     gd::parsed_pkt p{};
     p.l4 = gd::l4_kind::tcp;
     p.l4_proto = 6;
@@ -66,7 +66,11 @@ struct conn_sim {
   void skip(uint32_t d, uint32_t n) { seq[d] += n; }
 };
 
-bytes dns_msg(uint16_t id, bool response, const std::string& name = "\x07" "example\x03" "com") {
+bytes dns_msg(uint16_t id, bool response,
+              const std::string& name =
+                  "\x07"
+                  "example\x03"
+                  "com") {
   bytes m;
   m.reserve(128);
   for (uint8_t b : {0, 0, static_cast<int>(id >> 8), id & 0xff, response ? 0x81 : 0x01, response ? 0x80 : 0x00, 0, 1, 0,
@@ -161,8 +165,7 @@ TEST(stream, chunked_response_over_several_segments) {
   EXPECT_EQ(resp(k.s2c("\nX-Trailer: 1\r\n")), 0u);
   EXPECT_EQ(resp(k.s2c("\r\n")), 1u);
   k.c2s("GET /g HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n")),
-            1u);
+  EXPECT_EQ(resp(k.s2c("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n")), 1u);
 }
 
 TEST(stream, chunked_request) {
@@ -335,7 +338,9 @@ TEST(stream, new_syn_resets_the_connection) {
 
 TEST(stream, dns_two_messages_in_one_segment) {
   conn_sim k(53);
-  const bytes q1 = dns_msg(1, false), q2 = dns_msg(2, false, "\x03www\x07" "example\x03org");
+  const bytes q1 = dns_msg(1, false), q2 = dns_msg(2, false,
+                                                   "\x03www\x07"
+                                                   "example\x03org");
   const auto e = k.feed(0, cat(q1, q2));
   EXPECT_EQ(e.dns_queries, 2u);
   ASSERT_EQ(e.num_dns_query_starts, 2u);
@@ -470,10 +475,10 @@ TEST(stream, sweep_gives_back_quiet_connections_and_their_slots_are_reused) {
     c.back()->last_ns = 10;
   }
   EXPECT_EQ(gd::stream_table_find_or_add(t, conn_key(8), nullptr), nullptr);  // full
-  c[2]->dir[1].ended = true;  // a FIN or RST seen
+  c[2]->dir[1].ended = true;                                                  // a FIN or RST seen
   c[5]->last_ns = 50;
-  EXPECT_EQ(gd::stream_table_sweep(t, 14, 8), 0u);   // nothing quiet long enough
-  EXPECT_EQ(gd::stream_table_sweep(t, 15, 8), 1u);   // the ended one, 5 ns after its last segment
+  EXPECT_EQ(gd::stream_table_sweep(t, 14, 8), 0u);  // nothing quiet long enough
+  EXPECT_EQ(gd::stream_table_sweep(t, 15, 8), 1u);  // the ended one, 5 ns after its last segment
   EXPECT_EQ(c[2]->state, gd::stream_slot_free);
   EXPECT_EQ(gd::stream_table_sweep(t, 109, 8), 0u);  // idle: 99 ns, not yet 100
   EXPECT_EQ(gd::stream_table_sweep(t, 110, 8), 6u);  // every other one but the one seen at 50
@@ -542,9 +547,16 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // tshark's HTTP and DNS-over-TCP messages per TCP frame (1-based), every
 // occurrence counted, with its default preferences.
 std::map<uint32_t, frame_counts> tshark_counts(const std::string& path) {
-  auto r = gnio::test::run_process({"tshark", "-n", "-r", path, "-Y", "tcp", "-T", "fields", "-E", "occurrence=a",
-                                    "-E", "aggregator=,", "-e", "frame.number", "-e", "http.request.method", "-e",
-                                    "http.response.code", "-e", "dns.flags.response"});
+  auto r = gnio::test::run_process({"tshark", "-n",
+                                    "-r",     path,
+                                    "-Y",     "tcp",
+                                    "-T",     "fields",
+                                    "-E",     "occurrence=a",
+                                    "-E",     "aggregator=,",
+                                    "-e",     "frame.number",
+                                    "-e",     "http.request.method",
+                                    "-e",     "http.response.code",
+                                    "-e",     "dns.flags.response"});
   EXPECT_TRUE(r.exited_cleanly()) << r.describe();
   std::map<uint32_t, frame_counts> m;
   std::istringstream in(r.out);
@@ -580,7 +592,8 @@ std::map<uint32_t, frame_counts> our_counts(const std::string& path, uint32_t* f
     EXPECT_NE(c, nullptr);
     if (c == nullptr) continue;
     gd::stream_events ev;
-    gd::tcp_stream_feed(*c, gd::stream_dir(k, c->key), p, f.data() + start, static_cast<uint32_t>(f.size()) - start, ev);
+    gd::tcp_stream_feed(*c, gd::stream_dir(k, c->key), p, f.data() + start, static_cast<uint32_t>(f.size()) - start,
+                        ev);
     if (!ev.not_fed) *fed += 1;
     m[i + 1] = frame_counts{ev.http_requests, ev.http_responses, ev.dns_queries, ev.dns_responses};
   }
@@ -605,23 +618,23 @@ TEST_P(stream_capture, matches_tshark_frame_by_frame) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    captures, stream_capture,
-    ::testing::Values("http.pcap", "http-ooo.pcap", "wireshark_http.pcap", "dns_tcp.pcap", "test.pcap",
-                      "test_ethernet.pcap", "print-flags.pcap", "test_loopback.pcap", "http-brotli.pcapng",
-                      "mptcp-aa-v1.pcap", "corpus/wireshark/http-ooo2.pcap",
-                      "corpus/wireshark/tcp-badsegments.pcap", "corpus/wireshark/dns-ooo.pcap",
-                      "stream/split2.pcap", "stream/split3.pcap", "stream/split_cl.pcap", "stream/pipelined.pcap",
-                      "stream/post_body.pcap", "stream/resp_cl.pcap", "stream/chunked.pcap", "stream/head.pcap",
-                      "stream/bodiless.pcap", "stream/retrans.pcap", "stream/gap.pcap", "stream/gap_header.pcap",
-                      "stream/until_close.pcap", "stream/until_rst.pcap", "stream/gap_body.pcap",
-                      "stream/resp_split.pcap", "stream/dns_two.pcap", "stream/dns_split.pcap",
-                      "stream/dns_prefix.pcap", "stream/dns_gap.pcap"),
-    [](const ::testing::TestParamInfo<const char*>& i) {
-      std::string n = i.param;
-      for (char& ch : n)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(captures, stream_capture,
+                         ::testing::Values("http.pcap", "http-ooo.pcap", "wireshark_http.pcap", "dns_tcp.pcap",
+                                           "test.pcap", "test_ethernet.pcap", "print-flags.pcap", "test_loopback.pcap",
+                                           "http-brotli.pcapng", "mptcp-aa-v1.pcap", "corpus/wireshark/http-ooo2.pcap",
+                                           "corpus/wireshark/tcp-badsegments.pcap", "corpus/wireshark/dns-ooo.pcap",
+                                           "stream/split2.pcap", "stream/split3.pcap", "stream/split_cl.pcap",
+                                           "stream/pipelined.pcap", "stream/post_body.pcap", "stream/resp_cl.pcap",
+                                           "stream/chunked.pcap", "stream/head.pcap", "stream/bodiless.pcap",
+                                           "stream/retrans.pcap", "stream/gap.pcap", "stream/gap_header.pcap",
+                                           "stream/until_close.pcap", "stream/until_rst.pcap", "stream/gap_body.pcap",
+                                           "stream/resp_split.pcap", "stream/dns_two.pcap", "stream/dns_split.pcap",
+                                           "stream/dns_prefix.pcap", "stream/dns_gap.pcap"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n = i.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
 
 }  // namespace

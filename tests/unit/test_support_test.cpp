@@ -33,9 +33,8 @@ TEST(TempDir, IsRemovedWhenTheProcessExits) {
   ASSERT_TRUE(fs::create_directory(tmp));
   gnio::test::run_options o;
   o.env = {"TMPDIR=" + tmp};
-  auto r = gnio::test::run_process({"/proc/self/exe", "--gtest_filter=TempDir.DISABLED_ChildMakesFiles",
-                                    "--gtest_also_run_disabled_tests"},
-                                   o);
+  auto r = gnio::test::run_process(
+      {"/proc/self/exe", "--gtest_filter=TempDir.DISABLED_ChildMakesFiles", "--gtest_also_run_disabled_tests"}, o);
   ASSERT_TRUE(r.exited && r.code == 0) << r.describe();
   const auto at = r.out.find("TEMP_DIR=");
   ASSERT_NE(at, std::string::npos) << r.describe();

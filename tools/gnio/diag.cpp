@@ -80,9 +80,10 @@ bool kernel_at_least(int major, int minor, std::string* release) {
 
 // Drivers with native XDP in mainline Linux (generic/skb mode works everywhere).
 bool native_xdp_driver(const std::string& d) {
-  static const char* k[] = {"mlx5_core", "mlx4_en", "i40e", "ice", "ixgbe", "igb", "igc", "bnxt_en", "virtio_net", "veth",
-                            "ena", "qede", "nfp", "tun", "stmmaceth", "fec", "mvneta", "mvpp2", "thunder-nicvf",
-                            "sfc", "netsec", "cpsw", "dpaa2-eth", "enetc", "ixgbevf", "hv_netvsc", "xsc"};
+  static const char* k[] = {"mlx5_core", "mlx4_en",    "i40e",   "ice",     "ixgbe",         "igb", "igc",
+                            "bnxt_en",   "virtio_net", "veth",   "ena",     "qede",          "nfp", "tun",
+                            "stmmaceth", "fec",        "mvneta", "mvpp2",   "thunder-nicvf", "sfc", "netsec",
+                            "cpsw",      "dpaa2-eth",  "enetc",  "ixgbevf", "hv_netvsc",     "xsc"};
   for (const char* n : k)
     if (d == n) return true;
   return false;
@@ -91,7 +92,11 @@ bool native_xdp_driver(const std::string& d) {
 json checks_json(const std::vector<check>& cs) {
   json a = json::array();
   for (const auto& c : cs)
-    a.push_back({{"id", c.id}, {"title", c.title}, {"result", c.result}, {"evidence", c.evidence}, {"remedy", c.remedy},
+    a.push_back({{"id", c.id},
+                 {"title", c.title},
+                 {"result", c.result},
+                 {"evidence", c.evidence},
+                 {"remedy", c.remedy},
                  {"required", c.required}});
   return a;
 }
@@ -129,7 +134,8 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
   for (const auto& b : list_backends())
     if (b.available) names += (names.empty() ? "" : ",") + b.name;
   add({"gnio", "gnio version and build options", "pass",
-       fmt::format("gnio {}; cuda {}; backends {}", GNIO_VERSION_STRING, built_with_cuda() ? "on" : "off", names), "", false});
+       fmt::format("gnio {}; cuda {}; backends {}", GNIO_VERSION_STRING, built_with_cuda() ? "on" : "off", names), "",
+       false});
 
   // CUDA driver and runtime.
   const auto env = query_cuda_env();
@@ -174,14 +180,15 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
       ev += fmt::format("{}{} {} ({}), cc {}.{}, {:.1f} GiB", ev.empty() ? "" : "; ", g.ordinal, g.name, g.bus_id,
                         g.cc_major, g.cc_minor, g.total_mem_bytes / 1073741824.0);
     bool usable = false;
-    for (const auto& g : gpus) usable |= g.can_map_host_memory && g.cc_major * 10 + g.cc_minor >= min_compute_capability;
+    for (const auto& g : gpus)
+      usable |= g.can_map_host_memory && g.cc_major * 10 + g.cc_minor >= min_compute_capability;
     add({"gpus", "CUDA GPUs enumerable", usable ? "pass" : "fail", ev,
          usable ? "" : "gnio needs compute capability 7.5+ and mapped host memory", want_gpu});
     std::string rdma;
     bool any_rdma = false;
     for (const auto& g : gpus) {
-      rdma += fmt::format("{}{}: supported={} flush_writes=0x{:x} writes_ordering={}", rdma.empty() ? "" : "; ", g.ordinal,
-                          g.gpudirect_rdma, g.gpudirect_rdma_flush_writes, g.gpudirect_rdma_writes_ordering);
+      rdma += fmt::format("{}{}: supported={} flush_writes=0x{:x} writes_ordering={}", rdma.empty() ? "" : "; ",
+                          g.ordinal, g.gpudirect_rdma, g.gpudirect_rdma_flush_writes, g.gpudirect_rdma_writes_ordering);
       any_rdma |= g.gpudirect_rdma;
     }
     add({"gpudirect_rdma", "GPUDirect RDMA attributes", any_rdma ? "pass" : "warn", rdma,
@@ -199,15 +206,16 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
     const bool dmabuf = kernel_ok && open_module && cuda_dmabuf;
     const std::string mods = read_file("/proc/modules");
     const bool peermem = mods.find("nvidia_peermem") != std::string::npos;
-    std::string ev = fmt::format("kernel {} ({} 6.2); NVIDIA module: {}; CUDA dma-buf attribute: {}; nvidia_peermem {}", rel,
-                                 kernel_ok ? ">=" : "<", nv.empty() ? "not loaded" : (open_module ? "open" : "proprietary"),
-                                 gpus.empty() ? "n/a" : (cuda_dmabuf ? "yes" : "no"), peermem ? "loaded" : "not loaded");
+    std::string ev =
+        fmt::format("kernel {} ({} 6.2); NVIDIA module: {}; CUDA dma-buf attribute: {}; nvidia_peermem {}", rel,
+                    kernel_ok ? ">=" : "<", nv.empty() ? "not loaded" : (open_module ? "open" : "proprietary"),
+                    gpus.empty() ? "n/a" : (cuda_dmabuf ? "yes" : "no"), peermem ? "loaded" : "not loaded");
     std::string result = gpus.empty() ? "skip" : dmabuf ? "pass" : peermem ? "warn" : "warn";
     add({"dma_buf", "GPU memory registration for NICs (dma-buf, else nvidia_peermem)", result, ev,
-         dmabuf ? ""
-                : peermem ? "dma-buf is unavailable; nvidia_peermem is loaded and serves as the fallback"
-                          : "for NIC-direct GPU memory: kernel >= 6.2 with the open NVIDIA module, or load nvidia_peermem; "
-                            "gnio's CPU-proxy backends work without either",
+         dmabuf    ? ""
+         : peermem ? "dma-buf is unavailable; nvidia_peermem is loaded and serves as the fallback"
+                   : "for NIC-direct GPU memory: kernel >= 6.2 with the open NVIDIA module, or load nvidia_peermem; "
+                     "gnio's CPU-proxy backends work without either",
          false});
   }
 
@@ -237,7 +245,9 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
       const std::string n = e.path().filename();
       std::error_code ec;
       auto drv = fs::read_symlink(e.path() / "device/driver", ec);
-      std::string driver = ec ? (fs::exists(e.path() / "bridge") ? "bridge" : n == "lo" ? "loopback" : "virtual")
+      std::string driver = ec ? (fs::exists(e.path() / "bridge") ? "bridge"
+                                 : n == "lo"                     ? "loopback"
+                                                                 : "virtual")
                               : drv.filename().string();
       if (driver == "virtual" && fs::exists("/sys/class/net/" + n + "/veth") == false) {
         // veth has no device/ link; its peer index file tells it apart.
@@ -248,9 +258,11 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
       const std::string state = read_file(e.path() / "operstate");
       if (state == "up" || state == "unknown") ++up;
       size_t nq = 0;
-      for (const auto& q : fs::directory_iterator(e.path() / "queues", ec)) nq += q.path().filename().string().rfind("rx-", 0) == 0;
-      ev += fmt::format("{}{}: driver {}, {}, mtu {}, {} rx queue(s), XDP {}", ev.empty() ? "" : "; ", n, driver, state,
-                        read_file(e.path() / "mtu"), nq, native_xdp_driver(driver) ? "native+generic" : "generic (skb)");
+      for (const auto& q : fs::directory_iterator(e.path() / "queues", ec))
+        nq += q.path().filename().string().rfind("rx-", 0) == 0;
+      ev +=
+          fmt::format("{}{}: driver {}, {}, mtu {}, {} rx queue(s), XDP {}", ev.empty() ? "" : "; ", n, driver, state,
+                      read_file(e.path() / "mtu"), nq, native_xdp_driver(driver) ? "native+generic" : "generic (skb)");
     }
     const bool need = for_path == "af_packet" || for_path == "af_xdp" || for_path == "dpdk";
     add({"interfaces", "network interfaces, drivers and XDP support", up > 0 ? "pass" : (need ? "fail" : "warn"), ev,
@@ -263,8 +275,10 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
     int fd = socket(AF_XDP, SOCK_RAW, 0);
     const int err = errno;
     if (fd >= 0) close(fd);
-    const std::string sock = fd >= 0 ? "AF_XDP sockets available" : fmt::format("socket(AF_XDP): {}", std::strerror(err));
-    add({"af_xdp", "AF_XDP (libxdp) backend", xdp_backend && fd >= 0 ? "pass" : (for_path == "af_xdp" ? "fail" : "warn"),
+    const std::string sock =
+        fd >= 0 ? "AF_XDP sockets available" : fmt::format("socket(AF_XDP): {}", std::strerror(err));
+    add({"af_xdp", "AF_XDP (libxdp) backend",
+         xdp_backend && fd >= 0 ? "pass" : (for_path == "af_xdp" ? "fail" : "warn"),
          fmt::format("backend {}; {}", xdp_backend ? "built (libxdp + libbpf)" : "not built", sock),
          xdp_backend ? (fd >= 0 ? "" : "run as root or grant CAP_NET_RAW; the kernel needs CONFIG_XDP_SOCKETS")
                      : "apt-get install libxdp-dev libbpf-dev and rebuild",
@@ -292,9 +306,10 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
     rlimit ml{};
     getrlimit(RLIMIT_MEMLOCK, &ml);
     const bool raw = has(13), admin = has(12), bpf = has(39) || has(21);
-    const std::string ev = fmt::format("uid {}; CAP_NET_RAW {}; CAP_NET_ADMIN {}; CAP_BPF/CAP_SYS_ADMIN {}; memlock {}", getuid(),
-                                       raw ? "yes" : "no", admin ? "yes" : "no", bpf ? "yes" : "no",
-                                       ml.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : fmt::format("{} KiB", ml.rlim_cur / 1024));
+    const std::string ev = fmt::format(
+        "uid {}; CAP_NET_RAW {}; CAP_NET_ADMIN {}; CAP_BPF/CAP_SYS_ADMIN {}; memlock {}", getuid(), raw ? "yes" : "no",
+        admin ? "yes" : "no", bpf ? "yes" : "no",
+        ml.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : fmt::format("{} KiB", ml.rlim_cur / 1024));
     bool ok = true;
     if (for_path == "af_packet") ok = raw;
     if (for_path == "af_xdp" || for_path == "dpdk") ok = raw && admin && bpf;
@@ -324,7 +339,7 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
       if (!c.remedy.empty() && c.result != "pass") say("        -> {}\n", c.remedy);
     }
     say("\n{}: {}\n", for_path.empty() ? std::string("gnio") : "path " + for_path + (want_gpu ? " + gpu" : ""),
-               usable ? "usable" : "NOT usable (see the failed required checks above)");
+        usable ? "usable" : "NOT usable (see the failed required checks above)");
   }
   return usable ? 0 : 1;
 }
@@ -366,18 +381,20 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
            {"device", gpu_json(g->info())}};
     json v = json::array();
     for (const auto& x : verdicts)
-      v.push_back({{"feature", x.feature}, {"supported", x.code == status::success},
-                   {"status", std::string(to_string(x.code))}, {"reason", x.reason}});
+      v.push_back({{"feature", x.feature},
+                   {"supported", x.code == status::success},
+                   {"status", std::string(to_string(x.code))},
+                   {"reason", x.reason}});
     j["verdicts"] = v;
     gnio::console::out(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   } else {
     say("port {}: rx {}, tx {}, queues rx {} tx {}, max frame {} B, ring {}..{}, timestamps {}, {}, timed tx {}\n", dev,
-               pc.rx, pc.tx, pc.max_rx_queues, pc.max_tx_queues, pc.max_pkt_bytes, pc.min_ring_descs, pc.max_ring_descs,
-               pc.rx_timestamps, pc.finite ? "finite source" : "live source", to_string(pc.tx_time));
+        pc.rx, pc.tx, pc.max_rx_queues, pc.max_tx_queues, pc.max_pkt_bytes, pc.min_ring_descs, pc.max_ring_descs,
+        pc.rx_timestamps, pc.finite ? "finite source" : "live source", to_string(pc.tx_time));
     const auto& i = g->info();
     say("device {} ({}): cc {}.{}, {} SMs, map host memory {}, unified addressing {}, GPUDirect RDMA {}\n", i.name,
-               to_string(i.executor), i.cc_major, i.cc_minor, i.num_sms, i.can_map_host_memory, i.unified_addressing,
-               i.gpudirect_rdma);
+        to_string(i.executor), i.cc_major, i.cc_minor, i.num_sms, i.can_map_host_memory, i.unified_addressing,
+        i.gpudirect_rdma);
     for (const auto& x : verdicts)
       say("  {:<15} {:<14} {}\n", x.feature, x.code == status::success ? "supported" : "not_supported", x.reason);
   }
@@ -388,19 +405,25 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
 int run_explain(const std::string& what, bool as_json) {
   status s;
   if (!parse_status(what, s)) {
-    warn("gnio explain: '{}' is not a gnio status code or name (0..{}, e.g. bad_state or DOCA_ERROR_BAD_STATE); "
-               "`gnio explain --all` lists them\n", gnio::printable(what), num_statuses - 1);
+    warn(
+        "gnio explain: '{}' is not a gnio status code or name (0..{}, e.g. bad_state or DOCA_ERROR_BAD_STATE); "
+        "`gnio explain --all` lists them\n",
+        gnio::printable(what), num_statuses - 1);
     return 2;
   }
   const auto& d = describe(s);
   if (as_json) {
-    gnio::console::out(json{{"schema", "gnio-explain/1"}, {"code", static_cast<int>(s)}, {"name", std::string(d.name)},
-                            {"meaning", std::string(d.meaning)}, {"layer", std::string(to_string(d.where))},
+    gnio::console::out(json{{"schema", "gnio-explain/1"},
+                            {"code", static_cast<int>(s)},
+                            {"name", std::string(d.name)},
+                            {"meaning", std::string(d.meaning)},
+                            {"layer", std::string(to_string(d.where))},
                             {"next", std::string(d.next)}}
                            .dump(2) +
                        "\n");
   } else {
-    say("{} ({}): {}\nusual layer: {}\ncheck next: {}\n", d.name, static_cast<int>(s), d.meaning, to_string(d.where), d.next);
+    say("{} ({}): {}\nusual layer: {}\ncheck next: {}\n", d.name, static_cast<int>(s), d.meaning, to_string(d.where),
+        d.next);
   }
   return 0;
 }
@@ -408,8 +431,9 @@ int run_explain(const std::string& what, bool as_json) {
 }  // namespace
 
 void add_diag_commands(CLI::App& app, int* exit_code) {
-  auto* doctor = app.add_subcommand("doctor", "check every precondition for GPU packet I/O: pass / warn / fail / skip, "
-                                              "with the evidence read and the remedy");
+  auto* doctor = app.add_subcommand("doctor",
+                                    "check every precondition for GPU packet I/O: pass / warn / fail / skip, "
+                                    "with the evidence read and the remedy");
   static std::string for_path;
   static bool want_gpu = false, doctor_json = false;
   doctor->add_option("--for", for_path, "the path to judge usable: pcap, af_packet, af_xdp or dpdk")
@@ -419,8 +443,9 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
   doctor->footer("Exit status: 0 when the requested path (and --gpu) is usable, 1 when not.");
   doctor->callback([exit_code] { *exit_code = run_doctor(for_path, want_gpu, doctor_json); });
 
-  auto* caps = app.add_subcommand("caps", "dual capability check: the port's queue capabilities and the device's, "
-                                          "with a verdict per feature");
+  auto* caps = app.add_subcommand("caps",
+                                  "dual capability check: the port's queue capabilities and the device's, "
+                                  "with a verdict per feature");
   static std::string caps_gpu = "auto", caps_port;
   static bool caps_json = false;
   caps->add_option("--gpu", caps_gpu, "GPU selector: ordinal, PCIe bus id, host or auto")->capture_default_str();
@@ -428,7 +453,8 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
   caps->add_flag("--json", caps_json, "print JSON (schema: docs/schema/caps.schema.json)");
   caps->callback([exit_code] { *exit_code = run_caps(caps_gpu, caps_port, caps_json); });
 
-  auto* explain = app.add_subcommand("explain", "what a status code means, where it usually comes from, what to check next");
+  auto* explain =
+      app.add_subcommand("explain", "what a status code means, where it usually comes from, what to check next");
   static std::string code;
   static bool explain_json = false, all = false;
   explain->add_option("code", code, "a status number, name (bad_state) or DOCA name (DOCA_ERROR_BAD_STATE)");
@@ -446,8 +472,10 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
       if (explain_json) {
         json list = json::array();
         for (const auto& d : all_statuses())
-          list.push_back({{"code", static_cast<int>(d.code)}, {"name", std::string(d.name)},
-                          {"meaning", std::string(d.meaning)}, {"layer", std::string(to_string(d.where))},
+          list.push_back({{"code", static_cast<int>(d.code)},
+                          {"name", std::string(d.name)},
+                          {"meaning", std::string(d.meaning)},
+                          {"layer", std::string(to_string(d.where))},
                           {"next", std::string(d.next)}});
         gnio::console::out(json{{"schema", "gnio-explain-all/1"}, {"statuses", list}}.dump(2) + "\n");
       } else {

@@ -101,7 +101,8 @@ class rx_lane {
 
   explicit rx_lane(detail::lane_state* s) noexcept : s_(s) {}
   // pool: the host address of the backend's RX pool, for deliver_ref.
-  explicit rx_lane(collector& c, uint32_t index = 0, const uint8_t* pool = nullptr) : c_(&c), index_(index), pool_(pool) {}
+  explicit rx_lane(collector& c, uint32_t index = 0, const uint8_t* pool = nullptr)
+      : c_(&c), index_(index), pool_(pool) {}
 
   [[nodiscard]] uint32_t index() const noexcept;
 
@@ -156,22 +157,22 @@ struct tx_frame {
 
 // Counters a backend keeps about the outside world (file, socket, wire).
 struct counters {
-  uint64_t rx_frames = 0;   // frames read from the source
+  uint64_t rx_frames = 0;  // frames read from the source
   uint64_t rx_bytes = 0;
-  uint64_t rx_errors = 0;   // frames the source could not deliver (damaged, read errors)
+  uint64_t rx_errors = 0;  // frames the source could not deliver (damaged, read errors)
   // Frames the source dropped before the backend read them (a kernel or
   // device ring full, no free buffer): never part of rx_frames.
   uint64_t rx_dropped = 0;
-  uint64_t tx_frames = 0;   // frames written to the sink
+  uint64_t tx_frames = 0;  // frames written to the sink
   uint64_t tx_bytes = 0;
   uint64_t tx_errors = 0;
 };
 
 struct ops {
-  uint32_t size;          // sizeof(ops) the backend was built with (GNIO_BACKEND_ABI_VERSION 3)
-  const char* name;       // device-string prefix, e.g. "pcap"
-  const char* summary;    // one line for --help
-  const char* options;    // "key=value  meaning" lines for --help
+  uint32_t size;        // sizeof(ops) the backend was built with (GNIO_BACKEND_ABI_VERSION 3)
+  const char* name;     // device-string prefix, e.g. "pcap"
+  const char* summary;  // one line for --help
+  const char* options;  // "key=value  meaning" lines for --help
   // Parses options and acquires the source; *priv receives the backend's state.
   error (*open)(const devargs& args, void** priv);
   void (*get_caps)(void* priv, port_caps* caps);

@@ -36,7 +36,7 @@ namespace gnio::backend {
 class rx_ring_writer {
  public:
   struct layout {
-    device::rx_cqe* cq = nullptr;  // host address of num_descs entries
+    device::rx_cqe* cq = nullptr;    // host address of num_descs entries
     const uint64_t* cons = nullptr;  // host address of the consumer index (written by the kernel)
     uint32_t* eos = nullptr;         // host address of the end-of-stream flag
     uint8_t* area = nullptr;         // host address frames are written at; null for a pool ring
@@ -148,9 +148,9 @@ class rx_ring_writer {
     return n;
   }
 
-  [[nodiscard]] uint64_t produced() const noexcept { return prod_; }     // entries committed
+  [[nodiscard]] uint64_t produced() const noexcept { return prod_; }  // entries committed
   [[nodiscard]] uint64_t published() const noexcept { return published_; }
-  [[nodiscard]] uint64_t head() const noexcept { return head_; }          // area bytes used so far (monotonic)
+  [[nodiscard]] uint64_t head() const noexcept { return head_; }  // area bytes used so far (monotonic)
   [[nodiscard]] uint64_t area_size() const noexcept { return area_bytes_; }
   [[nodiscard]] uint32_t num_descs() const noexcept { return l_.num_descs; }
   [[nodiscard]] uint32_t max_frame() const noexcept { return l_.max_frame; }
@@ -213,9 +213,8 @@ class tx_ring_reader {
   // it has none. Read after peek(), whose acquire load covers it.
   [[nodiscard]] uint64_t not_before(uint64_t idx) const noexcept {
     const device::tx_desc& d = desc(idx);
-    return (d.flags & device::tx_desc_flag_not_before) != 0 && l_.times != nullptr
-               ? l_.times[idx & (l_.num_descs - 1)]
-               : 0;
+    return (d.flags & device::tx_desc_flag_not_before) != 0 && l_.times != nullptr ? l_.times[idx & (l_.num_descs - 1)]
+                                                                                   : 0;
   }
 
   // Completes the n oldest peeked descriptors.

@@ -42,11 +42,11 @@ enum class launch_mode : uint32_t { persistent = 0, per_burst = 1, graph = 2 };
 enum class poll_policy : uint32_t { adaptive = 0, busy = 1 };
 
 struct exec_ctx {
-  uint32_t block;          // this block's index (host executor: thread index)
+  uint32_t block;  // this block's index (host executor: thread index)
   uint32_t num_blocks;
   const uint32_t* exit_flag;  // host sets nonzero to ask the kernel to return
-  uint32_t executor;       // 0 = host, 1 = cuda
-  launch_mode mode;        // persistent unless launched per burst
+  uint32_t executor;          // 0 = host, 1 = cuda
+  launch_mode mode;           // persistent unless launched per burst
   poll_policy poll;
   // Batches received through recv(ctx, ...) by this thread in this launch;
   // in the per-burst modes a thread that has received one is done (each
@@ -69,9 +69,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t now_ns() noexcept {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 #else
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 #endif
 }
 
@@ -147,7 +147,8 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE bool should_exit(const exec_ctx& ctx) noexcept
 // still get to run. busy never sleeps; on the host it still yields the CPU
 // on every empty poll, which costs a system call when the core is free and
 // lets the engine (or another busy thread) run at once when cores are shared.
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls, poll_policy policy = poll_policy::adaptive) noexcept {
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void idle_backoff(uint32_t empty_polls,
+                                                    poll_policy policy = poll_policy::adaptive) noexcept {
 #if defined(__CUDA_ARCH__)
   if (policy == poll_policy::busy) return;
 #else

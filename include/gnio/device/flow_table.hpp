@@ -68,11 +68,11 @@ GNIO_HOST_DEVICE inline flow_key canonical_flow_key(const flow_key& k) {
 // Threads may look up and claim concurrently; what an entry holds besides its
 // key is the caller's to synchronise.
 template <class Entry>
-GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t capacity, const flow_key& k,
-                                                       bool* fresh, uint32_t max_probe = ~0u) {
+GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t capacity, const flow_key& k, bool* fresh,
+                                                       uint32_t max_probe = ~0u) {
   return slot_find_or_claim(
-      table, capacity, flow_key_hash64(k), [&k](const Entry& e) { return e.key == k; },
-      [&k](Entry& e) { e.key = k; }, fresh, max_probe);
+      table, capacity, flow_key_hash64(k), [&k](const Entry& e) { return e.key == k; }, [&k](Entry& e) { e.key = k; },
+      fresh, max_probe);
 }
 
 // Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
@@ -94,9 +94,8 @@ GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity,
 // has not had yet), vlan_meta (flow_meta_tagged | vid << flow_meta_vlan_shift,
 // or 0) stored once by the packet that claimed the slot. max_probe bounds
 // the search as for flow_table_add.
-GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capacity, const flow_key& k,
-                                                uint32_t bytes, uint32_t tcp_flags, uint32_t vlan_meta,
-                                                uint32_t max_probe = ~0u) {
+GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes,
+                                                uint32_t tcp_flags, uint32_t vlan_meta, uint32_t max_probe = ~0u) {
   bool fresh = false;
   flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
   if (e == nullptr) return -1;

@@ -83,14 +83,14 @@ GNIO_HOST_DEVICE constexpr uint32_t rx_phase(uint64_t idx, uint32_t log2_descs) 
 // The kernel's view of one RX queue. Addresses are valid on the executor that
 // runs the kernel (device pointers for CUDA, host pointers for the host executor).
 struct rxq {
-  uint8_t* pkts;           // packet memory the completions' buf offsets refer into
-  const rx_cqe* cq;        // num_descs completion entries (host-visible memory)
-  uint64_t* cons;          // consumer index published to the backend (host-visible)
-  uint64_t* next;          // consumer's private read index (executor memory)
-  const uint32_t* eos;     // backend sets 1 after publishing its last completion
-  uint32_t num_descs;      // power of two
+  uint8_t* pkts;        // packet memory the completions' buf offsets refer into
+  const rx_cqe* cq;     // num_descs completion entries (host-visible memory)
+  uint64_t* cons;       // consumer index published to the backend (host-visible)
+  uint64_t* next;       // consumer's private read index (executor memory)
+  const uint32_t* eos;  // backend sets 1 after publishing its last completion
+  uint32_t num_descs;   // power of two
   uint32_t log2_descs;
-  uint32_t stride;         // the largest frame a buffer holds; longer ones are cut and flagged
+  uint32_t stride;  // the largest frame a buffer holds; longer ones are cut and flagged
   uint32_t queue_id;
 
   GNIO_HOST_DEVICE uint8_t* pkt_addr(uint64_t idx) const noexcept { return pkts + cqe(idx).buf; }
@@ -101,19 +101,19 @@ struct rxq {
 inline constexpr uint32_t tx_desc_flag_not_before = 1u;
 
 struct alignas(16) tx_desc {
-  uint64_t addr;   // executor address of the frame (a TX buffer or an RX slot)
+  uint64_t addr;  // executor address of the frame (a TX buffer or an RX slot)
   uint32_t len;
   uint32_t flags;  // 0, or tx_desc_flag_not_before
 };
 
 // The kernel's view of one TX queue.
 struct txq {
-  tx_desc* ring;           // num_descs descriptors (host-visible)
-  uint8_t* bufs;           // num_descs * stride bytes of TX packet memory
-  uint64_t* doorbell;      // producer index published to the backend (host-visible)
-  const uint64_t* done;    // completion index written by the backend (host-visible)
-  uint64_t* prod;          // kernel's private producer index (executor memory)
-  uint32_t num_descs;      // power of two
+  tx_desc* ring;         // num_descs descriptors (host-visible)
+  uint8_t* bufs;         // num_descs * stride bytes of TX packet memory
+  uint64_t* doorbell;    // producer index published to the backend (host-visible)
+  const uint64_t* done;  // completion index written by the backend (host-visible)
+  uint64_t* prod;        // kernel's private producer index (executor memory)
+  uint32_t num_descs;    // power of two
   uint32_t log2_descs;
   uint32_t stride;
   uint32_t queue_id;
@@ -140,7 +140,7 @@ struct alignas(16) sem_item {
 // all in host-visible memory.
 struct sem {
   sem_item* items;
-  uint8_t* custom;        // num_items * custom_bytes
+  uint8_t* custom;  // num_items * custom_bytes
   uint32_t num_items;
   uint32_t custom_bytes;
 };

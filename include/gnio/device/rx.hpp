@@ -153,9 +153,9 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
 __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
                                               uint32_t* num, poll_policy policy) noexcept {
   __shared__ uint64_t s_start;
-  __shared__ uint32_t s_num;     // ready run from s_start, so far
+  __shared__ uint32_t s_num;            // ready run from s_start, so far
   __shared__ uint32_t s_first_missing;  // this round: offset of the first entry not ready
-  __shared__ int32_t s_status;   // -1 while polling
+  __shared__ int32_t s_status;          // -1 while polling
   const uint32_t tid = threadIdx.x;
   if (tid == 0) {
     const uint64_t start = *q.next;
@@ -280,8 +280,8 @@ GNIO_HOST_DEVICE status recv(const rxq& q, uint32_t max_pkts, uint64_t timeout_n
 // kernel because a burst is ready) does not wait (timeout 0) and counts the
 // batch, so that the next should_exit<S>(ctx) ends this launch.
 template <scope S>
-GNIO_HOST_DEVICE status recv(const exec_ctx& ctx, const rxq& q, uint32_t max_pkts, uint64_t timeout_ns,
-                             uint64_t* first, uint32_t* num) noexcept {
+GNIO_HOST_DEVICE status recv(const exec_ctx& ctx, const rxq& q, uint32_t max_pkts, uint64_t timeout_ns, uint64_t* first,
+                             uint32_t* num) noexcept {
   if (ctx.one_batch()) {
     ++ctx.batches;
     timeout_ns = 0;

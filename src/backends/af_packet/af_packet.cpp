@@ -69,14 +69,13 @@
 namespace gnio::backend {
 namespace {
 
-
 constexpr uint32_t k_max_queues = 64;
 constexpr uint64_t k_default_blocks = 64;
 constexpr uint64_t k_default_block_size = 256 * 1024;
-constexpr uint32_t k_frame_size = 2048;      // V3 lays frames out freely; the kernel only checks the arithmetic
-constexpr uint32_t k_retire_ms = 1;          // a partly filled block reaches us after ~1 ms (rounded up to a jiffy)
-constexpr uint32_t k_tx_batch = 64;          // messages per sendmmsg()
-constexpr int k_tx_full_retries = 200;       // ~4 ms of 20 us waits before a full device queue is an error
+constexpr uint32_t k_frame_size = 2048;  // V3 lays frames out freely; the kernel only checks the arithmetic
+constexpr uint32_t k_retire_ms = 1;      // a partly filled block reaches us after ~1 ms (rounded up to a jiffy)
+constexpr uint32_t k_tx_batch = 64;      // messages per sendmmsg()
+constexpr int k_tx_full_retries = 200;   // ~4 ms of 20 us waits before a full device queue is an error
 constexpr uint64_t k_health_period_ns = 1'000'000;
 constexpr uint64_t k_gone_grace_ns = 20'000'000;  // drain blocks retired after the interface vanished
 constexpr uint32_t k_eth_hdr = 14;
@@ -94,8 +93,8 @@ struct rx_sock {
   int fd = -1;
   uint8_t* map = nullptr;
   size_t map_bytes = 0;
-  uint32_t block = 0;              // next block to read (V3), next frame (V2)
-  uint32_t left = 0;               // frames left in the block being read
+  uint32_t block = 0;  // next block to read (V3), next frame (V2)
+  uint32_t left = 0;   // frames left in the block being read
   const tpacket3_hdr* next = nullptr;
 };
 
@@ -114,9 +113,9 @@ struct port {
   uint32_t blocks = 0;
   uint32_t block_size = 0;
   bool promisc = true;
-  uint32_t version = 3;       // TPACKET_V3 (blocks) or TPACKET_V2 (a status word per frame)
-  uint32_t frame_size = 0;    // V2: bytes per frame slot
-  uint32_t frame_nr = 0;      // V2: frame slots per socket
+  uint32_t version = 3;     // TPACKET_V3 (blocks) or TPACKET_V2 (a status word per frame)
+  uint32_t frame_size = 0;  // V2: bytes per frame slot
+  uint32_t frame_nr = 0;    // V2: frame slots per socket
 
   // interface, as found at open
   int ifindex = 0;
@@ -187,7 +186,8 @@ error socket_error(const port* p, const char* what, int e) {
                 "setcap cap_net_raw,cap_net_admin+ep on the program)",
                 what, p->ifname, err_text(e));
   if (e == EAFNOSUPPORT)
-    return fail(status::not_supported, "af_packet: {} failed: this kernel has no AF_PACKET support: {}", what, err_text(e));
+    return fail(status::not_supported, "af_packet: {} failed: this kernel has no AF_PACKET support: {}", what,
+                err_text(e));
   if (e == EMFILE || e == ENFILE)
     return fail(status::no_memory, "af_packet: {} failed: out of file descriptors: {}", what, err_text(e));
   return fail(status_from_errno(e), "af_packet: {} for interface '{}' failed: {}", what, p->ifname, err_text(e));
@@ -207,8 +207,9 @@ error query_interface(port* p, int fd, short* flags) {
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, p->ifname.c_str(), p->ifname.size());
   auto missing = [&](int e) {
-    return fail(status::not_found, "af_packet: no interface '{}' in this network namespace ({}); `ip link show` lists them",
-                p->ifname, err_text(e));
+    return fail(status::not_found,
+                "af_packet: no interface '{}' in this network namespace ({}); `ip link show` lists them", p->ifname,
+                err_text(e));
   };
   if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) {
     int e = errno;
@@ -230,10 +231,11 @@ error query_interface(port* p, int fd, short* flags) {
   // Ports carry Ethernet frames; loopback also has a 14-byte Ethernet header.
   const int type = ifr.ifr_hwaddr.sa_family;
   if (type != ARPHRD_ETHER && type != ARPHRD_LOOPBACK)
-    return fail(status::not_supported,
-                "af_packet: interface '{}' has link type {} (ARPHRD), not Ethernet; this backend delivers Ethernet frames "
-                "(tun/ip-only devices have no link-layer header)",
-                p->ifname, type);
+    return fail(
+        status::not_supported,
+        "af_packet: interface '{}' has link type {} (ARPHRD), not Ethernet; this backend delivers Ethernet frames "
+        "(tun/ip-only devices have no link-layer header)",
+        p->ifname, type);
   return {};
 }
 
@@ -275,8 +277,9 @@ error setup_rx_socket(port* p, rx_sock& s) {
   if (m == MAP_FAILED) {
     const int e = errno;
     s.map_bytes = 0;
-    return fail(e == ENOMEM ? status::no_memory : status::io_failed, "af_packet: mapping the RX ring of '{}' ({} bytes) failed: {}",
-                p->ifname, static_cast<size_t>(p->block_size) * p->blocks, err_text(e));
+    return fail(e == ENOMEM ? status::no_memory : status::io_failed,
+                "af_packet: mapping the RX ring of '{}' ({} bytes) failed: {}", p->ifname,
+                static_cast<size_t>(p->block_size) * p->blocks, err_text(e));
   }
   s.map = static_cast<uint8_t*>(m);
   s.block = 0;
@@ -302,7 +305,7 @@ error create_sockets(port* p, int probe_fd) {
     const int e = errno;
     if (e != ENOPROTOOPT && e != EINVAL) return socket_error(p, "PACKET_QDISC_BYPASS", e);
     log(log_level::info, "af_packet: {}: no PACKET_QDISC_BYPASS (Linux < 3.14); transmitting through the qdisc",
-                p->ifname);
+        p->ifname);
   }
   return {};
 }
@@ -378,7 +381,8 @@ error af_packet_open(const devargs& a, void** priv) {
   };
   if (error e = get_string(a, "if", &p->ifname)) return bail(e);
   if (p->ifname.empty())
-    return bail(fail(status::bad_config, "af_packet: '{}' names no interface; give if=NAME (e.g. af_packet:if=eth0)", a.text));
+    return bail(
+        fail(status::bad_config, "af_packet: '{}' names no interface; give if=NAME (e.g. af_packet:if=eth0)", a.text));
   if (p->ifname.size() >= IFNAMSIZ || p->ifname.find('/') != std::string::npos)
     return bail(fail(status::invalid_value, "af_packet: if={} is not an interface name (at most {} characters, no '/')",
                      p->ifname, IFNAMSIZ - 1));
@@ -391,11 +395,13 @@ error af_packet_open(const devargs& a, void** priv) {
   const long page = sysconf(_SC_PAGESIZE);
   // The kernel allocates blocks in power-of-two pages; any other size wastes the rest.
   if ((block_size & (block_size - 1)) != 0 || (page > 0 && block_size % static_cast<uint64_t>(page) != 0))
-    return bail(fail(status::invalid_value, "af_packet: block_size={} must be a power of two and a multiple of the page size ({})",
-                     block_size, page));
+    return bail(fail(status::invalid_value,
+                     "af_packet: block_size={} must be a power of two and a multiple of the page size ({})", block_size,
+                     page));
   if (blocks * block_size > 0xffffffffull)
-    return bail(fail(status::invalid_value, "af_packet: blocks={} x block_size={} is 4 GiB or more per socket; the kernel refuses it",
-                     blocks, block_size));
+    return bail(fail(status::invalid_value,
+                     "af_packet: blocks={} x block_size={} is 4 GiB or more per socket; the kernel refuses it", blocks,
+                     block_size));
   p->nqueues = static_cast<uint32_t>(queues);
   p->blocks = static_cast<uint32_t>(blocks);
   p->block_size = static_cast<uint32_t>(block_size);
@@ -423,8 +429,10 @@ error af_packet_open(const devargs& a, void** priv) {
         fail(status::not_connected, "af_packet: interface {} is down; ip link set {} up", p->ifname, p->ifname));
   }
   if (!(flags & IFF_RUNNING))
-    log(log_level::warn, "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
-                "nothing arrives until it has one", p->ifname);
+    log(log_level::warn,
+        "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
+        "nothing arrives until it has one",
+        p->ifname);
   // Room for one full frame per block, or the kernel cuts every frame short.
   const uint32_t need = p->mtu + k_eth_hdr + k_vlan_hdr + 128;
   if (p->block_size < need) {
@@ -672,8 +680,8 @@ uint32_t drain(port* p, lane_state& l, rx_sock& s, rx_lane& sink, uint32_t budge
       // outside it.
       bump(p->rx_bad, s.left);
       if (!p->warned_corrupt.exchange(true, std::memory_order_relaxed))
-        log(log_level::warn, "af_packet: {}: a ring entry points outside its block; {} frame(s) skipped",
-                    p->ifname, s.left);
+        log(log_level::warn, "af_packet: {}: a ring entry points outside its block; {} frame(s) skipped", p->ifname,
+            s.left);
       release_block(p, s);
       continue;
     }
@@ -757,7 +765,7 @@ status check_health(port* p) {
   }
   if (!up && !p->warned_down) {
     log(log_level::warn, "af_packet: interface {} went down ({}); waiting for it to come back up (ip link set {} up)",
-                p->ifname, err_text(last_err ? last_err : ENETDOWN), p->ifname);
+        p->ifname, err_text(last_err ? last_err : ENETDOWN), p->ifname);
     p->warned_down = true;
   } else if (up && p->warned_down) {
     log(log_level::info, "af_packet: interface {} is up again", p->ifname);
@@ -793,7 +801,6 @@ status af_packet_rx_burst(void* priv, rx_lane& sink, uint32_t budget, uint32_t* 
   if (n > 0) return status::success;
   return lane == 0 ? check_health(p) : status::again;
 }
-
 
 error af_packet_set_lanes(void* priv, uint32_t lanes) {
   auto* p = static_cast<port*>(priv);
@@ -858,9 +865,11 @@ error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_
     }
     if (!first) {
       if (e == ENXIO || e == ENODEV)
-        first = fail(status::io_failed, "af_packet: {}: transmit failed: the interface was removed ({})", p->ifname, err_text(e));
+        first = fail(status::io_failed, "af_packet: {}: transmit failed: the interface was removed ({})", p->ifname,
+                     err_text(e));
       else if (e == ENETDOWN)
-        first = fail(status::io_failed, "af_packet: {}: transmit failed: the interface is down ({})", p->ifname, err_text(e));
+        first = fail(status::io_failed, "af_packet: {}: transmit failed: the interface is down ({})", p->ifname,
+                     err_text(e));
       else
         first = fail(status_from_errno(e) == status::invalid_value ? status::io_failed : status_from_errno(e),
                      "af_packet: {}: transmit failed: {}", p->ifname, err_text(e));
@@ -896,8 +905,9 @@ extern const ops af_packet_ops;
 const ops af_packet_ops = {
     .size = sizeof(ops),
     .name = "af_packet",
-    .summary = "a Linux network interface through packet sockets: TPACKET_V3 RX rings (PACKET_FANOUT for queues>1), "
-               "sendmmsg TX (needs CAP_NET_RAW)",
+    .summary =
+        "a Linux network interface through packet sockets: TPACKET_V3 RX rings (PACKET_FANOUT for queues>1), "
+        "sendmmsg TX (needs CAP_NET_RAW)",
     .options =
         "if=NAME       interface to receive from and transmit on (required); it must exist in this network namespace\n"
         "              and be up: one that is down fails with not_connected (ip link set NAME up), a missing one with\n"

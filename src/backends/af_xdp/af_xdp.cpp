@@ -88,7 +88,6 @@ extern const ops af_xdp_ops;
 
 namespace {
 
-
 constexpr uint64_t k_default_frames = 4096;
 constexpr uint64_t k_default_frame_size = 2048;
 constexpr uint64_t k_max_queues = 64;
@@ -156,9 +155,9 @@ struct port {
   uint32_t frame_size = k_default_frame_size;
   uint32_t busy_poll_us = 0;      // busy_poll=: SO_BUSY_POLL on every socket, 0 = off
   uint32_t busy_poll_budget = 0;  // busy_poll_budget=: SO_BUSY_POLL_BUDGET
-  uint32_t rx_frames = 0;  // per queue
-  uint32_t tx_frames = 0;  // per queue
-  uint32_t xdp_flags = 0;  // the mode that was attached
+  uint32_t rx_frames = 0;         // per queue
+  uint32_t tx_frames = 0;         // per queue
+  uint32_t xdp_flags = 0;         // the mode that was attached
   xdp_attachment* att = nullptr;  // the XDP program the sockets are in the map of (shared per interface)
 
   // The RX pool (rx_pool_setup): one region of frames * frame_size per socket.
@@ -387,9 +386,9 @@ error clear_foreign_program(const port* p) {
                     p->ifname, f.id, name, attach_mode_name(f.flags), std::strerror(-rc), p->ifname,
                     ip_mode_word(f.flags));
       log(log_level::warn,
-                  "af_xdp: {} had a stale AF_XDP program attached (id {}, '{}', {} mode) that no process holds any "
-                  "more, left by a process that was killed; detached it",
-                  p->ifname, f.id, name, attach_mode_name(f.flags));
+          "af_xdp: {} had a stale AF_XDP program attached (id {}, '{}', {} mode) that no process holds any "
+          "more, left by a process that was killed; detached it",
+          p->ifname, f.id, name, attach_mode_name(f.flags));
       continue;
     }
     std::string who;
@@ -428,8 +427,7 @@ error attach_error(const port* p, uint32_t flags, int err, const std::string& li
       return fail(status::not_found, "{}: attaching the XDP program failed: {}; the interface disappeared{}", where,
                   std::strerror(err), libbpf_text);
     default:
-      return fail(status::driver, "{}: attaching the XDP program failed: {}{}", where, std::strerror(err),
-                  libbpf_text);
+      return fail(status::driver, "{}: attaching the XDP program failed: {}{}", where, std::strerror(err), libbpf_text);
   }
 }
 
@@ -498,9 +496,9 @@ error attach_program(port* p, print_capture& pc) {
       if (bpf_xdp_attach(static_cast<int>(p->ifindex), a->prog_fd, flags | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr) == 0) {
         err = 0;
         log(log_level::info,
-                    "af_xdp: {}: this kernel has no XDP bpf_link; the program is attached through netlink and would "
-                    "stay attached if the process were killed",
-                    p->ifname);
+            "af_xdp: {}: this kernel has no XDP bpf_link; the program is attached through netlink and would "
+            "stay attached if the process were killed",
+            p->ifname);
       } else {
         err = errno;
       }
@@ -512,7 +510,7 @@ error attach_program(port* p, print_capture& pc) {
     // Permission, busy and missing-device failures would recur in skb mode.
     if (i + 1 < modes.size() && err != EPERM && err != EACCES && err != ENODEV && err != EBUSY && err != EEXIST) {
       log(log_level::info, "af_xdp: {}: native (drv) XDP failed ({}{}); falling back to skb mode", p->ifname,
-                  std::strerror(err), pc.take());
+          std::strerror(err), pc.take());
       continue;
     }
     break;
@@ -618,8 +616,7 @@ void destroy(port* p) {
   for (auto& q : p->q) {
     if (q.umem) {
       if (int rc = xsk_umem__delete(q.umem); rc != 0)
-        log(log_level::warn, "af_xdp: {} queue {}: deleting the UMEM failed: {}", p->ifname, q.qid,
-                    std::strerror(-rc));
+        log(log_level::warn, "af_xdp: {} queue {}: deleting the UMEM failed: {}", p->ifname, q.qid, std::strerror(-rc));
     }
     q.umem = nullptr;
   }
@@ -662,8 +659,7 @@ error xsk_error(const port* p, uint32_t qid, const char* what, int err, const st
                   p->zerocopy == 1 ? "; the driver has no zero-copy AF_XDP support, try zerocopy=0"
                                    : "; the driver does not support this XDP mode, try mode=skb",
                   libxdp_text);
-    default:
-      return fail(status::driver, "{}: {} failed: {}{}", where, what, std::strerror(err), libxdp_text);
+    default: return fail(status::driver, "{}: {} failed: {}{}", where, what, std::strerror(err), libxdp_text);
   }
 }
 
@@ -695,10 +691,8 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
     uint16_t bind = XDP_USE_NEED_WAKEUP;
     // Generic (skb) XDP can only copy; saying so keeps the bind from depending
     // on what the driver would offer in native mode.
-    if (p->zerocopy == 1)
-      bind |= XDP_ZEROCOPY;
-    else if (p->zerocopy == 0 || (xdp_flags & XDP_FLAGS_SKB_MODE))
-      bind |= XDP_COPY;
+    if (p->zerocopy == 1) bind |= XDP_ZEROCOPY;
+    else if (p->zerocopy == 0 || (xdp_flags & XDP_FLAGS_SKB_MODE)) bind |= XDP_COPY;
     scfg.bind_flags = bind;
     what = "creating the AF_XDP socket";
     int rc = xsk_socket__create(&q.xsk, p->ifname.c_str(), q.qid, q.umem, &q.rx, &q.tx, &scfg);
@@ -756,7 +750,9 @@ error open_queue(port* p, xsk_queue& q, print_capture& pc) {
     for (const auto& o : opts) {
       if (setsockopt(q.fd, SOL_SOCKET, o.opt, o.v, sizeof(int)) == 0) continue;
       const int e = errno;
-      return fail(e == EPERM ? status::not_permitted : e == ENOPROTOOPT ? status::not_supported : status::io_failed,
+      return fail(e == EPERM         ? status::not_permitted
+                  : e == ENOPROTOOPT ? status::not_supported
+                                     : status::io_failed,
                   "af_xdp: {} queue {}: busy_poll={}: setsockopt {} failed: {}{}", p->ifname, q.qid, p->busy_poll_us,
                   o.name, std::strerror(e),
                   e == ENOPROTOOPT || e == EINVAL ? " (busy polling of AF_XDP sockets needs Linux 5.11 or newer)"
@@ -829,9 +825,7 @@ void reap(port* p, xsk_queue& q) {
   bump(p->tx_bytes, bytes);
 }
 
-uint32_t tx_in_flight(const xsk_queue& q) {
-  return q.tx_total - static_cast<uint32_t>(q.tx_free.size()) + q.in_place;
-}
+uint32_t tx_in_flight(const xsk_queue& q) { return q.tx_total - static_cast<uint32_t>(q.tx_free.size()) + q.in_place; }
 
 // Makes the kernel transmit what is in the TX ring. In copy mode each sendto
 // sends one batch and says EAGAIN while more is left, so it is repeated; in
@@ -845,9 +839,7 @@ error kick_tx(port* p, xsk_queue& q) {
       case EAGAIN:
       case EBUSY:    // completion ring full or a frame still with the driver
       case ENOBUFS:  // no skb right now
-      case EINTR:
-        reap(p, q);
-        continue;
+      case EINTR: reap(p, q); continue;
       case ENETDOWN:
         return fail(status::io_failed,
                     "af_xdp: {} is down; frames wait in the TX ring until it is up (ip link set dev {} up)", p->ifname,
@@ -894,21 +886,17 @@ const char* af_xdp_last_error(void* priv) { return static_cast<port*>(priv)->fai
 error parse_mode(const devargs& a, port* p) {
   std::string m = "auto";
   if (auto e = get_string(a, "mode", &m); e) return e;
-  if (m == "skb")
-    p->mode = attach_mode::skb;
-  else if (m == "drv")
-    p->mode = attach_mode::drv;
-  else if (m == "auto")
-    p->mode = attach_mode::automatic;
-  else
-    return fail(status::bad_config, "af_xdp: mode={} must be skb, drv or auto", m);
+  if (m == "skb") p->mode = attach_mode::skb;
+  else if (m == "drv") p->mode = attach_mode::drv;
+  else if (m == "auto") p->mode = attach_mode::automatic;
+  else return fail(status::bad_config, "af_xdp: mode={} must be skb, drv or auto", m);
   return {};
 }
 
 error af_xdp_open(const devargs& a, void** priv) {
   *priv = nullptr;
-  if (auto e = check_keys(a, {"if", "queue", "queues", "mode", "zerocopy", "frames", "frame_size", "busy_poll",
-                              "busy_poll_budget"});
+  if (auto e = check_keys(
+          a, {"if", "queue", "queues", "mode", "zerocopy", "frames", "frame_size", "busy_poll", "busy_poll_budget"});
       e)
     return e;
   auto* p = new port;
@@ -1028,10 +1016,9 @@ error af_xdp_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
     }
   }
   for (auto& q : p->q) refill(q);
-  log(log_level::info,
-              "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue, received by reference",
-              p->ifname, p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
-              p->q.front().zerocopy ? "zero-copy" : "copy", p->frames, p->frame_size);
+  log(log_level::info, "af_xdp: {} queues {}..{}: {} mode, {}, {} frames of {} bytes per queue, received by reference",
+      p->ifname, p->first_queue, p->first_queue + p->num_queues - 1, mode_name(p->xdp_flags),
+      p->q.front().zerocopy ? "zero-copy" : "copy", p->frames, p->frame_size);
   out->host = p->pool;
   out->bytes = bytes;
   // A received frame starts after XDP_PACKET_HEADROOM bytes of its frame.
@@ -1053,8 +1040,7 @@ void af_xdp_rx_release(void* priv, uint32_t lane, const uint32_t* bufs, uint32_t
     if (r >= p->q.size() || (bufs[i] - r * p->region_bytes) / p->frame_size >= p->rx_frames) {
       // Not an RX frame of ours: a caller's bug. Dropping it loses nothing of ours.
       if (p->bad_release_warnings.fetch_add(1, std::memory_order_relaxed) < 5)
-        log(log_level::error, "af_xdp: {}: released buffer {} is no RX frame of the pool; ignored", p->ifname,
-                    bufs[i]);
+        log(log_level::error, "af_xdp: {}: released buffer {} is no RX frame of the pool; ignored", p->ifname, bufs[i]);
       continue;
     }
     auto& q = p->q[r];
@@ -1178,7 +1164,6 @@ status af_xdp_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced)
   return total ? status::success : status::again;
 }
 
-
 error af_xdp_set_lanes(void* priv, uint32_t lanes) {
   auto* p = static_cast<port*>(priv);
   if (lanes == 0 || lanes > p->q.size())
@@ -1220,10 +1205,8 @@ error tx_wait(port* p, xsk_queue& q, bool in_place_only) {
                   q.qid, left, in_place_only ? "sent in place from RX buffers " : "", k_tx_stall_ns / 1'000'000);
     }
     // Copy mode completes within the kick; a zero-copy NIC within microseconds.
-    if (spins < 64)
-      sched_yield();
-    else
-      usleep(10);
+    if (spins < 64) sched_yield();
+    else usleep(10);
   }
 }
 
@@ -1368,8 +1351,8 @@ error af_xdp_stop(void* priv) {
     reap(p, q);
     if (const uint32_t left = tx_in_flight(q)) {
       bump(p->tx_errors, left);
-      log(log_level::warn, "af_xdp: {} queue {}: {} frame(s) never left the TX ring{}{}", p->ifname, q.qid,
-                  left, e ? ": " : "", e ? e.message() : std::string());
+      log(log_level::warn, "af_xdp: {} queue {}: {} frame(s) never left the TX ring{}{}", p->ifname, q.qid, left,
+          e ? ": " : "", e ? e.message() : std::string());
     }
   }
   return {};
@@ -1411,8 +1394,9 @@ void af_xdp_counters(void* priv, counters* c) {
 const ops af_xdp_ops = {
     .size = sizeof(ops),
     .name = "af_xdp",
-    .summary = "a Linux network interface through AF_XDP sockets (libxdp), one per kernel RX queue; frames are "
-               "received into the port's RX pool (the UMEM) and handed to kernels by reference",
+    .summary =
+        "a Linux network interface through AF_XDP sockets (libxdp), one per kernel RX queue; frames are "
+        "received into the port's RX pool (the UMEM) and handed to kernels by reference",
     .options =
         "if=NAME       interface to open (must be up); needs CAP_NET_RAW, CAP_NET_ADMIN and CAP_BPF (or root)\n"
         "queue=Q       first kernel RX queue (default 0)\n"

@@ -56,11 +56,10 @@ namespace gnio::backend {
 
 namespace {
 
-
 constexpr uint32_t k_max_queues = 64;
 constexpr uint32_t k_burst = 32;
 constexpr uint32_t k_max_frame = RTE_MBUF_DEFAULT_DATAROOM;  // one mbuf per TX frame
-constexpr uint64_t k_max_pool_mbufs = 1u << 20;  // 2.1 GiB of buffers; completions carry 32-bit offsets
+constexpr uint64_t k_max_pool_mbufs = 1u << 20;              // 2.1 GiB of buffers; completions carry 32-bit offsets
 // A kernel interface behind a virtual device (net_af_packet, net_af_xdp) can
 // vanish without any DPDK call failing, so lane 0 looks for that this often.
 constexpr uint64_t k_health_period_ns = 20'000'000;
@@ -102,8 +101,7 @@ error init_eal(const std::string& user_args) {
   const std::string text = user_args.empty() ? k_default_eal : user_args;
   if (s.tried) {
     if (!s.result && !user_args.empty() && text != s.args_text)
-      log(log_level::warn, "dpdk: EAL already initialised with '{}'; eal='{}' is ignored", s.args_text,
-                  user_args);
+      log(log_level::warn, "dpdk: EAL already initialised with '{}'; eal='{}' is ignored", s.args_text, user_args);
     return s.result;
   }
   s.tried = true;
@@ -124,10 +122,9 @@ error init_eal(const std::string& user_args) {
     const status st = err == EACCES || err == EPERM ? status::not_permitted
                       : err == EALREADY             ? status::bad_state
                                                     : status::initialization;
-    s.result = error(st, fmt::format("dpdk: EAL initialisation with '{}' failed: {} (rte_errno {}){}", text,
-                                     rte_strerror(err), err,
-                                     err == EACCES || err == EPERM ? "; run as root or with the capabilities DPDK needs"
-                                                                   : ""));
+    s.result = error(
+        st, fmt::format("dpdk: EAL initialisation with '{}' failed: {} (rte_errno {}){}", text, rte_strerror(err), err,
+                        err == EACCES || err == EPERM ? "; run as root or with the capabilities DPDK needs" : ""));
   }
   return s.result;
 }
@@ -155,7 +152,7 @@ void register_thread() {
   r.registered = rte_thread_register() == 0;
   if (!r.registered)
     log(log_level::debug, "dpdk: engine thread not registered with EAL ({}): mbufs bypass the mempool cache",
-                rte_strerror(rte_errno));
+        rte_strerror(rte_errno));
 }
 
 // --- the port ----------------------------------------------------------------------
@@ -168,11 +165,11 @@ struct port {
   uint32_t nqueues = 1;
   uint32_t descs = 1024;
   bool promisc = true;
-  bool by_ref = true;      // by_ref=: receive into the RX pool and send from it without copies
+  bool by_ref = true;       // by_ref=: receive into the RX pool and send from it without copies
   uint32_t want_mbufs = 0;  // mbufs=: RX pool size (0: sized from queues and descs)
 
   rte_eth_dev_info info{};
-  uint16_t rxd = 0, txd = 0;  // descriptors per queue, as the device adjusted them
+  uint16_t rxd = 0, txd = 0;    // descriptors per queue, as the device adjusted them
   rte_mempool* pool = nullptr;  // TX copies; RX too when frames are received by copy
   bool queues_ready = false;
   bool started = false;
@@ -181,12 +178,12 @@ struct port {
   // memory, buffer i at [i * elt, (i + 1) * elt) of it.
   rte_mempool* rx_ext = nullptr;
   uint8_t* pool_host = nullptr;
-  size_t pool_bytes = 0;       // page-rounded, as registered with EAL
-  uint32_t elt = 0;            // bytes per buffer (headroom + data room)
+  size_t pool_bytes = 0;  // page-rounded, as registered with EAL
+  uint32_t elt = 0;       // bytes per buffer (headroom + data room)
   uint32_t num_bufs = 0;
   rte_iova_t pool_iova = RTE_BAD_IOVA;  // IOVA of pool_host (IOVA as VA: the address itself)
   bool extmem = false, dma_mapped = false;
-  bool pci = false;  // a PCI device (DMA), not a virtual one
+  bool pci = false;                // a PCI device (DMA), not a virtual one
   std::vector<rte_mbuf*> mbuf_of;  // buffer index -> its mbuf (fixed: the buffers are pinned)
   // Buffer index -> whether a completion holds it. Set by the lane that
   // received it, cleared by the lane that gives it back; the RX ring orders
@@ -263,9 +260,9 @@ void promisc_on(port* p) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
     log(log_level::warn,
-                "dpdk: {}: promiscuous mode through a packet-socket membership on {} failed ({}); using the driver's, "
-                "which stays on if the process is killed (ip link set dev {} promisc off)",
-                port_text(p), p->kernel_ifname, std::strerror(e), p->kernel_ifname);
+        "dpdk: {}: promiscuous mode through a packet-socket membership on {} failed ({}); using the driver's, "
+        "which stays on if the process is killed (ip link set dev {} promisc off)",
+        port_text(p), p->kernel_ifname, std::strerror(e), p->kernel_ifname);
   }
   if (rte_eth_promiscuous_get(p->port_id) == 1) return;  // on already: not ours to turn off
   // Not every PMD has it.
@@ -300,21 +297,20 @@ void release(port* p) {
       }
     const unsigned in_use = rte_mempool_in_use_count(p->rx_ext);
     log(log_level::info,
-                "dpdk: {}: RX {} by reference, {} copied by the core, {} copied into the pool, {} dropped (no mbuf), "
-                "{} cut (chained); TX {} by reference, {} by copy; {} held at close",
-                port_text(p), p->rx_ref.load(), p->rx_core_copied.load(), p->rx_copied_in.load(),
-                p->rx_no_mbuf.load(), p->rx_cut.load(), p->tx_ref_frames.load(), p->tx_copied.load(), held);
+        "dpdk: {}: RX {} by reference, {} copied by the core, {} copied into the pool, {} dropped (no mbuf), "
+        "{} cut (chained); TX {} by reference, {} by copy; {} held at close",
+        port_text(p), p->rx_ref.load(), p->rx_core_copied.load(), p->rx_copied_in.load(), p->rx_no_mbuf.load(),
+        p->rx_cut.load(), p->tx_ref_frames.load(), p->tx_copied.load(), held);
     // A device we did not close (port=N) may keep its RX descriptors' mbufs.
     if (in_use != 0 && !p->vdev_name.empty())
       log(log_level::warn, "dpdk: {}: {} mbuf(s) of the RX pool were not returned", port_text(p), in_use);
     if (p->bad_release)
-      log(log_level::warn, "dpdk: {}: {} release(s) of RX buffers that were not held (ignored)",
-                  port_text(p), p->bad_release.load());
+      log(log_level::warn, "dpdk: {}: {} release(s) of RX buffers that were not held (ignored)", port_text(p),
+          p->bad_release.load());
     rte_mempool_free(p->rx_ext);
     p->rx_ext = nullptr;
   }
-  if (p->dma_mapped)
-    (void)rte_dev_dma_unmap(p->info.device, p->pool_host, p->pool_iova, p->pool_bytes);
+  if (p->dma_mapped) (void)rte_dev_dma_unmap(p->info.device, p->pool_host, p->pool_iova, p->pool_bytes);
   p->dma_mapped = false;
   if (p->extmem) (void)rte_extmem_unregister(p->pool_host, p->pool_bytes);
   p->extmem = false;
@@ -509,14 +505,14 @@ error dpdk_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
     // PA) its pages are not physically contiguous, so one IOVA per buffer
     // cannot be given. Receive by copy instead.
     log(log_level::warn,
-                "dpdk: {}: EAL runs with IOVA as PA, so the device cannot DMA into gnio's RX pool; receiving by copy "
-                "(bind the NIC to vfio-pci with an IOMMU, or pass --iova-mode=va in eal=)",
-                port_text(p));
+        "dpdk: {}: EAL runs with IOVA as PA, so the device cannot DMA into gnio's RX pool; receiving by copy "
+        "(bind the NIC to vfio-pci with an IOMMU, or pass --iova-mode=va in eal=)",
+        port_text(p));
     p->by_ref = false;
     return {};
   }
-  const uint32_t n = p->want_mbufs ? p->want_mbufs
-                                   : std::max(16383u, p->nqueues * (2u * p->rxd + 2u * k_burst) + 8192u);
+  const uint32_t n =
+      p->want_mbufs ? p->want_mbufs : std::max(16383u, p->nqueues * (2u * p->rxd + 2u * k_burst) + 8192u);
   const long page = sysconf(_SC_PAGESIZE);
   const size_t pg = page > 0 ? static_cast<size_t>(page) : 4096;
   p->elt = RTE_MBUF_DEFAULT_BUF_SIZE;  // RTE_PKTMBUF_HEADROOM + a 2048-byte data room; a multiple of 64
@@ -531,11 +527,11 @@ error dpdk_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
     // A PCI device behind vfio gets the pool into its IOMMU domain; virtual
     // devices (and drivers that map memory their own way) answer ENOTSUP.
     const int rc = rte_dev_dma_map(p->info.device, p->pool_host, p->pool_iova, p->pool_bytes);
-    if (rc == 0)
-      p->dma_mapped = true;
+    if (rc == 0) p->dma_mapped = true;
     else if (rc < 0 && rte_errno != ENOTSUP && pci)
-      return dpdk_fail(errno_status(rte_errno), rte_errno,
-                       fmt::format("dpdk: {}: mapping the RX pool for the device's DMA (rte_dev_dma_map)", port_text(p)));
+      return dpdk_fail(
+          errno_status(rte_errno), rte_errno,
+          fmt::format("dpdk: {}: mapping the RX pool for the device's DMA (rte_dev_dma_map)", port_text(p)));
   }
   rte_pktmbuf_extmem ext{};
   ext.buf_ptr = p->pool_host;
@@ -549,8 +545,9 @@ error dpdk_rx_pool_setup(void* priv, const pool_alloc& alloc, rx_pool* out) {
   p->rx_ext = create_lifo_extbuf_pool(name, n, cache, socket, ext);
   if (!p->rx_ext) {
     log(log_level::debug, "dpdk: {}: no LIFO (stack) mempool ({}); the RX pool is a ring", port_text(p),
-                rte_strerror(rte_errno));
-    p->rx_ext = rte_pktmbuf_pool_create_extbuf(name.c_str(), n, cache, 0, static_cast<uint16_t>(p->elt), socket, &ext, 1);
+        rte_strerror(rte_errno));
+    p->rx_ext =
+        rte_pktmbuf_pool_create_extbuf(name.c_str(), n, cache, 0, static_cast<uint16_t>(p->elt), socket, &ext, 1);
   }
   if (!p->rx_ext)
     return dpdk_fail(status::no_memory, rte_errno,
@@ -624,12 +621,10 @@ error dpdk_start(void* priv) {
     log(log_level::warn, "dpdk: port {} ({}) link is down", p->port_id, p->info.driver_name);
   p->tx_ref = p->rx_ext && frees_tx_promptly(p);
   if (p->rx_ext)
-    log(log_level::info,
-                "dpdk: {}: RX by reference into gnio's pool ({} mbufs of {} bytes{}), TX from RX buffers {}",
-                port_text(p), p->num_bufs, p->elt, p->dma_mapped && p->pci ? ", mapped for the device's DMA" : "",
-                p->tx_ref ? "by reference" : "by copy (the driver may keep mbufs after sending)");
-  else
-    log(log_level::info, "dpdk: {}: RX and TX by copy (by_ref=0)", port_text(p));
+    log(log_level::info, "dpdk: {}: RX by reference into gnio's pool ({} mbufs of {} bytes{}), TX from RX buffers {}",
+        port_text(p), p->num_bufs, p->elt, p->dma_mapped && p->pci ? ", mapped for the device's DMA" : "",
+        p->tx_ref ? "by reference" : "by copy (the driver may keep mbufs after sending)");
+  else log(log_level::info, "dpdk: {}: RX and TX by copy (by_ref=0)", port_text(p));
   return {};
 }
 
@@ -637,7 +632,8 @@ error dpdk_start(void* priv) {
 // core would read the clock for each frame that comes without a timestamp.
 uint64_t burst_ts_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 // The copy path (by_ref=0, or no pool).
@@ -794,9 +790,10 @@ void check_health(port* p) {
   if (if_indextoname(p->kernel_ifindex, name)) return;
   const int e = errno;
   if (e != ENXIO && e != ENODEV) return;  // a failure to ask is not a missing interface
-  p->failure.set(fmt::format("dpdk: {}: its interface {} (ifindex {}) was removed or moved to another network "
-                             "namespace; it receives nothing more",
-                             port_text(p), p->kernel_ifname, p->kernel_ifindex));
+  p->failure.set(
+      fmt::format("dpdk: {}: its interface {} (ifindex {}) was removed or moved to another network "
+                  "namespace; it receives nothing more",
+                  port_text(p), p->kernel_ifname, p->kernel_ifindex));
 }
 
 status dpdk_rx(void* priv, rx_lane& sink, uint32_t budget, uint32_t* produced) {
@@ -908,7 +905,8 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
     uint16_t done = 0;
     // A full TX ring drains within microseconds; give it a bounded while.
     for (int tries = 0; done < m && tries < 10000; ++tries)
-      done = static_cast<uint16_t>(done + rte_eth_tx_burst(p->port_id, 0, bufs + done, static_cast<uint16_t>(m - done)));
+      done =
+          static_cast<uint16_t>(done + rte_eth_tx_burst(p->port_id, 0, bufs + done, static_cast<uint16_t>(m - done)));
     for (uint16_t k = 0; k < done; ++k) bytes += lens[k];
     *sent += done;
     if (done < m) {
@@ -921,9 +919,9 @@ error dpdk_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
   if (by_ref && !wait_tx_refs(p)) {
     p->tx_ref = false;
     log(log_level::error,
-                "dpdk: {}: the driver kept frames sent from RX buffers for over a second; TX by reference is off "
-                "for this port (frames are copied from now on)",
-                port_text(p));
+        "dpdk: {}: the driver kept frames sent from RX buffers for over a second; TX by reference is off "
+        "for this port (frames are copied from now on)",
+        port_text(p));
     if (!stopped) stopped = fail(status::time_out, "dpdk: {}: TX completions did not come back", port_text(p));
   }
   bump(p->tx_frames, *sent);
@@ -982,7 +980,8 @@ extern const ops dpdk_ops = {
     .summary = "a DPDK ethdev port: a PCI NIC EAL probed, or a virtual device (net_pcap, net_af_packet, net_tap, ...)",
     .options =
         "vdev=NAME;ARGS  create a DPDK virtual device for this port, its arguments separated by ';' where DPDK\n"
-        "                uses ',' (e.g. vdev=net_pcap0;rx_pcap=in.pcap;tx_pcap=out.pcap, vdev=net_af_packet0;iface=eth0);\n"
+        "                uses ',' (e.g. vdev=net_pcap0;rx_pcap=in.pcap;tx_pcap=out.pcap, "
+        "vdev=net_af_packet0;iface=eth0);\n"
         "                removed when the port closes. The name must be unique in the process\n"
         "port=N          use ethdev port N that EAL probed instead (e.g. a PCI NIC: eal=-a 0000:ca:00.0 ...)\n"
         "eal=ARGS        EAL arguments, space separated, for the first dpdk port of the process (default\n"

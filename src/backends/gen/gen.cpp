@@ -62,7 +62,7 @@ constexpr const char* proto_name[num_protos] = {"udp", "tcp", "icmp"};
 
 enum class size_kind : uint8_t { fixed, range, imix };
 
-constexpr uint16_t dst_port = 9;  // discard: nothing should answer synthetic traffic
+constexpr uint16_t dst_port = 9;              // discard: nothing should answer synthetic traffic
 constexpr uint32_t default_src = 0xC6120000;  // 198.18.0.0, RFC 2544 benchmarking range
 constexpr uint32_t default_dst = 0xC6130001;  // 198.19.0.1
 
@@ -84,9 +84,7 @@ uint64_t splitmix64(uint64_t& state) {
 }
 
 // Lemire's multiply-shift: unbiased enough for traffic shaping, and no division.
-uint32_t bounded(uint64_t& state, uint32_t n) {
-  return static_cast<uint32_t>(((splitmix64(state) >> 32) * n) >> 32);
-}
+uint32_t bounded(uint64_t& state, uint32_t n) { return static_cast<uint32_t>(((splitmix64(state) >> 32) * n) >> 32); }
 
 using dev::put16;
 using dev::put32;
@@ -230,8 +228,7 @@ error parse_mix(const devargs& a, gen_port& g) {
     int p = -1;
     for (int i = 0; i < num_protos; ++i)
       if (name == proto_name[i]) p = i;
-    if (p < 0)
-      return fail(status::invalid_value, "{}: mix={}: unknown protocol '{}' ({})", a.name, *v, part, hint);
+    if (p < 0) return fail(status::invalid_value, "{}: mix={}: unknown protocol '{}' ({})", a.name, *v, part, hint);
     if (seen[p]) return fail(status::invalid_value, "{}: mix={}: '{}' given twice", a.name, *v, name);
     seen[p] = true;
     uint32_t weight = 1;
@@ -384,9 +381,7 @@ flow_meta frame_sums(const gen_port& g, uint8_t proto, const uint8_t* f) {
       put16(l4 + 16, 0);
       seed = dev::pseudo_header_ipv4(dev::detail::rd32(ip + 12), dev::detail::rd32(ip + 16), dev::ipproto_tcp, 0);
       break;
-    default:
-      put16(l4 + 2, 0);
-      break;
+    default: put16(l4 + 2, 0); break;
   }
   // csum_partial returns any 32-bit value; folding to 16 bits keeps the
   // per-frame additions in patch_frame from overflowing.
@@ -481,7 +476,8 @@ error build(gen_port& g) {
 void patch_frame(const gen_port& g, uint32_t s, uint32_t len, uint8_t* f) {
   const flow_meta& m = g.meta[s];
   std::memcpy(f, g.hdr_recs.get() + size_t{s} * hdr_rec_bytes, hdr_rec_bytes);
-  if (len > hdr_rec_bytes) std::memcpy(f + hdr_rec_bytes, g.scratch[m.proto].get() + hdr_rec_bytes, len - hdr_rec_bytes);
+  if (len > hdr_rec_bytes)
+    std::memcpy(f + hdr_rec_bytes, g.scratch[m.proto].get() + hdr_rec_bytes, len - hdr_rec_bytes);
   uint8_t* ip = f + g.l2_bytes;
   const uint32_t ip_len = len - g.l2_bytes;
   put16(ip + 2, ip_len);
@@ -496,12 +492,8 @@ void patch_frame(const gen_port& g, uint32_t s, uint32_t len, uint8_t* f) {
       put16(l4 + 6, c ? c : 0xffff);
       break;
     }
-    case p_tcp:
-      put16(l4 + 16, dev::csum_fold(m.l4_sum + l4_len + pay));
-      break;
-    default:
-      put16(l4 + 2, dev::csum_fold(m.l4_sum + pay));
-      break;
+    case p_tcp: put16(l4 + 16, dev::csum_fold(m.l4_sum + l4_len + pay)); break;
+    default: put16(l4 + 2, dev::csum_fold(m.l4_sum + pay)); break;
   }
 }
 
@@ -561,7 +553,7 @@ error gen_open(const devargs& args, void** priv) {
     g->bucket_depth = std::max(rate_per_s * 1e-3, 32 * max_cost);
     if (auto e = make_streams(*g, 1)) return e;
     log(log_level::debug, "gen: {} flows, {} frame size(s), {}", g->num_flows, g->sizes.size(),
-                g->use_templates ? "prebuilt templates" : "patched headers");
+        g->use_templates ? "prebuilt templates" : "patched headers");
     *priv = g.release();
     return {};
   } catch (const std::bad_alloc&) {
@@ -603,7 +595,8 @@ status burst(gen_port& g, gen_port::stream& st, rx_lane& lane, uint32_t budget, 
     const int64_t now = steady_ns();
     if (g.duration_ns != 0 && static_cast<uint64_t>(now - g.t0_ns) >= g.duration_ns) return status::shutdown;
     if (paced) {
-      st.tokens = std::min(st.bucket_depth, st.tokens + static_cast<double>(now - st.last_refill_ns) * st.tokens_per_ns);
+      st.tokens =
+          std::min(st.bucket_depth, st.tokens + static_cast<double>(now - st.last_refill_ns) * st.tokens_per_ns);
       st.last_refill_ns = now;
     }
   }
@@ -705,8 +698,9 @@ void gen_get_counters(void* priv, counters* c) {
 const ops gen_ops = {
     .size = sizeof(ops),
     .name = "gen",
-    .summary = "synthetic Ethernet/IPv4 UDP, TCP and ICMP traffic with valid checksums; transmitted frames are "
-               "counted and dropped",
+    .summary =
+        "synthetic Ethernet/IPv4 UDP, TCP and ICMP traffic with valid checksums; transmitted frames are "
+        "counted and dropped",
     .options =
         "size=N|MIN-MAX|imix  frame bytes without FCS, 60..9000 (default 64); MIN-MAX picks a size uniformly per\n"
         "                     frame; imix is 64/576/1500 in the ratio 7:4:1\n"

@@ -15,7 +15,6 @@
 namespace gnio::backend {
 namespace {
 
-
 constexpr size_t k_max_inflight = 1u << 20;  // frames on the "wire" per direction
 
 struct frame {
@@ -49,7 +48,8 @@ struct pair_port {
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 error pair_open(const devargs& a, void** priv) {
@@ -98,7 +98,8 @@ status pair_rx(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produced) {
   }
   uint64_t bytes = 0;
   for (auto& f : batch) {
-    (void)lane.deliver(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), static_cast<uint32_t>(f.bytes.size()), f.ts_ns);
+    (void)lane.deliver(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), static_cast<uint32_t>(f.bytes.size()),
+                       f.ts_ns);
     bytes += f.bytes.size();
   }
   {
@@ -130,7 +131,9 @@ error pair_tx(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
     p->c.tx_errors += n - ok;
   }
   *sent = ok;
-  if (ok < n) return fail(status::full, "pair '{}': {} frames already in flight; {} dropped", p->ch->name, k_max_inflight, n - ok);
+  if (ok < n)
+    return fail(status::full, "pair '{}': {} frames already in flight; {} dropped", p->ch->name, k_max_inflight,
+                n - ok);
   return {};
 }
 

@@ -33,7 +33,6 @@ namespace gnio::backend {
 
 namespace {
 
-
 constexpr uint32_t kMaxFrame = pcap_detail::max_frame_bytes;
 constexpr uint32_t kEthHdr = 14;
 constexpr uint16_t kEtherIPv4 = 0x0800;
@@ -55,10 +54,8 @@ bool supported_linktype(int dlt) {
     case DLT_IPV4:
     case DLT_IPV6:
     case DLT_LINUX_SLL:
-    case DLT_LINUX_SLL2:
-      return true;
-    default:
-      return false;
+    case DLT_LINUX_SLL2: return true;
+    default: return false;
   }
 }
 
@@ -81,7 +78,6 @@ uint32_t load_host32(const uint8_t* p) {
   return v;
 }
 
-
 // Compressed captures are common (wireshark's test captures, rotated logs) and
 // libpcap only says "unknown file format" for them, which sends users looking
 // in the wrong place. Reading through a pipe needs no temporary file.
@@ -98,9 +94,10 @@ std::string compression_hint(const uint8_t* m, size_t n, const std::string& path
   else if (n >= 3 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h') f = &bzip2;
   if (!f) return {};
   const auto [kind, tool, cat] = *f;
-  return fmt::format("{}-compressed: {} it first, or read it through a pipe: file=<({} '{}') (bash), or {} it into "
-                     "file=/dev/stdin",
-                     kind, tool, cat, path, cat);
+  return fmt::format(
+      "{}-compressed: {} it first, or read it through a pipe: file=<({} '{}') (bash), or {} it into "
+      "file=/dev/stdin",
+      kind, tool, cat, path, cat);
 }
 
 // A stream that cannot seek (a pipe, a FIFO, a terminal): the bytes read to
@@ -375,7 +372,8 @@ converted to_ethernet(int dlt, uint8_t* buf, const pcap_pkthdr* h, const uint8_t
       }
       uint16_t type = 0;
       if (family == 2) type = kEtherIPv4;
-      else if (family == 24 || family == 28 || family == 30) type = kEtherIPv6;  // AF_INET6 on Net/OpenBSD, FreeBSD, Darwin
+      else if (family == 24 || family == 28 || family == 30)
+        type = kEtherIPv6;                                     // AF_INET6 on Net/OpenBSD, FreeBSD, Darwin
       else type = ethertype_from_ip(data + 4, h->caplen - 4);  // e.g. Linux's AF_INET6 (10)
       if (type == 0) {
         c.problem = "address family is neither IPv4 nor IPv6";
@@ -431,9 +429,7 @@ converted to_ethernet(int dlt, uint8_t* buf, const pcap_pkthdr* h, const uint8_t
       return synthesize(buf, h, data, hdr, dst, src, type_or_len);
     }
 
-    default:
-      c.problem = "unsupported link type";
-      return c;
+    default: c.problem = "unsupported link type"; return c;
   }
 }
 
@@ -453,8 +449,8 @@ struct port {
 
   // rx
   std::unique_ptr<pcap_detail::capture> rx;
-  int dlt = DLT_EN10MB;  // the first interface's link type, to tell a file replaced between passes
-  bool replayable = true;       // a file that can be opened again for the next pass (not a pipe)
+  int dlt = DLT_EN10MB;    // the first interface's link type, to tell a file replaced between passes
+  bool replayable = true;  // a file that can be opened again for the next pass (not a pipe)
   uint64_t passes_done = 0;
   uint64_t pass_records = 0;    // records read in the current pass, for messages
   uint64_t pass_delivered = 0;  // frames delivered in the current pass
@@ -500,9 +496,7 @@ uint64_t ts_ns(const pcap_pkthdr* h) {
   return static_cast<uint64_t>(h->ts.tv_sec) * 1000000000u + static_cast<uint64_t>(h->ts.tv_usec);
 }
 
-void close_rx(port* p) {
-  p->rx.reset();
-}
+void close_rx(port* p) { p->rx.reset(); }
 
 // Flushes and closes the tx file so other tools can read a complete capture.
 // A write that failed earlier (a full disk) is reported with its own errno.
@@ -542,7 +536,8 @@ error open_tx(port* p) {
     p->dumper = pcap_dump_open_append(p->tx_dead, p->tx_path.c_str());
   }
   if (!p->dumper)
-    return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path, pcap_geterr(p->tx_dead));
+    return fail(status::io_failed, "pcap: cannot write tx file '{}' (libpcap: {})", p->tx_path,
+                pcap_geterr(p->tx_dead));
   p->tx_written_once = true;
   p->tx_errno = 0;
   return {};
@@ -557,7 +552,8 @@ void destroy(port* p) {
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
@@ -574,7 +570,8 @@ error pcap_open(const devargs& args, void** priv) {
   if (error e = get_string(args, "file", &file)) return bail(e);
   if (error e = get_string(args, "rx", &rx_alias)) return bail(e);
   if (!file.empty() && !rx_alias.empty() && file != rx_alias)
-    return bail(fail(status::bad_config, "pcap: rx= is another name for file=; give one of them, not both ('{}')", args.text));
+    return bail(
+        fail(status::bad_config, "pcap: rx= is another name for file=; give one of them, not both ('{}')", args.text));
   p->rx_path = file.empty() ? rx_alias : file;
   if (error e = get_string(args, "tx", &p->tx_path)) return bail(e);
   if (error e = get_u64(args, "loop", 0, std::numeric_limits<uint64_t>::max(), &p->loops)) return bail(e);
@@ -587,7 +584,8 @@ error pcap_open(const devargs& args, void** priv) {
                      args.text));
   // Silently ignoring these would make a typo'd device string look like it works.
   if (!p->has_rx() && (args.find("loop") || args.find("rate")))
-    return bail(fail(status::bad_config, "pcap: loop= and rate= apply to reading a capture; '{}' has no file=", args.text));
+    return bail(
+        fail(status::bad_config, "pcap: loop= and rate= apply to reading a capture; '{}' has no file=", args.text));
 
   if (p->has_rx()) {
     if (error e = open_capture(p->rx_path, p->loops, &p->rx, &p->replayable)) return bail(e);
@@ -595,7 +593,8 @@ error pcap_open(const devargs& args, void** priv) {
   }
   if (p->has_tx()) {
     if (p->has_rx() && same_file(p->rx_path, p->tx_path))
-      return bail(fail(status::bad_config, "pcap: tx={} is the capture being read; writing it would destroy it", p->tx_path));
+      return bail(
+          fail(status::bad_config, "pcap: tx={} is the capture being read; writing it would destroy it", p->tx_path));
     p->tx_dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, kMaxFrame, PCAP_TSTAMP_PRECISION_NANO);
     if (!p->tx_dead) return bail(fail(status::no_memory, "pcap: pcap_open_dead failed"));
     // Checked now, so a bad tx path fails at open; created at start, so a
@@ -675,9 +674,9 @@ status end_pass(port* p) {
   p->pass_records = 0;
   p->pass_delivered = 0;
   if (error e = open_capture(p->rx_path, 1, &p->rx, nullptr))
-    return fail_rx(p, status::io_failed,
-                   fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1,
-                               e.what()));
+    return fail_rx(
+        p, status::io_failed,
+        fmt::format("pcap: reopening '{}' for pass {} failed: {}", p->rx_path, p->passes_done + 1, e.what()));
   if (p->rx->linktype() != p->dlt)
     return fail_rx(p, status::io_failed,
                    fmt::format("pcap: '{}' changed link type between passes ({} -> {}): it was replaced while it "
@@ -738,9 +737,9 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
         // Counted as it claims, as tshark counts it, but not silently.
         p->warned_wire_len = true;
         log(log_level::warn,
-                    "pcap: '{}' packet {} claims a wire length of {} bytes (captured {}), more than any link carries; "
-                    "it is counted with that length, as tshark counts it",
-                    p->rx_path, p->pass_records, h->len, h->caplen);
+            "pcap: '{}' packet {} claims a wire length of {} bytes (captured {}), more than any link carries; "
+            "it is counted with that length, as tshark counts it",
+            p->rx_path, p->pass_records, h->len, h->caplen);
       }
       // One copy, from the reader's buffer (libpcap's or the pcapng reader's) into the RX buffer the frame steers to.
       lane.deliver(c.data, c.len, c.wire_len, ts_ns(h));
@@ -759,7 +758,7 @@ status pcap_rx_burst(void* priv, rx_lane& lane, uint32_t budget, uint32_t* produ
       auto level = p->warned_read ? log_level::debug : log_level::warn;
       p->warned_read = true;
       log(level, "pcap: '{}': read error at packet {} ({}); ending this pass over the file", p->rx_path,
-                  p->pass_records + 1, p->rx->error_text());
+          p->pass_records + 1, p->rx->error_text());
     }
     // rc == -2 is the end of the file; 0 (timeout) only happens on live captures.
     status s = end_pass(p);

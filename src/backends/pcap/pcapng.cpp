@@ -76,7 +76,7 @@ struct interface {
 struct pcapng_state {
   FILE* f = nullptr;
   std::string path;
-  bool swap = false;          // the section's byte order is not this host's
+  bool swap = false;  // the section's byte order is not this host's
   uint32_t sections = 0;
   std::vector<interface> ifs;
   std::vector<uint8_t> block;  // the body of the block being read
@@ -137,9 +137,9 @@ int read_block(pcapng_state& st, uint32_t* type) {
   *type = st.swap ? __builtin_bswap32(raw_type) : raw_type;
   const uint32_t len = st.swap ? __builtin_bswap32(raw_len) : raw_len;
   if (len < 12 + (consumed - 8) || len % 4 != 0 || len > max_pcapng_block) {
-    st.err = fmt::format("block of type {:#x} has length {}, which is {}", *type, len,
-                         len > max_pcapng_block ? "more than a block may have (16 MiB)"
-                                                : "not a multiple of 4 of at least 12 bytes");
+    st.err = fmt::format(
+        "block of type {:#x} has length {}, which is {}", *type, len,
+        len > max_pcapng_block ? "more than a block may have (16 MiB)" : "not a multiple of 4 of at least 12 bytes");
     return -1;
   }
   const size_t body = len - consumed;  // what is left to read: the rest of the body and the trailer
@@ -147,9 +147,10 @@ int read_block(pcapng_state& st, uint32_t* type) {
   if (consumed == 12) std::memcpy(st.block.data(), hdr + 8, 4);
   const size_t have = std::fread(st.block.data() + (consumed - 8), 1, body, st.f);
   if (have != body) {
-    st.err = std::ferror(st.f) ? fmt::format("reading failed: {}", std::strerror(errno))
-                               : fmt::format("the file ends inside a block of type {:#x} of {} bytes ({} of them there)",
-                                             *type, len, consumed + have);
+    st.err = std::ferror(st.f)
+                 ? fmt::format("reading failed: {}", std::strerror(errno))
+                 : fmt::format("the file ends inside a block of type {:#x} of {} bytes ({} of them there)", *type, len,
+                               consumed + have);
     return -1;
   }
   const uint32_t trailer = st.u32(st.block.data() + st.block.size() - 4);
@@ -262,7 +263,7 @@ error open_pcapng_stream(FILE* f, const std::string& path, std::unique_ptr<pcapn
   if (rc == 0) {
     std::fclose(f);
     return fail(status::unsupported_version, "pcap: '{}' has an unsupported {} (gnio reads pcap 2.4 and pcapng 1.0)",
-                        path, st->err);
+                path, st->err);
   }
   // Blocks before the first interface carry no packets (a packet needs an
   // interface): read until it.
@@ -340,8 +341,7 @@ int next_pcapng(pcapng_state& st, const pcap_pkthdr** h, const uint8_t** data, i
         if (!st.ifs.empty() && st.ifs[0].snaplen != 0) caplen = std::min(caplen, st.ifs[0].snaplen);
         has_time = false;
         break;
-      default:
-        continue;  // name resolution, statistics, custom, ...: nothing to deliver
+      default: continue;  // name resolution, statistics, custom, ...: nothing to deliver
     }
     if (iface >= st.ifs.size()) {
       st.err = fmt::format("packet block names interface {}, but the section describes {}", iface, st.ifs.size());

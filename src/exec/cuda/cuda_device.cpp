@@ -33,9 +33,9 @@ error cuda_fail(cudaError_t e, std::string_view what) {
   return fail(s, "{}: CUDA error {} ({}): {}", what, static_cast<int>(e), cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-#define GNIO_CUDA_TRY(call, what)                      \
-  do {                                                 \
-    cudaError_t gnio_e_ = (call);                      \
+#define GNIO_CUDA_TRY(call, what)                                \
+  do {                                                           \
+    cudaError_t gnio_e_ = (call);                                \
     if (gnio_e_ != cudaSuccess) return cuda_fail(gnio_e_, what); \
   } while (0)
 
@@ -125,9 +125,10 @@ class cuda_device final : public device_ops {
         return b;
       }
       case mem_type::gpu_cpu:
-        return fail(status::not_supported,
-                    "gpu_cpu memory needs GPU memory mapped for the CPU (GDRCopy or a CPU-mappable BAR), which the CUDA "
-                    "runtime alone does not provide; use gpu (staged copies) or cpu_gpu (mapped pinned host memory)");
+        return fail(
+            status::not_supported,
+            "gpu_cpu memory needs GPU memory mapped for the CPU (GDRCopy or a CPU-mappable BAR), which the CUDA "
+            "runtime alone does not provide; use gpu (staged copies) or cpu_gpu (mapped pinned host memory)");
       case mem_type::automatic: break;
     }
     return fail(status::invalid_value, "alloc: unknown memory type");
@@ -137,7 +138,8 @@ class cuda_device final : public device_ops {
     (void)cudaSetDevice(ordinal_);
     // Errors on free cannot be acted on; they are logged.
     cudaError_t e = b.host_ptr ? cudaFreeHost(b.host_ptr) : cudaFree(b.exec_ptr);
-    if (e != cudaSuccess) log(log_level::warn, "freeing {} bytes of {} memory: {}", b.bytes, to_string(b.type), cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      log(log_level::warn, "freeing {} bytes of {} memory: {}", b.bytes, to_string(b.type), cudaGetErrorString(e));
   }
 
   error copy_to_exec(void* d, const void* s, size_t n) override {
@@ -317,11 +319,13 @@ result<std::unique_ptr<device_ops>> make_cuda_device(int ordinal, gpu_info* info
   auto gpus = cuda_list(&why);
   if (ordinal < 0 || ordinal >= static_cast<int>(gpus.size())) {
     if (gpus.empty()) return fail(status::not_found, "gpu {}: no CUDA GPU present ({})", ordinal, why);
-    return fail(status::not_found, "gpu {}: only {} CUDA GPU(s) present (ordinals 0..{})", ordinal, gpus.size(), gpus.size() - 1);
+    return fail(status::not_found, "gpu {}: only {} CUDA GPU(s) present (ordinals 0..{})", ordinal, gpus.size(),
+                gpus.size() - 1);
   }
   if (auto e = fill_info(ordinal, info); e) return e;
   if (!info->can_map_host_memory)
-    return fail(status::not_supported, "gpu {} ({}) cannot map host memory, which GPU-visible queues need", ordinal, info->name);
+    return fail(status::not_supported, "gpu {} ({}) cannot map host memory, which GPU-visible queues need", ordinal,
+                info->name);
   GNIO_CUDA_TRY(cudaSetDevice(ordinal), "cudaSetDevice");
   GNIO_CUDA_TRY(cudaFree(nullptr), "creating the CUDA context");
   std::unique_ptr<device_ops> d = std::make_unique<cuda_device>(ordinal);

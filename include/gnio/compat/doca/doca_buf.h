@@ -23,11 +23,11 @@ GNIO_DOCA_BEGIN_C
 
 struct doca_buf;
 
-doca_error_t doca_buf_set_data(struct doca_buf *buf, void *data, size_t data_len);
-doca_error_t doca_buf_get_data(const struct doca_buf *buf, void **data);
-doca_error_t doca_buf_get_data_len(const struct doca_buf *buf, size_t *data_len);
-doca_error_t doca_buf_chain_list(struct doca_buf *list1, struct doca_buf *list2);
-doca_error_t doca_buf_dec_refcount(struct doca_buf *buf, uint16_t *refcount);
+doca_error_t doca_buf_set_data(struct doca_buf* buf, void* data, size_t data_len);
+doca_error_t doca_buf_get_data(const struct doca_buf* buf, void** data);
+doca_error_t doca_buf_get_data_len(const struct doca_buf* buf, size_t* data_len);
+doca_error_t doca_buf_chain_list(struct doca_buf* list1, struct doca_buf* list2);
+doca_error_t doca_buf_dec_refcount(struct doca_buf* buf, uint16_t* refcount);
 
 GNIO_DOCA_END_C
 

@@ -23,12 +23,12 @@ GNIO_DOCA_BEGIN_C
 struct doca_buf_inventory;
 struct doca_mmap;
 
-doca_error_t doca_buf_inventory_create(size_t num_elements, struct doca_buf_inventory **buf_inventory);
-doca_error_t doca_buf_inventory_destroy(struct doca_buf_inventory *inventory);
-doca_error_t doca_buf_inventory_start(struct doca_buf_inventory *inventory);
-doca_error_t doca_buf_inventory_stop(struct doca_buf_inventory *inventory);
-doca_error_t doca_buf_inventory_buf_get_by_addr(struct doca_buf_inventory *inventory, struct doca_mmap *mmap,
-						void *addr, size_t len, struct doca_buf **buf);
+doca_error_t doca_buf_inventory_create(size_t num_elements, struct doca_buf_inventory** buf_inventory);
+doca_error_t doca_buf_inventory_destroy(struct doca_buf_inventory* inventory);
+doca_error_t doca_buf_inventory_start(struct doca_buf_inventory* inventory);
+doca_error_t doca_buf_inventory_stop(struct doca_buf_inventory* inventory);
+doca_error_t doca_buf_inventory_buf_get_by_addr(struct doca_buf_inventory* inventory, struct doca_mmap* mmap,
+                                                void* addr, size_t len, struct doca_buf** buf);
 
 GNIO_DOCA_END_C
 

@@ -23,18 +23,18 @@ struct doca_ctx;
 struct doca_gpu;
 
 enum doca_ctx_states {
-	DOCA_CTX_STATE_IDLE = 0,
-	DOCA_CTX_STATE_STARTING = 1,
-	DOCA_CTX_STATE_RUNNING = 2,
-	DOCA_CTX_STATE_STOPPING = 3,
+  DOCA_CTX_STATE_IDLE = 0,
+  DOCA_CTX_STATE_STARTING = 1,
+  DOCA_CTX_STATE_RUNNING = 2,
+  DOCA_CTX_STATE_STOPPING = 3,
 };
 
-doca_error_t doca_ctx_start(struct doca_ctx *ctx);
-doca_error_t doca_ctx_stop(struct doca_ctx *ctx);
-doca_error_t doca_ctx_get_state(const struct doca_ctx *ctx, enum doca_ctx_states *state);
-doca_error_t doca_ctx_set_datapath_on_gpu(struct doca_ctx *ctx, struct doca_gpu *gpu_dev);
-doca_error_t doca_ctx_set_user_data(struct doca_ctx *ctx, union doca_data user_data);
-doca_error_t doca_ctx_get_user_data(const struct doca_ctx *ctx, union doca_data *user_data);
+doca_error_t doca_ctx_start(struct doca_ctx* ctx);
+doca_error_t doca_ctx_stop(struct doca_ctx* ctx);
+doca_error_t doca_ctx_get_state(const struct doca_ctx* ctx, enum doca_ctx_states* state);
+doca_error_t doca_ctx_set_datapath_on_gpu(struct doca_ctx* ctx, struct doca_gpu* gpu_dev);
+doca_error_t doca_ctx_set_user_data(struct doca_ctx* ctx, union doca_data user_data);
+doca_error_t doca_ctx_get_user_data(const struct doca_ctx* ctx, union doca_data* user_data);
 
 GNIO_DOCA_END_C
 

@@ -22,9 +22,9 @@ struct doca_gpu_eth_rxq;
 
 /* A pointer kernels may dereference; valid from doca_ctx_start until the
  * queue is destroyed. */
-doca_error_t doca_eth_rxq_get_gpu_handle(const struct doca_eth_rxq *eth_rxq, struct doca_gpu_eth_rxq **eth_rxq_ext);
+doca_error_t doca_eth_rxq_get_gpu_handle(const struct doca_eth_rxq* eth_rxq, struct doca_gpu_eth_rxq** eth_rxq_ext);
 /* gnio needs no multicast QP on any GPU: accepted, no effect. */
-doca_error_t doca_eth_rxq_gpu_enable_mcst_qp(struct doca_eth_rxq *eth_rxq);
+doca_error_t doca_eth_rxq_gpu_enable_mcst_qp(struct doca_eth_rxq* eth_rxq);
 
 GNIO_DOCA_END_C
 

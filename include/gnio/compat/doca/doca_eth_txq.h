@@ -29,42 +29,42 @@ struct doca_ctx;
 struct doca_eth_txq;
 
 enum doca_eth_txq_type {
-	DOCA_ETH_TXQ_TYPE_REGULAR = 0,
+  DOCA_ETH_TXQ_TYPE_REGULAR = 0,
 };
 
 enum doca_eth_txq_data_path_type {
-	DOCA_ETH_TXQ_DATA_PATH_TYPE_CPU = 0,
-	DOCA_ETH_TXQ_DATA_PATH_TYPE_GPU = 1,
+  DOCA_ETH_TXQ_DATA_PATH_TYPE_CPU = 0,
+  DOCA_ETH_TXQ_DATA_PATH_TYPE_GPU = 1,
 };
 
 /* NATIVE: the device honours send times (gnio: the port's tx_time is hold or
  * timestamp); NONE: it does not. */
 enum doca_eth_wait_on_time_type {
-	DOCA_ETH_WAIT_ON_TIME_TYPE_NONE = 0,
-	DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE = 1,
+  DOCA_ETH_WAIT_ON_TIME_TYPE_NONE = 0,
+  DOCA_ETH_WAIT_ON_TIME_TYPE_NATIVE = 1,
 };
 
-doca_error_t doca_eth_txq_create(struct doca_dev *dev, uint32_t max_burst_size, struct doca_eth_txq **eth_txq);
-doca_error_t doca_eth_txq_destroy(struct doca_eth_txq *eth_txq);
-struct doca_ctx *doca_eth_txq_as_doca_ctx(struct doca_eth_txq *eth_txq);
+doca_error_t doca_eth_txq_create(struct doca_dev* dev, uint32_t max_burst_size, struct doca_eth_txq** eth_txq);
+doca_error_t doca_eth_txq_destroy(struct doca_eth_txq* eth_txq);
+struct doca_ctx* doca_eth_txq_as_doca_ctx(struct doca_eth_txq* eth_txq);
 /* REGULAR only. */
-doca_error_t doca_eth_txq_set_type(struct doca_eth_txq *eth_txq, enum doca_eth_txq_type type);
+doca_error_t doca_eth_txq_set_type(struct doca_eth_txq* eth_txq, enum doca_eth_txq_type type);
 /* Accepted before the start; gnio sends frames as the kernel wrote them and
  * computes no checksums (docs/doca-compat.md). */
-doca_error_t doca_eth_txq_set_l3_chksum_offload(struct doca_eth_txq *eth_txq, uint8_t enable_l3_chksum);
-doca_error_t doca_eth_txq_set_l4_chksum_offload(struct doca_eth_txq *eth_txq, uint8_t enable_l4_chksum);
+doca_error_t doca_eth_txq_set_l3_chksum_offload(struct doca_eth_txq* eth_txq, uint8_t enable_l3_chksum);
+doca_error_t doca_eth_txq_set_l4_chksum_offload(struct doca_eth_txq* eth_txq, uint8_t enable_l4_chksum);
 /* Lets wait_send carry send times; NOT_SUPPORTED where the port has no
  * tx_time. */
-doca_error_t doca_eth_txq_set_wait_on_time_offload(struct doca_eth_txq *eth_txq);
-doca_error_t doca_eth_txq_cap_get_wait_on_time_offload_supported(const struct doca_devinfo *devinfo,
-								  enum doca_eth_wait_on_time_type *wait_on_time_mode);
+doca_error_t doca_eth_txq_set_wait_on_time_offload(struct doca_eth_txq* eth_txq);
+doca_error_t doca_eth_txq_cap_get_wait_on_time_offload_supported(const struct doca_devinfo* devinfo,
+                                                                 enum doca_eth_wait_on_time_type* wait_on_time_mode);
 /* The value a kernel passes to doca_gpu_dev_eth_txq_wait_send for a send at
  * CLOCK_REALTIME timestamp_ns: gnio's send times are that clock, so the
  * value is timestamp_ns itself. */
-doca_error_t doca_eth_txq_calculate_timestamp(struct doca_eth_txq *eth_txq, uint64_t timestamp_ns,
-					      uint64_t *wait_on_time_value);
+doca_error_t doca_eth_txq_calculate_timestamp(struct doca_eth_txq* eth_txq, uint64_t timestamp_ns,
+                                              uint64_t* wait_on_time_value);
 /* Kept for the caller; gnio numbers TX queues itself. */
-doca_error_t doca_eth_txq_apply_queue_id(struct doca_eth_txq *eth_txq, uint16_t queue_id);
+doca_error_t doca_eth_txq_apply_queue_id(struct doca_eth_txq* eth_txq, uint16_t queue_id);
 
 GNIO_DOCA_END_C
 

@@ -28,14 +28,14 @@ struct doca_gpu_eth_txq;
 
 /* A pointer kernels may dereference; valid from doca_ctx_start until the
  * queue's context stops. */
-doca_error_t doca_eth_txq_get_gpu_handle(const struct doca_eth_txq *eth_txq, struct doca_gpu_eth_txq **eth_txq_ext);
+doca_error_t doca_eth_txq_get_gpu_handle(const struct doca_eth_txq* eth_txq, struct doca_gpu_eth_txq** eth_txq_ext);
 /* Completions are always polled by kernels on gnio: accepted, no effect. */
-doca_error_t doca_eth_txq_gpu_set_completion_on_gpu(struct doca_eth_txq *eth_txq);
+doca_error_t doca_eth_txq_gpu_set_completion_on_gpu(struct doca_eth_txq* eth_txq);
 /* gnio's doorbell is always host memory its engine reads: accepted, no
  * effect (the kernel needs no CPU proxy). */
-doca_error_t doca_eth_txq_gpu_set_uar_on_cpu(struct doca_eth_txq *eth_txq);
+doca_error_t doca_eth_txq_gpu_set_uar_on_cpu(struct doca_eth_txq* eth_txq);
 /* Nothing to progress: gnio's engine threads do it. Returns at once. */
-doca_error_t doca_eth_txq_gpu_cpu_proxy_progress(struct doca_eth_txq *eth_txq);
+doca_error_t doca_eth_txq_gpu_cpu_proxy_progress(struct doca_eth_txq* eth_txq);
 
 GNIO_DOCA_END_C
 

@@ -24,16 +24,16 @@ GNIO_DOCA_BEGIN_C
 
 struct doca_gpu;
 
-doca_error_t doca_gpu_create(const char *gpu_bus_id, struct doca_gpu **gpu_dev);
-doca_error_t doca_gpu_destroy(struct doca_gpu *gpu_dev);
+doca_error_t doca_gpu_create(const char* gpu_bus_id, struct doca_gpu** gpu_dev);
+doca_error_t doca_gpu_destroy(struct doca_gpu* gpu_dev);
 /* memptr_gpu: the address kernels use; memptr_cpu (may be NULL): the CPU's,
  * NULL for DOCA_GPU_MEM_TYPE_GPU. Memory is zeroed. */
-doca_error_t doca_gpu_mem_alloc(struct doca_gpu *gpu_dev, size_t size, size_t alignment, enum doca_gpu_mem_type mtype,
-				void **memptr_gpu, void **memptr_cpu);
-doca_error_t doca_gpu_mem_free(struct doca_gpu *gpu_dev, void *memptr_gpu);
+doca_error_t doca_gpu_mem_alloc(struct doca_gpu* gpu_dev, size_t size, size_t alignment, enum doca_gpu_mem_type mtype,
+                                void** memptr_gpu, void** memptr_cpu);
+doca_error_t doca_gpu_mem_free(struct doca_gpu* gpu_dev, void* memptr_gpu);
 /* gnio registers no memory with a NIC through dmabuf: DOCA_ERROR_NOT_SUPPORTED,
  * and callers fall back to doca_mmap_set_memrange. */
-doca_error_t doca_gpu_dmabuf_fd(struct doca_gpu *gpu_dev, void *memptr_gpu, size_t size, int *dmabuf_fd);
+doca_error_t doca_gpu_dmabuf_fd(struct doca_gpu* gpu_dev, void* memptr_gpu, size_t size, int* dmabuf_fd);
 
 GNIO_DOCA_END_C
 

@@ -25,18 +25,18 @@ GNIO_DOCA_BEGIN_C
 struct doca_mmap;
 struct doca_dev;
 
-doca_error_t doca_mmap_create(struct doca_mmap **mmap);
-doca_error_t doca_mmap_destroy(struct doca_mmap *mmap);
-doca_error_t doca_mmap_start(struct doca_mmap *mmap);
-doca_error_t doca_mmap_stop(struct doca_mmap *mmap);
-doca_error_t doca_mmap_add_dev(struct doca_mmap *mmap, struct doca_dev *dev);
-doca_error_t doca_mmap_rm_dev(struct doca_mmap *mmap, struct doca_dev *dev);
-doca_error_t doca_mmap_set_memrange(struct doca_mmap *mmap, void *addr, size_t len);
-doca_error_t doca_mmap_set_dmabuf_memrange(struct doca_mmap *mmap, int dmabuf_fd, void *addr, size_t dmabuf_offset,
-					   size_t len);
-doca_error_t doca_mmap_set_permissions(struct doca_mmap *mmap, uint32_t access_mask);
-doca_error_t doca_mmap_get_memrange(const struct doca_mmap *mmap, void **addr, size_t *len);
-doca_error_t doca_mmap_get_mkey(const struct doca_mmap *mmap, struct doca_dev *dev, uint32_t *mkey);
+doca_error_t doca_mmap_create(struct doca_mmap** mmap);
+doca_error_t doca_mmap_destroy(struct doca_mmap* mmap);
+doca_error_t doca_mmap_start(struct doca_mmap* mmap);
+doca_error_t doca_mmap_stop(struct doca_mmap* mmap);
+doca_error_t doca_mmap_add_dev(struct doca_mmap* mmap, struct doca_dev* dev);
+doca_error_t doca_mmap_rm_dev(struct doca_mmap* mmap, struct doca_dev* dev);
+doca_error_t doca_mmap_set_memrange(struct doca_mmap* mmap, void* addr, size_t len);
+doca_error_t doca_mmap_set_dmabuf_memrange(struct doca_mmap* mmap, int dmabuf_fd, void* addr, size_t dmabuf_offset,
+                                           size_t len);
+doca_error_t doca_mmap_set_permissions(struct doca_mmap* mmap, uint32_t access_mask);
+doca_error_t doca_mmap_get_memrange(const struct doca_mmap* mmap, void** addr, size_t* len);
+doca_error_t doca_mmap_get_mkey(const struct doca_mmap* mmap, struct doca_dev* dev, uint32_t* mkey);
 
 GNIO_DOCA_END_C
 

@@ -23,11 +23,11 @@ GNIO_DOCA_BEGIN_C
 struct doca_pe;
 struct doca_ctx;
 
-doca_error_t doca_pe_create(struct doca_pe **pe);
-doca_error_t doca_pe_destroy(struct doca_pe *pe);
+doca_error_t doca_pe_create(struct doca_pe** pe);
+doca_error_t doca_pe_destroy(struct doca_pe* pe);
 /* Events handled: always 0. */
-uint8_t doca_pe_progress(struct doca_pe *pe);
-doca_error_t doca_pe_connect_ctx(struct doca_pe *pe, struct doca_ctx *ctx);
+uint8_t doca_pe_progress(struct doca_pe* pe);
+doca_error_t doca_pe_connect_ctx(struct doca_pe* pe, struct doca_ctx* ctx);
 
 GNIO_DOCA_END_C
 

@@ -20,9 +20,9 @@ GNIO_DOCA_BEGIN_C
 #define DOCA_VER_STRING "3.3.0"
 
 /* "3.3.0 (gnio 0.1.0)": the API level this build was compiled against. */
-const char *doca_version(void);
+const char* doca_version(void);
 /* The same for the library loaded at run time. */
-const char *doca_version_runtime(void);
+const char* doca_version_runtime(void);
 
 GNIO_DOCA_END_C
 

@@ -39,8 +39,8 @@ GNIO_HOST_DEVICE inline uint16_t ipv4_header_checksum(const uint8_t* hdr, uint32
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pseudo_header_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
                                                               uint32_t l4_len) {
-  uint64_t s = (src >> 16) + (src & 0xffffu) + (dst >> 16) + (dst & 0xffffu) + proto + (l4_len >> 16) +
-               (l4_len & 0xffffu);
+  uint64_t s =
+      (src >> 16) + (src & 0xffffu) + (dst >> 16) + (dst & 0xffffu) + proto + (l4_len >> 16) + (l4_len & 0xffffu);
   s = (s & 0xffffffffu) + (s >> 32);
   return static_cast<uint32_t>(s);
 }
@@ -70,15 +70,13 @@ GNIO_HOST_DEVICE inline uint16_t l4_checksum_ipv6(const uint8_t* src, const uint
 
 // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'). Do not apply to a UDP checksum of 0.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t csum_update16(uint16_t csum, uint16_t old_val, uint16_t new_val) {
-  const uint32_t s = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) +
-                     static_cast<uint16_t>(~old_val) + new_val;
+  const uint32_t s = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) + static_cast<uint16_t>(~old_val) + new_val;
   return csum_fold(s);
 }
 
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t csum_update32(uint16_t csum, uint32_t old_val, uint32_t new_val) {
-  const uint32_t s = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) +
-                     static_cast<uint16_t>(~(old_val >> 16)) + static_cast<uint16_t>(~old_val) +
-                     (new_val >> 16) + (new_val & 0xffffu);
+  const uint32_t s = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) + static_cast<uint16_t>(~(old_val >> 16)) +
+                     static_cast<uint16_t>(~old_val) + (new_val >> 16) + (new_val & 0xffffu);
   return csum_fold(s);
 }
 

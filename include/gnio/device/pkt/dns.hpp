@@ -20,7 +20,7 @@ struct dns_header {
   bool tc;
   bool rd;
   bool ra;
-  bool z;   // reserved bit, must be 0
+  bool z;  // reserved bit, must be 0
 };
 
 // Why a name could not be read; none when it was.
@@ -83,8 +83,8 @@ GNIO_HOST_DEVICE inline bool dns_header_sane(const dns_header& h, uint32_t msg_l
   if (h.opcode == 3 || h.opcode > 6) return false;  // 0 query,1 iquery,2 status,4 notify,5 update,6 DSO
   if (h.z) return false;
   if (msg_len < dns_header_len) return false;
-  const uint64_t need = static_cast<uint64_t>(h.qdcount) * 5 +
-                        (static_cast<uint64_t>(h.ancount) + h.nscount + h.arcount) * 11;
+  const uint64_t need =
+      static_cast<uint64_t>(h.qdcount) * 5 + (static_cast<uint64_t>(h.ancount) + h.nscount + h.arcount) * 11;
   return need <= msg_len - dns_header_len;
 }
 
@@ -166,7 +166,6 @@ GNIO_HOST_DEVICE inline dns_error dns_read_name_impl(const uint8_t* msg, uint32_
 
 }  // namespace detail
 
-
 // Reads the (possibly compressed) name at off as dotted text. Label bytes are
 // copied raw, so a label may itself contain '.' (or any byte, NUL included):
 // where that matters, read the labels with dns_read_name_labels. The root
@@ -204,9 +203,8 @@ GNIO_HOST_DEVICE inline dns_error dns_qname(const uint8_t* msg, uint32_t msg_len
 }
 
 // Like dns_qname, plus QTYPE/QCLASS of the first question.
-GNIO_HOST_DEVICE inline dns_error dns_first_question(const uint8_t* msg, uint32_t msg_len, char* out,
-                                                     uint32_t out_cap, uint32_t* out_len, uint16_t& qtype,
-                                                     uint16_t& qclass) {
+GNIO_HOST_DEVICE inline dns_error dns_first_question(const uint8_t* msg, uint32_t msg_len, char* out, uint32_t out_cap,
+                                                     uint32_t* out_len, uint16_t& qtype, uint16_t& qclass) {
   if (out_len != nullptr) *out_len = 0;
   dns_header h;
   if (!dns_parse_header(msg, msg_len, h)) return dns_error::truncated;

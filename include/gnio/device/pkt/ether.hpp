@@ -13,8 +13,7 @@ namespace detail {
 // dissector also decodes) ends the walk here; EtherTypes the parser does not
 // decode (802.3 length fields < 0x600 included: LLC/SNAP is not decoded)
 // leave the rest as payload of an `other` L3.
-GNIO_HOST_DEVICE inline void parse_ethertype(const pkt_view& v, uint32_t off, uint16_t et, parsed_pkt& o,
-                                             cursor& c) {
+GNIO_HOST_DEVICE inline void parse_ethertype(const pkt_view& v, uint32_t off, uint16_t et, parsed_pkt& o, cursor& c) {
   o.ethertype = et;
   switch (et) {
     case ethertype_ipv4: c = cursor{layer::ipv4, 0, off, v.len}; return;

@@ -10,15 +10,15 @@ namespace gnio::device {
 // Explicit reserved bytes leave no padding, so keys can be compared or hashed
 // as raw bytes by other code.
 struct flow_key {
-  uint8_t src[16];      // IPv4 in the first 4 bytes, network order, rest zero
+  uint8_t src[16];  // IPv4 in the first 4 bytes, network order, rest zero
   uint8_t dst[16];
-  uint16_t src_port;    // 0 unless TCP/UDP and not a fragment
+  uint16_t src_port;  // 0 unless TCP/UDP and not a fragment
   uint16_t dst_port;
-  uint8_t family;       // 4, 6, or 0 when the packet has no IP header
+  uint8_t family;  // 4, 6, or 0 when the packet has no IP header
   uint8_t proto;
-  encap_kind tunnel;    // the innermost encapsulation with an identifier, none if there is none
+  encap_kind tunnel;  // the innermost encapsulation with an identifier, none if there is none
   uint8_t reserved;
-  uint32_t tunnel_id;   // its identifier: VNI, TEID, GRE key, ERSPAN session, MPLS label, PPPoE session
+  uint32_t tunnel_id;  // its identifier: VNI, TEID, GRE key, ERSPAN session, MPLS label, PPPoE session
 };
 
 GNIO_HOST_DEVICE inline bool operator==(const flow_key& a, const flow_key& b) {
@@ -72,8 +72,8 @@ GNIO_HOST_DEVICE inline flow_key make_flow_key(const parsed_pkt& p) {
 // addresses and UDP ports, with the identifier of the tunnel around it, if
 // any. False when that layer is not a UDP tunnel or its headers are not all
 // in the frame.
-GNIO_HOST_DEVICE inline bool outer_udp_flow_key(const uint8_t* frame, uint32_t len, const parsed_pkt& p,
-                                                uint32_t layer, flow_key& k) {
+GNIO_HOST_DEVICE inline bool outer_udp_flow_key(const uint8_t* frame, uint32_t len, const parsed_pkt& p, uint32_t layer,
+                                                flow_key& k) {
   k = flow_key{};
   if (frame == nullptr || layer >= p.encap_count) return false;
   const encap_layer& e = p.encap[layer];

@@ -98,18 +98,18 @@ enum : uint8_t { frag_have_first = 1, frag_have_last = 2 };
 
 // One datagram being reassembled. All zero = empty.
 struct frag_slot {
-  uint64_t first_ns;     // when its first fragment (in arrival order) came
-  uint32_t id;           // IPv4 identification or IPv6 fragment identification
-  uint32_t units_held;   // 8-byte units of the payload received
-  uint32_t total_len;    // payload bytes (after the header), known once the last fragment came
-  uint32_t max_end;      // the highest payload end received
-  uint16_t hdr_len;      // bytes of the kept header (known once the offset-0 fragment came)
-  uint16_t nh_off;       // IPv6: where, in the kept header, the byte that named the Fragment header is
-  uint8_t state;         // frag_slot_*
-  uint8_t family;        // 4 or 6
-  uint8_t proto;         // IPv4: protocol (part of the key); IPv6: the Fragment header's next header
-  uint8_t flags;         // frag_have_*
-  uint8_t src[16];       // IPv4: the first 4 bytes, network order
+  uint64_t first_ns;    // when its first fragment (in arrival order) came
+  uint32_t id;          // IPv4 identification or IPv6 fragment identification
+  uint32_t units_held;  // 8-byte units of the payload received
+  uint32_t total_len;   // payload bytes (after the header), known once the last fragment came
+  uint32_t max_end;     // the highest payload end received
+  uint16_t hdr_len;     // bytes of the kept header (known once the offset-0 fragment came)
+  uint16_t nh_off;      // IPv6: where, in the kept header, the byte that named the Fragment header is
+  uint8_t state;        // frag_slot_*
+  uint8_t family;       // 4 or 6
+  uint8_t proto;        // IPv4: protocol (part of the key); IPv6: the Fragment header's next header
+  uint8_t flags;        // frag_have_*
+  uint8_t src[16];      // IPv4: the first 4 bytes, network order
   uint8_t dst[16];
 };
 
@@ -185,15 +185,15 @@ namespace detail {
 
 // What frag_input needs from one fragment, checked against the frame.
 struct frag_piece {
-  const uint8_t* hdr;     // the IP header (l3_off)
-  const uint8_t* data;    // the fragment's data
-  uint32_t hdr_len;       // IPv4: header with options; IPv6: unfragmentable part
-  uint32_t nh_off;        // IPv6: offset of the next-header byte naming the Fragment header
-  uint32_t offset;        // bytes
+  const uint8_t* hdr;   // the IP header (l3_off)
+  const uint8_t* data;  // the fragment's data
+  uint32_t hdr_len;     // IPv4: header with options; IPv6: unfragmentable part
+  uint32_t nh_off;      // IPv6: offset of the next-header byte naming the Fragment header
+  uint32_t offset;      // bytes
   uint32_t len;
   uint32_t id;
   uint8_t family;
-  uint8_t proto;          // IPv4 protocol or the Fragment header's next header
+  uint8_t proto;  // IPv4 protocol or the Fragment header's next header
   bool more;
   uint8_t src[16];
   uint8_t dst[16];
@@ -245,8 +245,8 @@ GNIO_HOST_DEVICE inline frag_piece_kind frag_describe(const uint8_t* frame, uint
     if (nh != ipproto_hopopts && nh != ipproto_routing && nh != ipproto_dstopts && nh != ipproto_ah)
       return frag_piece_kind::bad;  // parse() saw a Fragment header; these bytes disagree
     if (!fits(end, cur, 8)) return frag_piece_kind::bad;
-    const uint32_t ehl = nh == ipproto_ah ? (static_cast<uint32_t>(h[cur + 1]) + 2) * 4
-                                          : (static_cast<uint32_t>(h[cur + 1]) + 1) * 8;
+    const uint32_t ehl =
+        nh == ipproto_ah ? (static_cast<uint32_t>(h[cur + 1]) + 2) * 4 : (static_cast<uint32_t>(h[cur + 1]) + 1) * 8;
     if (!fits(end, cur, ehl)) return frag_piece_kind::bad;
     nh_pos = cur;
     nh = h[cur];
@@ -360,8 +360,8 @@ GNIO_HOST_DEVICE inline bool frag_finish(frag_slot& s, uint8_t* buf, const uint8
   const detail::frag_piece_kind k = detail::frag_describe(frame, len, p, f);
   if (k == detail::frag_piece_kind::not_fragment) return frag_result::not_fragment;
   ++st.fragments;
-  if (k == detail::frag_piece_kind::bad || f.len == 0 || (f.more && (f.len & 7u) != 0) ||
-      f.offset + f.len > 0xffffu || t.slots == nullptr || t.capacity == 0) {
+  if (k == detail::frag_piece_kind::bad || f.len == 0 || (f.more && (f.len & 7u) != 0) || f.offset + f.len > 0xffffu ||
+      t.slots == nullptr || t.capacity == 0) {
     ++st.bad;
     return frag_result::dropped;
   }
@@ -405,8 +405,8 @@ GNIO_HOST_DEVICE inline bool frag_finish(frag_slot& s, uint8_t* buf, const uint8
       s.src[i] = f.src[i];
       s.dst[i] = f.dst[i];
     }
-    uint8_t* bm = detail::frag_buffer(t, free_idx) + frag_slot_stride(t.max_datagram) -
-                  frag_bitmap_bytes(t.max_datagram);
+    uint8_t* bm =
+        detail::frag_buffer(t, free_idx) + frag_slot_stride(t.max_datagram) - frag_bitmap_bytes(t.max_datagram);
     for (uint32_t i = 0; i < frag_bitmap_bytes(t.max_datagram); ++i) bm[i] = 0;
     found = free_idx;
   }

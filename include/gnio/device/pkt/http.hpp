@@ -6,7 +6,6 @@
 
 namespace gnio::device {
 
-
 enum class http_kind : uint8_t { not_http = 0, get, head, post, put, del, options, other_request, response };
 
 namespace detail {

@@ -54,8 +54,7 @@ GNIO_HOST_DEVICE inline void ip_payload(const pkt_view& v, uint32_t off, uint32_
       c = cursor{layer::gre, 0, off, end};
     } else {
       o.protos |= proto_ipip;
-      c = cursor{proto == ipproto_ipip ? layer::ipv4 : layer::ipv6, 0, off, end, encap_kind::ipip, false, 0,
-                 o.l3_off};
+      c = cursor{proto == ipproto_ipip ? layer::ipv4 : layer::ipv6, 0, off, end, encap_kind::ipip, false, 0, o.l3_off};
     }
     return;
   }

@@ -61,16 +61,15 @@ GNIO_HOST_DEVICE inline void parse_tcp_options(const uint8_t* q, uint32_t n, tcp
           t.opt_error = true;
         }
         break;
-      default:
-        break;
+      default: break;
     }
     i += olen;
   }
 }
 
 // ip_end is the declared datagram end; the capture may stop before it.
-GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t ip_end, uint8_t proto,
-                                      bool v6, parsed_pkt& o) {
+GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t ip_end, uint8_t proto, bool v6,
+                                      parsed_pkt& o) {
   const uint32_t end = min_u32(v.len, ip_end);
   const uint8_t* p = v.data + off;
   o.l4_off = static_cast<uint16_t>(off);

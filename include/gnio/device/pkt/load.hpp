@@ -22,9 +22,7 @@ struct pkt_view {
   uint32_t len;
 
   // Written as two comparisons so off + n cannot wrap.
-  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool has(uint32_t off, uint32_t n) const {
-    return off <= len && n <= len - off;
-  }
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool has(uint32_t off, uint32_t n) const { return off <= len && n <= len - off; }
 };
 
 namespace detail {

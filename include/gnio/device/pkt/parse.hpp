@@ -107,11 +107,15 @@ GNIO_HOST_DEVICE inline bool parse_l3(const uint8_t* data, uint32_t len, parsed_
   }
   detail::cursor c{};
   switch (data[0] >> 4) {
-    case 4: out.ethertype = ethertype_ipv4; c = detail::cursor{detail::layer::ipv4, 0, 0, n}; break;
-    case 6: out.ethertype = ethertype_ipv6; c = detail::cursor{detail::layer::ipv6, 0, 0, n}; break;
-    default:
-      out.l3 = l3_kind::other;
-      return detail::fail(out, pkt_error::bad_ip_version);
+    case 4:
+      out.ethertype = ethertype_ipv4;
+      c = detail::cursor{detail::layer::ipv4, 0, 0, n};
+      break;
+    case 6:
+      out.ethertype = ethertype_ipv6;
+      c = detail::cursor{detail::layer::ipv6, 0, 0, n};
+      break;
+    default: out.l3 = l3_kind::other; return detail::fail(out, pkt_error::bad_ip_version);
   }
   return detail::parse_walk(data, c, out);
 }

@@ -10,14 +10,14 @@ namespace gnio::device {
 enum : uint16_t {
   ethertype_ipv4 = 0x0800,
   ethertype_arp = 0x0806,
-  ethertype_vlan = 0x8100,   // 802.1Q
-  ethertype_qinq = 0x88a8,   // 802.1ad S-tag
+  ethertype_vlan = 0x8100,      // 802.1Q
+  ethertype_qinq = 0x88a8,      // 802.1ad S-tag
   ethertype_qinq_old = 0x9100,  // pre-standard QinQ, still seen in the wild
   ethertype_ipv6 = 0x86dd,
   ethertype_rarp = 0x8035,
-  ethertype_teb = 0x6558,          // transparent Ethernet bridging (GRE, GENEVE)
-  ethertype_erspan2 = 0x88be,      // ERSPAN type I/II in GRE
-  ethertype_erspan3 = 0x22eb,      // ERSPAN type III in GRE
+  ethertype_teb = 0x6558,      // transparent Ethernet bridging (GRE, GENEVE)
+  ethertype_erspan2 = 0x88be,  // ERSPAN type I/II in GRE
+  ethertype_erspan3 = 0x22eb,  // ERSPAN type III in GRE
   ethertype_mpls = 0x8847,
   ethertype_mpls_mc = 0x8848,
   ethertype_pppoe_disc = 0x8863,
@@ -37,10 +37,10 @@ enum : uint16_t {
 enum : uint8_t {
   ipproto_hopopts = 0,
   ipproto_icmp = 1,
-  ipproto_ipip = 4,     // IPv4 encapsulated
+  ipproto_ipip = 4,  // IPv4 encapsulated
   ipproto_tcp = 6,
   ipproto_udp = 17,
-  ipproto_ipv6 = 41,    // IPv6 encapsulated
+  ipproto_ipv6 = 41,  // IPv6 encapsulated
   ipproto_routing = 43,
   ipproto_fragment = 44,
   ipproto_gre = 47,
@@ -79,11 +79,11 @@ enum class l4_kind : uint8_t { none = 0, udp, tcp, icmp, icmpv6, other };
 // where every header was intact and only the capture ended early.
 enum class pkt_error : uint8_t {
   none = 0,
-  truncated_l2,          // Ethernet header, VLAN tag or loopback family cut
-  too_many_vlan_tags,    // more than max_vlan_tags
-  truncated_l3,          // fixed IP/ARP header or IPv4 options cut
-  bad_ip_version,        // raw-IP link: first nibble neither 4 nor 6
-  bad_ipv4_version,      // ethertype said IPv4, header disagrees
+  truncated_l2,        // Ethernet header, VLAN tag or loopback family cut
+  too_many_vlan_tags,  // more than max_vlan_tags
+  truncated_l3,        // fixed IP/ARP header or IPv4 options cut
+  bad_ip_version,      // raw-IP link: first nibble neither 4 nor 6
+  bad_ipv4_version,    // ethertype said IPv4, header disagrees
   bad_ipv6_version,
   bad_ihl,               // IHL < 5
   bad_total_length,      // IP length smaller than the headers it must hold
@@ -125,14 +125,14 @@ GNIO_HOST_DEVICE inline const char* to_string(pkt_error e) {
 // ---------------------------------------------------------------------------
 
 struct ipv4_fields {
-  uint32_t src;           // host-order value of the address
+  uint32_t src;  // host-order value of the address
   uint32_t dst;
   uint16_t total_length;
   uint16_t id;
-  uint16_t frag_offset;   // in 8-byte units, as on the wire
-  uint16_t checksum;      // as on the wire, not verified by parse()
-  uint8_t ihl;            // 32-bit words
-  uint8_t hdr_len;        // bytes, options included
+  uint16_t frag_offset;  // in 8-byte units, as on the wire
+  uint16_t checksum;     // as on the wire, not verified by parse()
+  uint8_t ihl;           // 32-bit words
+  uint8_t hdr_len;       // bytes, options included
   uint8_t tos;
   uint8_t ttl;
   uint8_t proto;
@@ -145,30 +145,30 @@ struct ipv6_fields {
   uint8_t src[16];
   uint8_t dst[16];
   uint32_t flow_label;
-  uint32_t frag_id;       // valid when has_frag_header
+  uint32_t frag_id;  // valid when has_frag_header
   uint16_t payload_length;
-  uint16_t hdr_len;       // 40 + extension headers walked
-  uint16_t frag_offset;   // 8-byte units
+  uint16_t hdr_len;      // 40 + extension headers walked
+  uint16_t frag_offset;  // 8-byte units
   uint8_t traffic_class;
   uint8_t hop_limit;
-  uint8_t next_header;    // first one, in the fixed header
+  uint8_t next_header;        // first one, in the fixed header
   uint8_t final_next_header;  // after the extension headers
   uint8_t ext_count;
   bool has_frag_header;
   bool mf;
-  bool jumbo;             // payload_length 0 behind hop-by-hop: length from capture
+  bool jumbo;  // payload_length 0 behind hop-by-hop: length from capture
 };
 
 struct arp_fields {
   uint16_t htype;
   uint16_t ptype;
-  uint16_t op;            // 1 request, 2 reply
+  uint16_t op;  // 1 request, 2 reply
   uint8_t hlen;
   uint8_t plen;
-  bool eth_ipv4;          // fields below valid only for Ethernet/IPv4 ARP
+  bool eth_ipv4;  // fields below valid only for Ethernet/IPv4 ARP
   uint8_t sha[6];
   uint8_t tha[6];
-  uint32_t spa;           // host-order value
+  uint32_t spa;  // host-order value
   uint32_t tpa;
 };
 
@@ -177,27 +177,27 @@ struct tcp_fields {
   uint32_t ack;
   uint32_t ts_val;
   uint32_t ts_ecr;
-  uint16_t flags;         // tcp_fin .. tcp_ns
+  uint16_t flags;  // tcp_fin .. tcp_ns
   uint16_t window;
   uint16_t checksum;
   uint16_t urg_ptr;
   uint16_t mss;
-  uint8_t hdr_len;        // data offset * 4, options included
+  uint8_t hdr_len;  // data offset * 4, options included
   uint8_t wscale;
-  uint8_t sack_blocks;    // blocks in a SACK option, if any
+  uint8_t sack_blocks;  // blocks in a SACK option, if any
   bool has_mss;
   bool has_wscale;
   bool sack_permitted;
   bool has_timestamps;
-  bool opt_error;         // an option of a known kind had a bad length (skipped by its length, as Linux
-                          // does), or a length ran past the options (the walk stopped there)
+  bool opt_error;  // an option of a known kind had a bad length (skipped by its length, as Linux
+                   // does), or a length ran past the options (the walk stopped there)
 };
 
 struct icmp_fields {
   uint8_t type;
   uint8_t code;
   uint16_t checksum;
-  uint32_t rest;          // id/seq for echo, MTU/pointer for errors
+  uint32_t rest;  // id/seq for echo, MTU/pointer for errors
 };
 
 // An encapsulation parse() went through, outermost first.
@@ -222,13 +222,13 @@ GNIO_HOST_DEVICE inline const char* to_string(encap_kind k) {
 struct encap_layer {
   encap_kind kind;
   bool has_id;
-  uint16_t off;      // offset of the encapsulating header (the outer IP header for ipip)
+  uint16_t off;           // offset of the encapsulating header (the outer IP header for ipip)
   uint16_t outer_l3_off;  // the IP header that carried it (0 and outer_l3 none for MPLS/PPPoE on Ethernet)
   l3_kind outer_l3;
-  uint8_t outer_l4_proto; // ipproto_udp for the UDP tunnels, ipproto_gre, or the ipip protocol
-  uint16_t outer_l4_off;  // the outer UDP header (UDP tunnels)
-  uint32_t id;       // VXLAN/GENEVE VNI, GTP-U TEID, GRE key, ERSPAN session, top MPLS label, PPPoE session,
-                     // L2TP tunnel << 16 | session
+  uint8_t outer_l4_proto;  // ipproto_udp for the UDP tunnels, ipproto_gre, or the ipip protocol
+  uint16_t outer_l4_off;   // the outer UDP header (UDP tunnels)
+  uint32_t id;             // VXLAN/GENEVE VNI, GTP-U TEID, GRE key, ERSPAN session, top MPLS label, PPPoE session,
+                           // L2TP tunnel << 16 | session
 };
 
 // Protocols present at any depth of a frame (parsed_pkt::protos), the way
@@ -264,20 +264,20 @@ struct parsed_pkt {
   // L2 (the outermost Ethernet header; has_l2 false for raw IP)
   bool has_l2;
   uint8_t vlan_count;
-  bool vlan_8021q;        // saw a 0x8100 tag
-  bool vlan_8021ad;       // saw a 0x88a8 tag
-  bool vlan_9100;         // saw a 0x9100 tag
+  bool vlan_8021q;   // saw a 0x8100 tag
+  bool vlan_8021ad;  // saw a 0x88a8 tag
+  bool vlan_9100;    // saw a 0x9100 tag
   uint16_t dst_mac_off;
   uint16_t src_mac_off;
-  uint16_t ethertype;     // after VLAN tags; synthesized for raw IP/loopback
-  uint16_t outer_vlan;    // VID of first tag
-  uint16_t inner_vlan;    // VID of second tag
+  uint16_t ethertype;   // after VLAN tags; synthesized for raw IP/loopback
+  uint16_t outer_vlan;  // VID of first tag
+  uint16_t inner_vlan;  // VID of second tag
 
   // L3
   l3_kind l3;
   uint16_t l3_off;
-  uint8_t l4_proto;       // IPv4 protocol or IPv6 final next header
-  bool is_fragment;       // any IPv4/IPv6 fragment, first one included
+  uint8_t l4_proto;  // IPv4 protocol or IPv6 final next header
+  bool is_fragment;  // any IPv4/IPv6 fragment, first one included
   ipv4_fields ipv4;
   ipv6_fields ipv6;
   arp_fields arp;
@@ -298,9 +298,9 @@ struct parsed_pkt {
   uint32_t payload_len;
 
   // Encapsulations, outermost first; the L3/L4 fields above are the innermost.
-  uint32_t protos;        // proto_* bits of every header decoded, at any depth
+  uint32_t protos;  // proto_* bits of every header decoded, at any depth
   uint8_t encap_count;
-  bool encap_limit;       // a further encapsulation was left undecoded (max_encap)
+  bool encap_limit;  // a further encapsulation was left undecoded (max_encap)
   encap_layer encap[max_encap];
 
   bool malformed;
@@ -330,7 +330,21 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void set_payload(parsed_pkt& o, uint32_t off, 
 // follows it (next), where it starts (off) and where the bytes that can hold
 // it end (end: the capture, or the carrying datagram if that ends first).
 enum class layer : uint8_t {
-  end = 0, ether, ethertype, ipv4, ipv6, ip_version, mpls, pppoe, gre, erspan2, erspan3, vxlan, geneve, gtpu, l2tp
+  end = 0,
+  ether,
+  ethertype,
+  ipv4,
+  ipv6,
+  ip_version,
+  mpls,
+  pppoe,
+  gre,
+  erspan2,
+  erspan3,
+  vxlan,
+  geneve,
+  gtpu,
+  l2tp
 };
 // A step that decoded an encapsulation header also names it (push), and the
 // parser records it in parsed_pkt::encap before walking into the inner packet.
@@ -342,7 +356,7 @@ struct cursor {
   encap_kind push = encap_kind::none;
   bool has_id = false;
   uint32_t id = 0;
-  uint32_t hdr_off = 0;    // the encapsulation header
+  uint32_t hdr_off = 0;  // the encapsulation header
 };
 
 }  // namespace detail

@@ -86,17 +86,17 @@ namespace gnio::device {
 
 // Where a direction's framing stands.
 enum class stream_phase : uint8_t {
-  msg_start = 0,  // at a message boundary (nothing of the next message seen)
-  skip_segment,   // not a message start: ignore the rest of this segment
-  http_line,      // HTTP start line or a header line (line_buf holds its start)
-  http_body,      // `left` body bytes to go
-  http_chunk_size,  // a chunk-size line (size in `left`, digits seen in `hex_digits`)
-  http_chunk_data,  // `left` chunk bytes to go, then the CRLF after them
-  http_chunk_crlf,  // the line end after chunk data
-  http_trailer,     // trailer lines after the last chunk, up to an empty line
+  msg_start = 0,     // at a message boundary (nothing of the next message seen)
+  skip_segment,      // not a message start: ignore the rest of this segment
+  http_line,         // HTTP start line or a header line (line_buf holds its start)
+  http_body,         // `left` body bytes to go
+  http_chunk_size,   // a chunk-size line (size in `left`, digits seen in `hex_digits`)
+  http_chunk_data,   // `left` chunk bytes to go, then the CRLF after them
+  http_chunk_crlf,   // the line end after chunk data
+  http_trailer,      // trailer lines after the last chunk, up to an empty line
   http_until_close,  // a response body that ends with the direction
-  dns_prefix,     // the 2-byte length prefix, `line_len` (0 or 1) bytes of it seen
-  dns_message,    // `left` message bytes to go; line_buf holds the header
+  dns_prefix,        // the 2-byte length prefix, `line_len` (0 or 1) bytes of it seen
+  dns_message,       // `left` message bytes to go; line_buf holds the header
 };
 
 // The longest request body framed by its Content-Length (tshark's limit,
@@ -109,13 +109,13 @@ inline constexpr uint32_t stream_max_events = 4;  // DNS query positions reporte
 
 // One direction of a connection.
 struct tcp_dir_state {
-  uint32_t next_seq;   // highest sequence number seen plus one (valid when seq_known)
-  uint64_t left;       // bytes left in the current body, chunk or DNS message
-  uint32_t line_len;   // bytes of the current line (or DNS header) seen, counting those not kept
+  uint32_t next_seq;  // highest sequence number seen plus one (valid when seq_known)
+  uint64_t left;      // bytes left in the current body, chunk or DNS message
+  uint32_t line_len;  // bytes of the current line (or DNS header) seen, counting those not kept
   uint8_t line_buf[stream_line_cap];
   stream_phase phase;
-  http_kind kind;      // the current HTTP message (a method, response, or not_http before its start line)
-  uint16_t status;     // a response's status code
+  http_kind kind;   // the current HTTP message (a method, response, or not_http before its start line)
+  uint16_t status;  // a response's status code
   bool seq_known;
   bool ended;          // FIN or RST seen in this direction
   bool first_line;     // http_line: this is the start line
@@ -132,14 +132,14 @@ struct tcp_dir_state {
 struct tcp_conn {
   uint32_t state;  // flow_slot_* (slot_table.hpp)
   uint32_t pad;
-  flow_key key;    // canonical_flow_key of the connection
+  flow_key key;  // canonical_flow_key of the connection
   tcp_dir_state dir[2];
-  uint32_t head_fifo;       // bit i: the i-th oldest unanswered request was HEAD
-  uint8_t pending;          // unanswered requests (at most 32 tracked)
-  bool dns;                 // port 53 on either side
-  bool proto_known;         // `dns` has been set from the ports
+  uint32_t head_fifo;  // bit i: the i-th oldest unanswered request was HEAD
+  uint8_t pending;     // unanswered requests (at most 32 tracked)
+  bool dns;            // port 53 on either side
+  bool proto_known;    // `dns` has been set from the ports
   uint8_t reserved;
-  uint64_t last_ns;         // now_ns() of the last segment fed (set by the caller; stream_table_sweep reads it)
+  uint64_t last_ns;  // now_ns() of the last segment fed (set by the caller; stream_table_sweep reads it)
 };
 
 // What one segment completed or started. Counts are of messages: a segment
@@ -163,10 +163,10 @@ struct stream_events {
   uint32_t num_dns_query_starts;
   uint32_t dns_query_off[stream_max_events];
   uint32_t dns_query_len[stream_max_events];
-  bool retransmitted;   // data before the highest sequence number seen: not read
-  bool out_of_window;   // sequence number 2^30 or more away from the expected one: ignored
-  bool gap;             // data after the expected sequence number: a message in progress was dropped
-  bool not_fed;         // not TCP, a header cut short, or a payload outside the frame: nothing read
+  bool retransmitted;         // data before the highest sequence number seen: not read
+  bool out_of_window;         // sequence number 2^30 or more away from the expected one: ignored
+  bool gap;                   // data after the expected sequence number: a message in progress was dropped
+  bool not_fed;               // not TCP, a header cut short, or a payload outside the frame: nothing read
   uint32_t messages_dropped;  // HTTP or DNS messages ended uncounted by a gap, an overlap or a short frame
 };
 
@@ -267,7 +267,7 @@ GNIO_HOST_DEVICE inline bool http_could_start(const uint8_t* p, uint32_t n) {
   if (i == 7 && n == 8 && p[7] >= '0' && p[7] <= '9') return true;
   i = 0;
   while (i < n && i < http_max_method && (is_upper(p[i]) || p[i] == '-' || p[i] == '_')) ++i;
-  if (i == n) return true;             // a method so far
+  if (i == n) return true;                    // a method so far
   return i > 0 && p[i] == ' ' && n == i + 1;  // a method and its space: the target decides
 }
 
@@ -439,8 +439,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE int hex_value(uint8_t ch) {
 // Frames HTTP bytes p[0, n) of one direction, counting what completes. Stops
 // early when the phase becomes skip_segment (the rest is not HTTP) or
 // http_until_close (the rest is body).
-GNIO_HOST_DEVICE inline void feed_http(tcp_conn& c, tcp_dir_state& d, const uint8_t* p, uint32_t n,
-                                       stream_events& ev) {
+GNIO_HOST_DEVICE inline void feed_http(tcp_conn& c, tcp_dir_state& d, const uint8_t* p, uint32_t n, stream_events& ev) {
   uint32_t i = 0;
   while (i < n) {
     switch (d.phase) {
@@ -699,10 +698,10 @@ GNIO_HOST_DEVICE GNIO_STREAM_NOINLINE void tcp_stream_feed(tcp_conn& c, uint32_t
   }
   if (cap < plen) {  // bytes not captured
     const uint32_t miss = plen - cap;
-    const bool skippable = d.phase == stream_phase::http_until_close ||
-                           ((d.phase == stream_phase::http_body || d.phase == stream_phase::http_chunk_data) &&
-                            d.left >= miss) ||
-                           (d.phase == stream_phase::dns_message && d.line_len >= dns_header_len && d.left > miss);
+    const bool skippable =
+        d.phase == stream_phase::http_until_close ||
+        ((d.phase == stream_phase::http_body || d.phase == stream_phase::http_chunk_data) && d.left >= miss) ||
+        (d.phase == stream_phase::dns_message && d.line_len >= dns_header_len && d.left > miss);
     if (skippable) {
       if (d.phase != stream_phase::http_until_close) d.left -= miss;
       if (d.left == 0 && d.phase == stream_phase::http_body) detail::complete_http(d, ev);
