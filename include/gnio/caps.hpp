@@ -56,10 +56,51 @@ namespace gnio {
 // The oldest GPU this build's kernels run on: CUDA builds carry compute_75 PTX.
 inline constexpr int min_compute_capability = 75;
 
+// The features of the dual capability check, in the order evaluate_caps
+// reports them; to_string gives the names `gnio caps` prints.
+enum class cap_feature : uint8_t {
+  kernels,  // the executor can run this build's kernels
+  rx,
+  tx,
+  recv_thread,
+  recv_warp,
+  recv_block,
+  send_thread,
+  send_warp,
+  send_block,
+  tx_time,      // TX not-before times (device::tx_prepare_at; port_caps::tx_time says how)
+  mem_cpu_gpu,  // packet memory types
+  mem_gpu,
+  mem_gpu_cpu,
+  rx_timestamps,  // the source's own receive timestamps
+  gpudirect_rdma,
+};
+
+[[nodiscard]] constexpr const char* to_string(cap_feature f) noexcept {
+  switch (f) {
+    case cap_feature::kernels: return "kernels";
+    case cap_feature::rx: return "rx";
+    case cap_feature::tx: return "tx";
+    case cap_feature::recv_thread: return "recv_thread";
+    case cap_feature::recv_warp: return "recv_warp";
+    case cap_feature::recv_block: return "recv_block";
+    case cap_feature::send_thread: return "send_thread";
+    case cap_feature::send_warp: return "send_warp";
+    case cap_feature::send_block: return "send_block";
+    case cap_feature::tx_time: return "tx_time";
+    case cap_feature::mem_cpu_gpu: return "mem_cpu_gpu";
+    case cap_feature::mem_gpu: return "mem_gpu";
+    case cap_feature::mem_gpu_cpu: return "mem_gpu_cpu";
+    case cap_feature::rx_timestamps: return "rx_timestamps";
+    case cap_feature::gpudirect_rdma: return "gpudirect_rdma";
+  }
+  return "unknown";
+}
+
 // One line of the dual capability check: a feature, whether this port on this
 // device supports it (success or not_supported), and the reason when not.
 struct feature_verdict {
-  std::string feature;  // rx, tx, recv_thread, recv_warp, recv_block, send_*, mem_gpu, mem_cpu_gpu, mem_gpu_cpu, ...
+  cap_feature feature = cap_feature::kernels;
   status code = status::success;
   std::string reason;  // empty on success
 };

@@ -8,9 +8,9 @@ namespace gnio {
 std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_view backend, const gpu_info& dev,
                                            bool cuda_built) {
   std::vector<feature_verdict> out;
-  auto add = [&](std::string feature, std::string why_not) {
+  auto add = [&](cap_feature feature, std::string why_not) {
     feature_verdict v;
-    v.feature = std::move(feature);
+    v.feature = feature;
     if (!why_not.empty()) {
       v.code = status::not_supported;
       v.reason = std::move(why_not);
@@ -29,38 +29,40 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
   else if (cuda && !dev.can_map_host_memory)
     exec_no =
         fmt::format("{} cannot map pinned host memory, where gnio keeps completion rings and doorbells", dev.name);
-  add("kernels", exec_no);
+  add(cap_feature::kernels, exec_no);
 
   auto with_exec = [&](std::string why) { return exec_no.empty() ? why : exec_no; };
   const std::string no_rx = port.rx ? "" : fmt::format("backend {} cannot receive", backend);
   const std::string no_tx = port.tx ? "" : fmt::format("backend {} cannot transmit", backend);
-  add("rx", with_exec(no_rx));
-  add("tx", with_exec(no_tx));
-  for (const char* s : {"thread", "warp", "block"}) {
+  add(cap_feature::rx, with_exec(no_rx));
+  add(cap_feature::tx, with_exec(no_tx));
+  for (cap_feature f : {cap_feature::recv_thread, cap_feature::recv_warp, cap_feature::recv_block}) {
     std::string why = no_rx;
-    if (why.empty() && cuda && std::string_view(s) == "block" && dev.shared_mem_per_block > 0 &&
+    if (why.empty() && cuda && f == cap_feature::recv_block && dev.shared_mem_per_block > 0 &&
         dev.shared_mem_per_block < 1024)
       why = "block-scope recv needs 1 KiB of shared memory per block";
-    add(std::string("recv_") + s, with_exec(why));
+    add(f, with_exec(why));
   }
-  for (const char* s : {"thread", "warp", "block"}) add(std::string("send_") + s, with_exec(no_tx));
+  for (cap_feature f : {cap_feature::send_thread, cap_feature::send_warp, cap_feature::send_block})
+    add(f, with_exec(no_tx));
   // Timed TX (device::tx_prepare_at): every port that sends honours the time,
   // by holding the frame or by writing it as the frame's timestamp.
-  add("tx_time", no_tx);
+  add(cap_feature::tx_time, no_tx);
 
   // Memory types for packet buffers.
-  add("mem_cpu_gpu", cuda && !dev.can_map_host_memory ? "the GPU cannot map pinned host memory" : "");
-  add("mem_gpu", with_exec(""));
-  add("mem_gpu_cpu", cuda ? "GPU memory mapped for the CPU needs GDRCopy or a CPU-mappable BAR, which the CUDA runtime "
-                            "alone does not provide; use gpu (staged copies) or cpu_gpu"
-                          : "");
+  add(cap_feature::mem_cpu_gpu, cuda && !dev.can_map_host_memory ? "the GPU cannot map pinned host memory" : "");
+  add(cap_feature::mem_gpu, with_exec(""));
+  add(cap_feature::mem_gpu_cpu,
+      cuda ? "GPU memory mapped for the CPU needs GDRCopy or a CPU-mappable BAR, which the CUDA runtime "
+             "alone does not provide; use gpu (staged copies) or cpu_gpu"
+           : "");
 
-  add("rx_timestamps",
+  add(cap_feature::rx_timestamps,
       !port.rx ? no_rx
       : port.rx_timestamps
           ? ""
           : fmt::format("backend {} has no source timestamps; gnio stamps frames when they arrive", backend));
-  add("gpudirect_rdma",
+  add(cap_feature::gpudirect_rdma,
       !cuda ? "the host executor has no GPU"
       : dev.gpudirect_rdma
           ? ""
@@ -70,7 +72,7 @@ std::vector<feature_verdict> evaluate_caps(const port_caps& port, std::string_vi
 
 error check_receive_kernels(const port_caps& port, std::string_view backend, const gpu_info& dev, bool cuda_built) {
   for (const auto& v : evaluate_caps(port, backend, dev, cuda_built))
-    if ((v.feature == "kernels" || v.feature == "recv_block") && v.code != status::success)
+    if ((v.feature == cap_feature::kernels || v.feature == cap_feature::recv_block) && v.code != status::success)
       return error(v.code, v.reason);
   return {};
 }

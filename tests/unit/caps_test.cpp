@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The dual capability verdicts, on made-up devices and backends.
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -34,8 +35,8 @@ gnio::port_caps full_port() {
 
 const gnio::feature_verdict& find(const std::vector<gnio::feature_verdict>& v, const std::string& f) {
   for (const auto& x : v)
-    if (x.feature == f) return x;
-  static gnio::feature_verdict none{"missing", gnio::status::not_found, "feature not reported"};
+    if (to_string(x.feature) == f) return x;
+  static gnio::feature_verdict none{gnio::cap_feature::kernels, gnio::status::not_found, "feature not reported"};
   ADD_FAILURE() << "no verdict for " << f;
   return none;
 }
@@ -43,8 +44,8 @@ const gnio::feature_verdict& find(const std::vector<gnio::feature_verdict>& v, c
 TEST(Caps, ModernGpuAndFullBackendSupportEverythingButGpuCpuMemory) {
   auto v = gnio::evaluate_caps(full_port(), "gen", h200(), true);
   for (const auto& x : v) {
-    if (x.feature == "mem_gpu_cpu") continue;
-    EXPECT_EQ(x.code, gnio::status::success) << x.feature << ": " << x.reason;
+    if (x.feature == gnio::cap_feature::mem_gpu_cpu) continue;
+    EXPECT_EQ(x.code, gnio::status::success) << to_string(x.feature) << ": " << x.reason;
     EXPECT_TRUE(x.reason.empty());
   }
   const auto& gc = find(v, "mem_gpu_cpu");
@@ -141,3 +142,17 @@ TEST(Caps, SourceWithoutTimestampsSaysSo) {
 }
 
 }  // namespace
+
+// One verdict per feature, in the enum's order, each with its own name.
+TEST(Caps, EveryFeatureIsReportedOnceInOrderWithItsName) {
+  const auto v = gnio::evaluate_caps(full_port(), "gen", h200(), true);
+  ASSERT_EQ(v.size(), static_cast<size_t>(gnio::cap_feature::gpudirect_rdma) + 1);
+  std::set<std::string> names;
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(v[i].feature), i);
+    EXPECT_TRUE(names.insert(to_string(v[i].feature)).second) << to_string(v[i].feature);
+    EXPECT_STRNE(to_string(v[i].feature), "unknown");
+  }
+  EXPECT_STREQ(to_string(gnio::cap_feature::recv_block), "recv_block");
+  EXPECT_STREQ(to_string(gnio::cap_feature::tx_time), "tx_time");
+}

@@ -381,7 +381,7 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
            {"device", gpu_json(g->info())}};
     json v = json::array();
     for (const auto& x : verdicts)
-      v.push_back({{"feature", x.feature},
+      v.push_back({{"feature", to_string(x.feature)},
                    {"supported", x.code == status::success},
                    {"status", std::string(to_string(x.code))},
                    {"reason", x.reason}});
@@ -396,7 +396,8 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
         to_string(i.executor), i.cc_major, i.cc_minor, i.num_sms, i.can_map_host_memory, i.unified_addressing,
         i.gpudirect_rdma);
     for (const auto& x : verdicts)
-      say("  {:<15} {:<14} {}\n", x.feature, x.code == status::success ? "supported" : "not_supported", x.reason);
+      say("  {:<15} {:<14} {}\n", to_string(x.feature), x.code == status::success ? "supported" : "not_supported",
+          x.reason);
   }
   (void)p->close();
   return 0;
