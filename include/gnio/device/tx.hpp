@@ -38,17 +38,9 @@ GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t tim
   return status::success;
 }
 
-// Fills descriptor idx. addr is an executor address: a TX buffer
-// (q.buf_addr(idx)) or an RX slot for an in-place reply.
-GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare(const txq& q, uint64_t idx, const void* addr, uint32_t len) noexcept {
-  tx_desc& d = q.ring[idx & (q.num_descs - 1u)];
-  d.addr = reinterpret_cast<uint64_t>(addr);
-  d.len = len;
-  d.flags = 0;
-}
-
-// Fills descriptor idx as tx_prepare does, with a time before which the
-// frame must not leave: not_before_ns is CLOCK_REALTIME nanoseconds (UTC
+// Fills descriptor idx, with a time before which the frame must not leave.
+// addr is an executor address: a TX buffer (q.buf_addr(idx)) or an RX slot
+// for an in-place reply; not_before_ns is CLOCK_REALTIME nanoseconds (UTC
 // since the epoch; gnio::tx_clock_ns() reads it on the host), 0 for none.
 // Frames leave in descriptor order, so a frame waiting for its time also
 // holds back the frames after it. What each backend does with the time is in
@@ -66,6 +58,12 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare_at(const txq& q, uint64_t idx,
   } else {
     d.flags = 0;
   }
+}
+
+// Fills descriptor idx with no time: the frame leaves as soon as the backend
+// can send it.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void tx_prepare(const txq& q, uint64_t idx, const void* addr, uint32_t len) noexcept {
+  tx_prepare_at(q, idx, addr, len, 0);
 }
 
 // Makes n prepared descriptors part of the next doorbell. Leader only.
