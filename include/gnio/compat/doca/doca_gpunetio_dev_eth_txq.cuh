@@ -118,13 +118,27 @@ GNIO_HOST_DEVICE inline bool notify_done(const doca_gpu_eth_txq& t, uint64_t n) 
   return gnio::device::tx_done(t.q) > e.desc;
 }
 
+/* One frame from one thread, its own reservation and doorbell; the caller
+ * holds the producer lock where others may send on the queue too. */
+GNIO_HOST_DEVICE inline void send_one(const doca_gpu_eth_txq& t, const void* frame, uint32_t len, uint64_t ts,
+                                      bool notify, doca_gpu_dev_eth_ticket_t* ticket) noexcept {
+  const gnio::device::txq& q = t.q;
+  uint64_t idx = 0;
+  (void)gnio::device::tx_reserve(q, 1, wait_forever, &idx);
+  gnio::device::tx_prepare_at(q, idx, frame, len, ts);
+  if (notify) record_notify(t, idx);
+  if (ticket) *ticket = idx;
+  gnio::device::tx_commit(q, 1);
+  gnio::device::tx_doorbell(q);
+}
+
 /* One send per calling thread of the scope; ts 0 sends without a time. */
 template <enum doca_gpu_dev_eth_resource_sharing_mode sharing, enum doca_gpu_dev_eth_exec_scope exec_scope>
 GNIO_HOST_DEVICE inline void send_frames(const doca_gpu_eth_txq& t, uint64_t ts, uint64_t addr, uint32_t len,
                                          bool notify, doca_gpu_dev_eth_ticket_t* ticket) noexcept {
-  const gnio::device::txq& q = t.q;
   const void* frame = reinterpret_cast<const void*>(addr);
 #if defined(__CUDA_ARCH__)
+  const gnio::device::txq& q = t.q;
   if constexpr (exec_scope == DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK) {
     constexpr bool locked = sharing == DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU;
     if (locked && gnio::device::thread_rank() == 0) lock_producer(t);
@@ -163,13 +177,7 @@ GNIO_HOST_DEVICE inline void send_frames(const doca_gpu_eth_txq& t, uint64_t ts,
     __syncwarp(mask);
   } else {
     lock_producer(t);
-    uint64_t idx = 0;
-    (void)gnio::device::tx_reserve(q, 1, wait_forever, &idx);
-    gnio::device::tx_prepare_at(q, idx, frame, len, ts);
-    if (notify) record_notify(t, idx);
-    if (ticket) *ticket = idx;
-    gnio::device::tx_commit(q, 1);
-    gnio::device::tx_doorbell(q);
+    send_one(t, frame, len, ts, notify, ticket);
     unlock_producer(t);
   }
 #else
@@ -178,13 +186,7 @@ GNIO_HOST_DEVICE inline void send_frames(const doca_gpu_eth_txq& t, uint64_t ts,
   constexpr bool locked =
       sharing == DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU || exec_scope != DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK;
   if (locked) lock_producer(t);
-  uint64_t idx = 0;
-  (void)gnio::device::tx_reserve(q, 1, wait_forever, &idx);
-  gnio::device::tx_prepare_at(q, idx, frame, len, ts);
-  if (notify) record_notify(t, idx);
-  if (ticket) *ticket = idx;
-  gnio::device::tx_commit(q, 1);
-  gnio::device::tx_doorbell(q);
+  send_one(t, frame, len, ts, notify, ticket);
   if (locked) unlock_producer(t);
 #endif
 }
