@@ -707,8 +707,9 @@ INSTANTIATE_TEST_SUITE_P(backends, ring_conformance,
 
 // --- Timed TX (device::tx_prepare_at) --------------------------------------------
 
-// Runs conf::timed_send_body on a new TX queue of p with these times.
-void run_timed_send(gnio::gpu& g, gnio::port& p, uint32_t txq, const std::vector<uint64_t>& times) {
+// Runs conf::timed_send_body on TX queue txq of p with these times, until it
+// returns (after its completions when wait).
+void run_timed_send(gnio::gpu& g, gnio::port& p, uint32_t txq, const std::vector<uint64_t>& times, bool wait = true) {
   auto tb = g.alloc(sizeof(uint64_t) * times.size(), gnio::mem_type::cpu_gpu);
   ASSERT_TRUE(tb.ok()) << tb.err().what();
   std::memcpy(tb->host_ptr, times.data(), sizeof(uint64_t) * times.size());
@@ -722,7 +723,7 @@ void run_timed_send(gnio::gpu& g, gnio::port& p, uint32_t txq, const std::vector
   ASSERT_FALSE(conf::launch(
       *r, d,
       conf::timed_send_body{*p.txq(txq), static_cast<const uint64_t*>(tb->exec_ptr),
-                            static_cast<uint32_t>(times.size()), static_cast<uint64_t*>(failed->exec_ptr)}));
+                            static_cast<uint32_t>(times.size()), static_cast<uint64_t*>(failed->exec_ptr), wait}));
   ASSERT_FALSE(r->wait(std::chrono::seconds(60)));
   EXPECT_EQ(*static_cast<uint64_t*>(failed->host_ptr), 0u) << "sends that got no descriptor or completion";
   r.reset();
@@ -850,30 +851,13 @@ TEST(timed_tx, frames_still_waiting_when_the_port_stops_are_counted_not_sent) {
   // its own, behind them); the kernel does not wait for the completions.
   const uint64_t later = gnio::tx_clock_ns() + 3'600'000'000'000ull;
   const std::vector<uint64_t> times = {0, 0, later, later + 1, 0};
-  auto tb = g.alloc(sizeof(uint64_t) * times.size(), gnio::mem_type::cpu_gpu);
-  ASSERT_TRUE(tb.ok());
-  std::memcpy(tb->host_ptr, times.data(), sizeof(uint64_t) * times.size());
-  auto failed = g.alloc(64, gnio::mem_type::cpu_gpu);
-  ASSERT_TRUE(failed.ok());
-  auto rr = gnio::kernel_runner::create(g, {&a});
-  ASSERT_TRUE(rr.ok());
-  std::optional<gnio::kernel_runner> r(std::move(rr).value());
-  gnio::launch_dims d;
-  d.threads = 32;
-  ASSERT_FALSE(conf::launch(
-      *r, d,
-      conf::timed_send_body{*a.txq(*ta), static_cast<const uint64_t*>(tb->exec_ptr),
-                            static_cast<uint32_t>(times.size()), static_cast<uint64_t*>(failed->exec_ptr), false}));
-  ASSERT_FALSE(r->wait(std::chrono::seconds(30)));
-  r.reset();
+  run_timed_send(g, a, *ta, times, false);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the two untimed frames leave
   EXPECT_EQ(a.stats().txq[*ta].sent, 2u);
   ASSERT_FALSE(a.stop());
   const auto st = a.stats();
   EXPECT_EQ(st.txq[*ta].sent, 2u);
   EXPECT_EQ(st.txq[*ta].errors, 3u) << "held frames are counted when the port stops";
-  (void)g.free(*tb);
-  (void)g.free(*failed);
   ASSERT_FALSE(b.stop());
 }
 
