@@ -44,10 +44,12 @@ do_build() {
   echo "gpu-check: built $build (staged $(ls "$build/lib" | wc -l) libraries in $build/lib)"
 }
 
-# NVIDIA's DOCA receive sample, unmodified, built against this build's install
-# into $build/doca-sample (tests/integration/doca_sample_test.sh), where the samples
-# are (GNIO_DOCA_SAMPLES_DIR, by default ../shared/doca-samples beside the tree).
+# NVIDIA's three DOCA GPUNetIO Ethernet samples, unmodified, built against this
+# build's install into $build/doca-sample (tests/integration/doca_sample_test.sh),
+# where the samples are (GNIO_DOCA_SAMPLES_DIR, by default ../shared/doca-samples
+# beside the tree).
 doca_sample=doca-sample/doca_gpunetio_simple_receive
+doca_send_samples=(doca-sample/doca_gpunetio_simple_send doca-sample/doca_gpunetio_send_wait_time)
 build_doca_sample() {
   local samples=${GNIO_DOCA_SAMPLES_DIR:-$PWD/../shared/doca-samples}
   rm -rf "${build:?}/doca-sample"
@@ -55,14 +57,18 @@ build_doca_sample() {
     echo "gpu-check: no DOCA samples at $samples: step doca_sample_cuda will be skipped"
     return 0
   fi
-  GNIO_DOCA_SAMPLES_DIR=$samples GNIO_DOCA_SAMPLE_OUT=$PWD/$build/doca-sample bash tests/integration/doca_sample_test.sh "$build"
+  local sample
+  for sample in gpunetio_simple_receive gpunetio_simple_send gpunetio_send_wait_time; do
+    GNIO_DOCA_SAMPLES_DIR=$samples GNIO_DOCA_SAMPLE_OUT=$PWD/$build/doca-sample \
+      bash tests/integration/doca_sample_test.sh "$build" "$sample" || return 1
+  done
 }
 
 stage_libs() {
   mkdir -p "$build/lib"
   # Everything the binaries load beyond the C/C++ runtime, for machines without these packages.
   local b bins=("${run_bins[@]}")
-  [[ -x $build/$doca_sample ]] && bins+=("$doca_sample")
+  for b in "$doca_sample" "${doca_send_samples[@]}"; do [[ -x $build/$b ]] && bins+=("$b"); done
   for b in "${bins[@]}"; do
     # grep finds nothing (status 1) for a binary that needs only the runtime.
     ldd "$build/$b" | awk '/=> \//{print $3}' | { grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' || true; } |
@@ -79,9 +85,10 @@ do_stage() {
     # Host debug info off; the device code (with its -lineinfo) stays.
     objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
   done
-  if [[ -x $build/$doca_sample ]]; then
-    mkdir -p "$dir/doca-sample" && objcopy --strip-debug "$build/$doca_sample" "$dir/$doca_sample" || return 1
-  fi
+  for b in "$doca_sample" "${doca_send_samples[@]}"; do
+    [[ -x $build/$b ]] || continue
+    mkdir -p "$dir/doca-sample" && objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
+  done
   stage_libs && cp -r "$build/lib" "$dir/lib" || return 1
   echo "gpu-check: staged $build into $dir ($(du -sh "$dir" | cut -f1))"
 }
@@ -137,6 +144,14 @@ do_run() {
     step doca_sample_cuda python3 tests/integration/doca_sample_gpu.py "$build/$doca_sample"
   else
     step doca_sample_cuda sh -c "echo 'no $build/$doca_sample (built by gpu-check.sh build where the DOCA samples are)'; exit 77"
+  fi
+  # NVIDIA's two send samples into a pcap file and a veth pair: frames byte
+  # for byte, and send_wait_time's burst spacing.
+  if [[ -x $build/${doca_send_samples[0]} && -x $build/${doca_send_samples[1]} ]]; then
+    step doca_send_cuda python3 tests/integration/doca_send_gpu.py "$build/${doca_send_samples[0]}" \
+      "$build/${doca_send_samples[1]}"
+  else
+    step doca_send_cuda sh -c "echo 'no DOCA send samples in $build/doca-sample (built by gpu-check.sh build)'; exit 77"
   fi
   # The launch modes (gnio::launch_dims::mode): the conformance suite and
   # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
