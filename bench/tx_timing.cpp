@@ -9,13 +9,15 @@
 //              with the time it was handed over);
 //   af_packet  the kernel's receive timestamp (SO_TIMESTAMPNS) on the other
 //              end of a veth pair this program creates (root; removed after).
+//   af_packet_fq  the same with txtime=1 and an fq qdisc on the sending end:
+//              the kernel's qdisc holds the timed frames (tx_time kernel).
 // The error is seen - requested, in microseconds: p50, p99, max and the number
 // of frames seen early (negative error), which must be 0 for a timed send.
 // The producer is a CPU thread (a host-produced TX queue) in both modes, so
 // the figures are the engine's and the backend's, whichever executor fills
 // the queue.
 //
-//   tx_timing --backends pcap,pair,af_packet --frames 2000 --interval-us 200 --json out.json
+//   tx_timing --backends pcap,pair,af_packet,af_packet_fq --frames 2000 --interval-us 200 --json out.json
 //
 // Prints the command, the machine and the inputs, and writes JSON.
 #include <linux/if_ether.h>
@@ -173,20 +175,26 @@ outcome run_one(gnio::gpu& g, const std::string& backend, bool timed, const inpu
   std::optional<gnio::port> peer;
   int cap_fd = -1;
   static int seq = 0;
+  const bool veth = backend == "af_packet" || backend == "af_packet_fq";
   if (backend == "pcap") {
     pcap_out = fmt::format("/tmp/gnio_tx_timing_{}_{}.pcap", getpid(), seq++);
     dev = "pcap:tx=" + pcap_out;
   } else if (backend == "pair") {
     dev = fmt::format("pair:name=tx_timing{}", seq++);
-  } else if (backend == "af_packet") {
+  } else if (veth) {
     sh("ip link del " + veth_a);
     if (sh("ip link add " + veth_a + " type veth peer name " + veth_b) != 0 ||
         sh("ip link set " + veth_a + " up") != 0 || sh("ip link set " + veth_b + " up") != 0) {
       o.why = "cannot create a veth pair (needs root and iproute2)";
       return o;
     }
+    if (backend == "af_packet_fq" && sh("tc qdisc replace dev " + veth_a + " root fq") != 0) {
+      o.why = "cannot put an fq qdisc on the veth (needs tc and sch_fq)";
+      sh("ip link del " + veth_a);
+      return o;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    dev = "af_packet:if=" + veth_a;
+    dev = "af_packet:if=" + veth_a + (backend == "af_packet_fq" ? ",txtime=1" : "");
     cap_fd = open_capture(veth_b);
     if (cap_fd < 0) {
       o.why = fmt::format("cannot capture on {}: {}", veth_b, std::strerror(errno));
@@ -194,14 +202,14 @@ outcome run_one(gnio::gpu& g, const std::string& backend, bool timed, const inpu
       return o;
     }
   } else {
-    o.why = "unknown backend (pcap, pair, af_packet)";
+    o.why = "unknown backend (pcap, pair, af_packet, af_packet_fq)";
     return o;
   }
   auto pr = gnio::port::open(g, dev);
   if (!pr) {
     o.why = pr.err().what();
     if (cap_fd >= 0) close(cap_fd);
-    if (backend == "af_packet") sh("ip link del " + veth_a);
+    if (veth) sh("ip link del " + veth_a);
     return o;
   }
   gnio::port p = std::move(pr).value();
@@ -264,7 +272,7 @@ outcome run_one(gnio::gpu& g, const std::string& backend, bool timed, const inpu
     (void)peer->close();
   }
   if (cap_fd >= 0) close(cap_fd);
-  if (backend == "af_packet") sh("ip link del " + veth_a);
+  if (veth) sh("ip link del " + veth_a);
   if (!pcap_out.empty()) {
     char err[PCAP_ERRBUF_SIZE];
     if (pcap_t* pc = pcap_open_offline_with_tstamp_precision(pcap_out.c_str(), PCAP_TSTAMP_PRECISION_NANO, err)) {
@@ -304,10 +312,12 @@ double pct(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tx_timing: how close to its requested time a frame leaves, per backend, timed next to plain sends"};
-  std::string backends = "pcap,pair,af_packet", json_path;
+  std::string backends = "pcap,pair,af_packet,af_packet_fq", json_path;
   inputs in;
   uint64_t interval_us = 200, lead_ms = 20;
-  app.add_option("--backends", backends, "comma-separated: pcap, pair, af_packet (af_packet makes a veth pair; root)")
+  app.add_option("--backends", backends,
+                 "comma-separated: pcap, pair, af_packet, af_packet_fq (the af_packet ones make a veth pair; root; "
+                 "af_packet_fq puts fq on it and opens the port with txtime=1)")
       ->capture_default_str();
   app.add_option("--frames", in.frames, "frames per run (at most 8192)")
       ->check(CLI::Range(1u, 8192u))

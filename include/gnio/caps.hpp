@@ -14,12 +14,16 @@ namespace gnio {
 //              polling and the backend's own path (software pacing).
 //   timestamp: the backend writes the frame with its time as its timestamp
 //              (a capture file); nothing waits.
-enum class tx_time_mode : uint8_t { none = 0, hold = 1, timestamp = 2 };
+//   kernel:    the backend hands the frame over at once with its time, and the
+//              kernel's qdisc holds it until then (SO_TXTIME with fq); a NIC
+//              with launch-time offload may then do it in hardware.
+enum class tx_time_mode : uint8_t { none = 0, hold = 1, timestamp = 2, kernel = 3 };
 
 [[nodiscard]] constexpr const char* to_string(tx_time_mode m) noexcept {
   switch (m) {
     case tx_time_mode::hold: return "hold";
     case tx_time_mode::timestamp: return "timestamp";
+    case tx_time_mode::kernel: return "kernel";
     default: return "none";
   }
 }

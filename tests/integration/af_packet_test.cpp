@@ -456,6 +456,92 @@ void af_packet::byte_exact_run(const std::string& extra) {
   EXPECT_FALSE(p.close());
 }
 
+// txtime=1 hands timed frames to the qdisc with SO_TXTIME; only fq holds
+// them, so any other root qdisc is refused, named as `tc` names it, with the fix.
+TEST_F(af_packet, txtime_without_fq_at_the_root_is_refused_with_the_fix) {
+  REQUIRE_NET();
+  make_veth();
+  auto p = gnio::port::open(*g, "af_packet:if=" + a + ",txtime=1");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.code(), gnio::status::not_supported);
+  EXPECT_NE(p.err().message().find("(it has 'noqueue')"), std::string::npos) << p.err().what();
+  EXPECT_NE(p.err().message().find("tc qdisc replace dev " + a + " root fq"), std::string::npos) << p.err().what();
+  if (sh("tc qdisc replace dev " + a + " root pfifo 2>/dev/null") == 0) {
+    auto q = gnio::port::open(*g, "af_packet:if=" + a + ",txtime=1");
+    ASSERT_FALSE(q.ok());
+    EXPECT_NE(q.err().message().find("(it has 'pfifo')"), std::string::npos) << q.err().what();
+  }
+  // Without txtime the engine holds timed frames.
+  auto h = gnio::port::open(*g, "af_packet:if=" + a);
+  ASSERT_TRUE(h.ok()) << h.err().what();
+  EXPECT_EQ(h->caps().tx_time, gnio::tx_time_mode::hold);
+  EXPECT_FALSE(h->close());
+}
+
+// With fq at the root (where the kernel has sch_fq), txtime=1 frames reach
+// the peer byte for byte and none before its time (the kernel's receive
+// timestamp on the peer against the requested time).
+TEST_F(af_packet, txtime_with_fq_sends_no_frame_before_its_time) {
+  REQUIRE_NET();
+  make_veth();
+  if (sh("tc qdisc replace dev " + a + " root fq 2>/dev/null") != 0)
+    GTEST_SKIP() << "this kernel has no fq qdisc (sch_fq): tc qdisc replace dev " << a << " root fq failed";
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",txtime=1");
+  ASSERT_TRUE(pr.ok()) << pr.err().what();
+  auto& p = *pr;
+  EXPECT_EQ(p.caps().tx_time, gnio::tx_time_mode::kernel);
+  auto tq = p.create_txq();
+  ASSERT_TRUE(tq.ok()) << tq.err().what();
+  peer_socket rx_peer;
+  ASSERT_TRUE(rx_peer.open(b, true)) << std::strerror(errno);
+  const int one = 1;
+  ASSERT_EQ(setsockopt(rx_peer.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one), 0);
+  ASSERT_FALSE(p.start());
+  const auto t = *p.txq(*tq);
+  std::vector<frame> out;
+  std::vector<uint64_t> due;
+  const uint64_t t0 = realtime_ns() + 20'000'000;
+  for (uint32_t i = 0; i < 50; ++i) {
+    out.push_back(make_frame(20000 + i, 60 + i * 17, i % 3));
+    due.push_back(t0 + uint64_t{i} * 2'000'000);
+  }
+  for (size_t i = 0; i < out.size(); ++i) host_send(t, out[i], due[i]);
+  // The peer's frames with the kernel's receive time of each.
+  std::vector<uint8_t> buf(65536);
+  size_t got = 0;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (got < out.size() && std::chrono::steady_clock::now() < end) {
+    pollfd pf{rx_peer.fd, POLLIN, 0};
+    if (poll(&pf, 1, 100) <= 0) continue;
+    alignas(cmsghdr) char ctrl[256];
+    iovec iov{buf.data(), buf.size()};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    const ssize_t r = recvmsg(rx_peer.fd, &m, 0);
+    if (r <= 0) continue;
+    const frame f(buf.begin(), buf.begin() + r);
+    if (f != out[got]) continue;  // not ours (the peer sees nothing else: IPv6 is off)
+    uint64_t seen = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec ts{};
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        seen = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+      }
+    ASSERT_NE(seen, 0u) << "no receive timestamp";
+    EXPECT_GE(seen, due[got]) << "frame " << got << " arrived " << (due[got] - seen) << " ns before its time";
+    ++got;
+  }
+  EXPECT_EQ(got, out.size()) << "frames reached the peer in order, byte for byte";
+  EXPECT_EQ(p.stats().tx_errors, 0u);
+  ASSERT_FALSE(p.stop());
+  EXPECT_FALSE(p.destroy_txq(*tq));
+  EXPECT_FALSE(p.close());
+}
+
 TEST_F(af_packet, oversized_tx_frame_is_an_error_not_a_hang) {
   REQUIRE_NET();
   make_veth();

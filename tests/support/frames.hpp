@@ -58,12 +58,13 @@ inline bool parse_captured(int link, const std::vector<uint8_t>& f, gnio::device
 
 // Sends one frame from the host through a host-produced (or host-executor)
 // TX queue: reserve, copy into the queue's buffer, describe, commit, ring.
-inline void host_send(const gnio::device::txq& t, const std::vector<uint8_t>& f) {
+// not_before: the frame's send time (CLOCK_REALTIME ns, device::tx_prepare_at), 0 for none.
+inline void host_send(const gnio::device::txq& t, const std::vector<uint8_t>& f, uint64_t not_before = 0) {
   using namespace gnio::device;
   uint64_t idx = 0;
   ASSERT_EQ(tx_reserve(t, 1, 5'000'000'000ull, &idx), gnio::status::success);
   std::memcpy(t.buf_addr(idx), f.data(), f.size());
-  tx_prepare(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()));
+  tx_prepare_at(t, idx, t.buf_addr(idx), static_cast<uint32_t>(f.size()), not_before);
   tx_commit(t, 1);
   tx_doorbell(t);
 }

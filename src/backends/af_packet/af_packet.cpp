@@ -13,7 +13,10 @@
 // low-latency setting; V3 blocks cost less per frame at high rates).
 //
 // TX: a separate, unbound-protocol packet socket (it receives nothing), with
-// PACKET_QDISC_BYPASS, sending a burst per sendmmsg() call.
+// PACKET_QDISC_BYPASS, sending a burst per sendmmsg() call. With txtime=1 the
+// socket goes through the qdisc instead and every frame with a not-before time
+// carries it (SO_TXTIME, an SCM_TXTIME message per frame), for the interface's
+// fq qdisc to hold the frame until then (tx_time kernel).
 //
 // What the kernel changes between the wire and a packet socket is undone so
 // the kernel sees the frame as it was sent: VLAN tags the stack strips into
@@ -24,6 +27,9 @@
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/net_tstamp.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <poll.h>
@@ -58,6 +64,10 @@
 #endif
 #ifndef PACKET_FANOUT_FLAG_UNIQUEID
 #define PACKET_FANOUT_FLAG_UNIQUEID 0x2000
+#endif
+#ifndef SO_TXTIME
+#define SO_TXTIME 61
+#define SCM_TXTIME SO_TXTIME
 #endif
 #ifndef TP_STATUS_VLAN_TPID_VALID
 #define TP_STATUS_VLAN_TPID_VALID (1 << 6)
@@ -114,6 +124,7 @@ struct port {
   uint32_t block_size = 0;
   bool promisc = true;
   uint32_t version = 3;     // TPACKET_V3 (blocks) or TPACKET_V2 (a status word per frame)
+  bool txtime = false;      // send through the qdisc with SO_TXTIME times (fq holds the frames)
   uint32_t frame_size = 0;  // V2: bytes per frame slot
   uint32_t frame_nr = 0;    // V2: frame slots per socket
 
@@ -288,6 +299,54 @@ error setup_rx_socket(port* p, rx_sock& s) {
   return {};
 }
 
+// The kind of the interface's root qdisc ("fq", "noqueue", "mq", ...), asked
+// of the kernel over rtnetlink (what `tc qdisc show dev NAME` prints first).
+error root_qdisc(const port* p, std::string* kind) {
+  const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0) return socket_error(p, "rtnetlink socket (to read the qdisc)", errno);
+  struct {
+    nlmsghdr h;
+    tcmsg t;
+  } req{};
+  req.h.nlmsg_len = sizeof req;
+  req.h.nlmsg_type = RTM_GETQDISC;
+  req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  req.h.nlmsg_seq = 1;
+  req.t.tcm_family = AF_UNSPEC;
+  req.t.tcm_ifindex = p->ifindex;
+  if (send(fd, &req, sizeof req, 0) < 0) {
+    const int e = errno;
+    close(fd);
+    return socket_error(p, "asking rtnetlink for the qdisc", e);
+  }
+  std::vector<char> buf(64 * 1024);
+  kind->clear();
+  for (bool done = false; !done;) {
+    const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      close(fd);
+      return socket_error(p, "reading the qdisc from rtnetlink", e);
+    }
+    int left = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+        done = true;
+        break;
+      }
+      if (h->nlmsg_type != RTM_NEWQDISC) continue;
+      const auto* t = static_cast<const tcmsg*>(NLMSG_DATA(h));
+      if (t->tcm_ifindex != p->ifindex || t->tcm_parent != TC_H_ROOT) continue;
+      int alen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *t));
+      for (auto* a = reinterpret_cast<rtattr*>(const_cast<tcmsg*>(t) + 1); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+        if (a->rta_type == TCA_KIND) kind->assign(static_cast<const char*>(RTA_DATA(a)));
+    }
+  }
+  close(fd);
+  return {};
+}
+
 error create_sockets(port* p, int probe_fd) {
   p->rx.resize(p->nqueues);
   for (uint32_t i = 0; i < p->nqueues; ++i) {
@@ -300,6 +359,13 @@ error create_sockets(port* p, int probe_fd) {
     if (error e = setup_rx_socket(p, s)) return e;
   }
   if (error e = new_packet_socket(p, &p->tx_fd)) return e;
+  if (p->txtime) {
+    // fq reads the times on CLOCK_MONOTONIC; tx_burst_at converts to it.
+    const sock_txtime cfg{.clockid = CLOCK_MONOTONIC, .flags = 0};
+    if (setsockopt(p->tx_fd, SOL_SOCKET, SO_TXTIME, &cfg, sizeof cfg) != 0)
+      return socket_error(p, "SO_TXTIME (txtime=1; Linux 4.19 or newer)", errno);
+    return {};
+  }
   const int one = 1;
   if (setsockopt(p->tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) != 0) {
     const int e = errno;
@@ -373,7 +439,7 @@ error join_fanout(port* p) {
 
 error af_packet_open(const devargs& a, void** priv) {
   *priv = nullptr;
-  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc", "tpacket"})) return e;
+  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc", "tpacket", "txtime"})) return e;
   auto* p = new port;
   auto bail = [&](error e) {
     destroy(p);
@@ -386,12 +452,14 @@ error af_packet_open(const devargs& a, void** priv) {
   if (p->ifname.size() >= IFNAMSIZ || p->ifname.find('/') != std::string::npos)
     return bail(fail(status::invalid_value, "af_packet: if={} is not an interface name (at most {} characters, no '/')",
                      p->ifname, IFNAMSIZ - 1));
-  uint64_t queues = 1, blocks = k_default_blocks, block_size = k_default_block_size, promisc = 1, version = 3;
+  uint64_t queues = 1, blocks = k_default_blocks, block_size = k_default_block_size, promisc = 1, version = 3,
+           txtime = 0;
   if (error e = get_u64(a, "queues", 1, k_max_queues, &queues)) return bail(e);
   if (error e = get_u64(a, "blocks", 2, 1u << 16, &blocks)) return bail(e);
   if (error e = get_u64(a, "block_size", 4096, 1u << 27, &block_size)) return bail(e);
   if (error e = get_u64(a, "promisc", 0, 1, &promisc)) return bail(e);
   if (error e = get_u64(a, "tpacket", 2, 3, &version)) return bail(e);
+  if (error e = get_u64(a, "txtime", 0, 1, &txtime)) return bail(e);
   const long page = sysconf(_SC_PAGESIZE);
   // The kernel allocates blocks in power-of-two pages; any other size wastes the rest.
   if ((block_size & (block_size - 1)) != 0 || (page > 0 && block_size % static_cast<uint64_t>(page) != 0))
@@ -407,6 +475,7 @@ error af_packet_open(const devargs& a, void** priv) {
   p->block_size = static_cast<uint32_t>(block_size);
   p->promisc = promisc != 0;
   p->version = static_cast<uint32_t>(version);
+  p->txtime = txtime != 0;
 
   p->ifindex = static_cast<int>(if_nametoindex(p->ifname.c_str()));
   if (p->ifindex == 0) {
@@ -433,6 +502,24 @@ error af_packet_open(const devargs& a, void** priv) {
         "af_packet: interface {} is up but has no carrier (cable, or a veth whose peer is down); "
         "nothing arrives until it has one",
         p->ifname);
+  if (p->txtime) {
+    // Only fq honours a time on its own (EDT); without it the frame would
+    // leave at once, before its time. etf drops a frame whose time has
+    // passed, which this backend cannot count yet.
+    std::string kind;
+    if (error e = root_qdisc(p, &kind)) {
+      close(probe);
+      return bail(e);
+    }
+    if (kind != "fq") {
+      close(probe);
+      return bail(fail(status::not_supported,
+                       "af_packet: txtime=1 needs the fq qdisc at the root of {} (it has '{}'), which holds each frame "
+                       "until its time: tc qdisc replace dev {} root fq; or leave txtime out and the engine holds "
+                       "the frames",
+                       p->ifname, kind.empty() ? "none" : kind, p->ifname));
+    }
+  }
   // Room for one full frame per block, or the kernel cuts every frame short.
   const uint32_t need = p->mtu + k_eth_hdr + k_vlan_hdr + 128;
   if (p->block_size < need) {
@@ -466,6 +553,7 @@ void af_packet_caps(void* priv, port_caps* c) {
   c->max_ring_descs = 1u << 20;
   c->rx_timestamps = true;
   c->finite = false;
+  if (p->txtime) c->tx_time = tx_time_mode::kernel;
 }
 
 error af_packet_start(void* priv) {
@@ -811,13 +899,15 @@ error af_packet_set_lanes(void* priv, uint32_t lanes) {
   return {};
 }
 
-error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
-  auto* p = static_cast<port*>(priv);
+// Sends n frames; with `times` (CLOCK_MONOTONIC nanoseconds, 0: none) each
+// timed frame carries its time for the qdisc (txtime=1).
+error send_frames(port* p, const tx_frame* frames, const uint64_t* times, uint32_t n, uint32_t* sent) {
   *sent = 0;
   if (!p->started || p->tx_fd < 0)
     return fail(status::bad_state, "af_packet: {}: transmit on a port that is not started", p->ifname);
   mmsghdr msgs[k_tx_batch];
   iovec iov[k_tx_batch];
+  alignas(cmsghdr) char ctrl[k_tx_batch][CMSG_SPACE(sizeof(uint64_t))];
   uint32_t ok = 0, failed = 0, i = 0;
   uint64_t bytes = 0;
   int retries = 0;
@@ -829,6 +919,15 @@ error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_
       msgs[k] = {};
       msgs[k].msg_hdr.msg_iov = &iov[k];
       msgs[k].msg_hdr.msg_iovlen = 1;
+      if (times && times[i + k] != 0) {
+        msgs[k].msg_hdr.msg_control = ctrl[k];
+        msgs[k].msg_hdr.msg_controllen = sizeof ctrl[k];
+        cmsghdr* c = CMSG_FIRSTHDR(&msgs[k].msg_hdr);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_TXTIME;
+        c->cmsg_len = CMSG_LEN(sizeof(uint64_t));
+        std::memcpy(CMSG_DATA(c), &times[i + k], sizeof(uint64_t));
+      }
     }
     // Non-blocking: the engine thread must never sleep in the kernel here.
     const int r = sendmmsg(p->tx_fd, msgs, m, MSG_DONTWAIT);
@@ -884,6 +983,40 @@ error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_
   return first;
 }
 
+error af_packet_tx_burst(void* priv, const tx_frame* frames, uint32_t n, uint32_t* sent) {
+  return send_frames(static_cast<port*>(priv), frames, nullptr, n, sent);
+}
+
+// txtime=1: the times (CLOCK_REALTIME) moved to the socket's clock,
+// CLOCK_MONOTONIC, at one reading of both clocks per burst.
+error af_packet_tx_burst_at(void* priv, const tx_frame* frames, const uint64_t* not_before, uint32_t n,
+                            uint32_t* sent) {
+  auto* p = static_cast<port*>(priv);
+  timespec rt{}, mt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mt);
+  const int64_t shift = (static_cast<int64_t>(mt.tv_sec) - rt.tv_sec) * 1'000'000'000 + (mt.tv_nsec - rt.tv_nsec);
+  uint64_t mono[k_tx_batch];
+  uint32_t done = 0;
+  while (done < n) {
+    const uint32_t m = std::min<uint32_t>(n - done, k_tx_batch);
+    for (uint32_t k = 0; k < m; ++k) {
+      const uint64_t t = not_before[done + k];
+      // A time before the monotonic clock's start is simply due now.
+      mono[k] = t == 0 ? 0 : std::max<int64_t>(static_cast<int64_t>(t) + shift, 1);
+    }
+    uint32_t s = 0;
+    error e = send_frames(p, frames + done, mono, m, &s);
+    done += s;
+    if (e) {
+      *sent = done;
+      return e;
+    }
+  }
+  *sent = done;
+  return {};
+}
+
 void af_packet_counters(void* priv, counters* c) {
   auto* p = static_cast<port*>(priv);
   {
@@ -927,6 +1060,11 @@ const ops af_packet_ops = {
         "checksums left to offload by a local sender (veth, lo) are completed. GRO/LRO merge TCP segments before\n"
         "packet sockets see them (ethtool -K NAME gro off lro off for one frame per packet). Frames the kernel\n"
         "dropped on a full ring count as rx_dropped. Transmitted frames bypass the qdisc (PACKET_QDISC_BYPASS).\n"
+        "txtime=0|1    1: send through the interface's qdisc, each timed frame (device::tx_prepare_at) with its time\n"
+        "              (SO_TXTIME), and let the fq qdisc hold it until then (gnio caps: tx_time kernel); needs fq at\n"
+        "              the root (tc qdisc replace dev NAME root fq), else the port refuses to open. Times more than\n"
+        "              fq's horizon ahead (10 s unless set) are refused by fq and counted as tx errors. 0 (default):\n"
+        "              the engine holds each timed frame until its time (tx_time hold)\n"
         "If the interface goes down the port waits for it; if it is removed, receive fails with io_failed and\n"
         "the stream ends, counters kept.\n",
     .open = af_packet_open,
@@ -939,6 +1077,7 @@ const ops af_packet_ops = {
     .close = af_packet_close,
     .get_counters = af_packet_counters,
     .last_error = af_packet_last_error,
+    .tx_burst_at = af_packet_tx_burst_at,
 };
 
 }  // namespace gnio::backend

@@ -1239,8 +1239,9 @@ constexpr uint32_t k_max_txq_descs = 1u << 15;  // WQE indices are 16 bits
 
 // What the device's gnio port does with send times, from its device string
 // (the port need not be open): the pcap backend writes them as timestamps
-// when it has a tx= file; every other backend that sends holds the frame
-// until its time (docs/ring.md, Timed TX).
+// when it has a tx= file; af_packet with txtime=1 leaves it to the fq qdisc;
+// every other backend that sends holds the frame until its time (docs/ring.md,
+// Timed TX).
 gnio::tx_time_mode tx_time_of(const doca_devinfo& info) {
   const std::string& d = info.devargs;
   const auto colon = d.find(':');
@@ -1249,6 +1250,8 @@ gnio::tx_time_mode tx_time_of(const doca_devinfo& info) {
     const std::string args = colon == std::string::npos ? "" : "," + d.substr(colon + 1);
     return args.find(",tx=") != std::string::npos ? gnio::tx_time_mode::timestamp : gnio::tx_time_mode::none;
   }
+  if (kind == "af_packet" && ("," + d.substr(colon + 1) + ",").find(",txtime=1,") != std::string::npos)
+    return gnio::tx_time_mode::kernel;
   for (const char* k : {"af_packet", "af_xdp", "dpdk", "pair", "gen"})
     if (kind == k) return gnio::tx_time_mode::hold;
   return gnio::tx_time_mode::none;
