@@ -1,30 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel runners: CUDA (a non-blocking stream, an exit flag in mapped host
-// memory, stop by polling cudaStreamQuery) and host (one CPU thread per
-// block, the same body); persistent, or launched per burst by a driver
-// thread that watches the RX rings (launch_bursts).
+// Kernel runners, what both executors share: the runner's life, the checks
+// before a launch, waiting and stopping, and the driver thread of the
+// per-burst modes, which watches the RX rings and runs the kernel per burst
+// through the executor's burst_exec. The executors: host/host_runner.cpp (one
+// CPU thread per block, the same body) and cuda/cuda_runner.cpp (a
+// non-blocking stream, an exit flag in mapped host memory, stop by polling
+// cudaStreamQuery).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
 
-#if defined(GNIO_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#endif
-
-#include "internal.hpp"
+#include "runner_internal.hpp"
 
 namespace gnio {
 
 using detail::fail;
 
 namespace detail {
-
-enum class run_phase { idle, running };
 
 // One RX queue a per-burst runner watches: its completions, consumer index
 // and end-of-stream flag, all in host-visible memory.
@@ -36,34 +32,6 @@ struct watched_rxq {
   uint32_t log2_descs = 0;
   uint32_t port_queue = 0;  // the queue's id in its port (messages)
   std::string port;
-};
-
-struct runner_state {
-  std::shared_ptr<gpu_state> gpu;
-  std::vector<std::shared_ptr<port_state>> ports;
-  mem_block exit_flag;
-  mem_block body;  // kernel_runner::body_copy: a large body in executor memory
-  std::mutex mu;
-  run_phase phase = run_phase::idle;
-  bool destroyed = false;
-  // host executor
-  std::vector<std::thread> threads;
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  uint32_t done = 0;
-  // cuda executor
-  void* stream = nullptr;
-  // Per-burst modes: a driver thread (threads[0]) launches the kernel per
-  // burst; done_mu guards burst_done and burst_err.
-  bool bursts = false;
-  device::launch_mode mode = device::launch_mode::persistent;
-  bool burst_done = false;
-  error burst_err;
-  std::atomic<uint64_t> num_launches{0}, burst_packets{0}, busy_ns{0}, idle_ns{0};
-
-  ~runner_state();
-  error poll_finished(bool* finished);  // with mu held
-  void finish();                        // with mu held, kernel known to be done
 };
 
 namespace {
@@ -108,16 +76,10 @@ error runner_state::poll_finished(bool* finished) {
     std::lock_guard lk(done_mu);
     *finished = done == threads.size();
   } else {
-#if defined(GNIO_HAVE_CUDA)
-    cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
-    if (e == cudaErrorNotReady) return {};
-    *finished = true;
-    if (e != cudaSuccess) {
+    if (auto e = cuda_runner_poll(*this, finished); e) {
       finish();
-      return fail(status::device_fatal_error, "persistent kernel failed: {} ({}); the CUDA context is unusable",
-                  cudaGetErrorName(e), cudaGetErrorString(e));
+      return e;
     }
-#endif
   }
   if (*finished) finish();
   return {};
@@ -125,13 +87,7 @@ error runner_state::poll_finished(bool* finished) {
 
 runner_state::~runner_state() {
   if (phase == run_phase::running) return;  // only reached through the abandoned list at exit
-#if defined(GNIO_HAVE_CUDA)
-  if (stream) {
-    (void)gpu->dev->bind_thread();
-    if (cudaStreamDestroy(static_cast<cudaStream_t>(stream)) != cudaSuccess)
-      log(log_level::warn, "cudaStreamDestroy failed while destroying a runner");
-  }
-#endif
+  if (stream) cuda_runner_close(*this);
   if (exit_flag.host_ptr) gpu->dev->release(exit_flag);
   if (!body.empty()) gpu->dev->release(body);
   gpu->children.fetch_sub(1);
@@ -185,41 +141,11 @@ bool prefer_eager_module_loading() noexcept {
   return ::setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
 }
 
-module_loading cuda_module_loading() noexcept {
-#if defined(GNIO_HAVE_CUDA)
-  // cuModuleGetLoadingMode is a driver-API call; reach it through the
-  // runtime's entry-point lookup rather than linking libcuda.
-  using get_mode_fn = int (*)(int*);
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 11070, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || fn == nullptr) {
-    (void)cudaGetLastError();
-    return module_loading::unknown;
-  }
-  int mode = 0;
-  if (reinterpret_cast<get_mode_fn>(fn)(&mode) != 0) return module_loading::unknown;
-  constexpr int cu_module_eager_loading = 0x1, cu_module_lazy_loading = 0x2;  // CUmoduleLoadingMode
-  if (mode == cu_module_eager_loading) return module_loading::eager;
-  if (mode == cu_module_lazy_loading) return module_loading::lazy;
-#endif
-  return module_loading::unknown;
-}
-
 error preload_kernel(const void* kernel) {
   if (kernel == nullptr) return fail(status::invalid_value, "preload_kernel: no kernel (a null function address)");
-#if defined(GNIO_HAVE_CUDA)
-  cudaFuncAttributes a{};
-  if (cudaError_t e = cudaFuncGetAttributes(&a, kernel); e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return fail(status::driver, "preload_kernel: cudaFuncGetAttributes: {} ({}); is the address a __global__ function?",
-                cudaGetErrorName(e), cudaGetErrorString(e));
-  }
+  if (auto e = detail::cuda_preload_kernel(kernel); e) return e;
   g_preloaded.store(true, std::memory_order_relaxed);
   return {};
-#else
-  return fail(status::not_supported, "preload_kernel: gnio was built without CUDA");
-#endif
 }
 
 result<kernel_runner> kernel_runner::create(gpu& g, std::vector<port*> ports) {
@@ -238,16 +164,8 @@ result<kernel_runner> kernel_runner::create(gpu& g, std::vector<port*> ports) {
   }
   st->exit_flag = *flag;
   st->gpu->children.fetch_add(1);
-#if defined(GNIO_HAVE_CUDA)
-  if (st->gpu->info.executor == executor_kind::cuda) {
-    if (auto e = st->gpu->dev->bind_thread(); e) return e;
-    cudaStream_t s = nullptr;
-    // Non-blocking: the persistent kernel must not serialize with work on the legacy default stream.
-    if (cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); e != cudaSuccess)
-      return fail(status::driver, "cudaStreamCreateWithFlags: {}", cudaGetErrorString(e));
-    st->stream = s;
-  }
-#endif
+  if (st->gpu->info.executor == executor_kind::cuda)
+    if (auto e = detail::cuda_runner_open(*st); e) return e;
   return kernel_runner(std::move(st));
 }
 
@@ -261,9 +179,9 @@ bool kernel_runner::running() const {
   return !finished;
 }
 
-namespace {
+namespace detail {
 
-error check_launch(detail::runner_state& s) {
+error check_launch(runner_state& s) {
   if (s.phase == detail::run_phase::running)
     return fail(status::bad_state, "launch: this runner's kernel is already running");
   for (auto& p : s.ports) {
@@ -277,7 +195,7 @@ error check_launch(detail::runner_state& s) {
   return {};
 }
 
-device::exec_ctx make_ctx(const detail::runner_state& s, uint32_t num_blocks) {
+device::exec_ctx make_ctx(const runner_state& s, uint32_t num_blocks) {
   device::exec_ctx c{};
   c.block = 0;
   c.num_blocks = num_blocks;
@@ -289,7 +207,7 @@ device::exec_ctx make_ctx(const detail::runner_state& s, uint32_t num_blocks) {
   return c;
 }
 
-void reset_stats(detail::runner_state& s, device::launch_mode mode) {
+void reset_stats(runner_state& s, device::launch_mode mode) {
   s.mode = mode;
   s.num_launches.store(mode == device::launch_mode::persistent ? 1 : 0, std::memory_order_relaxed);
   s.burst_packets.store(0, std::memory_order_relaxed);
@@ -297,9 +215,9 @@ void reset_stats(detail::runner_state& s, device::launch_mode mode) {
   s.idle_ns.store(0, std::memory_order_relaxed);
 }
 
-}  // namespace
+}  // namespace detail
 
-device::exec_ctx kernel_runner::ctx(uint32_t num_blocks) const { return make_ctx(*state_, num_blocks); }
+device::exec_ctx kernel_runner::ctx(uint32_t num_blocks) const { return detail::make_ctx(*state_, num_blocks); }
 
 launch_stats kernel_runner::stats() const {
   launch_stats st;
@@ -315,37 +233,6 @@ launch_stats kernel_runner::stats() const {
   return st;
 }
 
-error kernel_runner::launch_host(uint32_t num_blocks, std::function<void(const device::exec_ctx&)> body) {
-  if (!state_) return fail(status::bad_state, "launch: the runner was destroyed");
-  auto& s = *state_;
-  std::lock_guard lk(s.mu);
-  if (s.gpu->info.executor != executor_kind::host)
-    return fail(status::invalid_value, "launch_host: this runner belongs to a CUDA GPU");
-  if (num_blocks > 4096)
-    return fail(status::invalid_value, "launch: {} host threads is too many (max 4096)", num_blocks);
-  if (auto e = check_launch(s); e) return e;
-  {
-    std::lock_guard d(s.done_mu);
-    s.done = 0;
-  }
-  for (auto& p : s.ports) p->kernels_running.fetch_add(1);
-  s.phase = detail::run_phase::running;
-  reset_stats(s, device::launch_mode::persistent);
-  const device::exec_ctx base = ctx(num_blocks);
-  for (uint32_t b = 0; b < num_blocks; ++b) {
-    device::exec_ctx c = base;
-    c.block = b;
-    auto* st = &s;
-    s.threads.emplace_back([st, c, body] {
-      body(c);
-      std::lock_guard d(st->done_mu);
-      ++st->done;
-      st->done_cv.notify_all();
-    });
-  }
-  return {};
-}
-
 result<void*> kernel_runner::begin_cuda_launch(uint32_t num_blocks) {
   (void)num_blocks;
   if (!state_) return fail(status::bad_state, "launch: the runner was destroyed");
@@ -355,7 +242,7 @@ result<void*> kernel_runner::begin_cuda_launch(uint32_t num_blocks) {
     s.mu.unlock();
     return fail(status::invalid_value, "launch: this runner belongs to the host executor");
   }
-  if (auto e = check_launch(s); e) {
+  if (auto e = detail::check_launch(s); e) {
     s.mu.unlock();
     return e;
   }
@@ -375,18 +262,10 @@ result<void*> kernel_runner::begin_cuda_launch(uint32_t num_blocks) {
 error kernel_runner::end_cuda_launch(int cuda_error) {
   auto& s = *state_;
   std::unique_lock lk(s.mu, std::adopt_lock);
-#if defined(GNIO_HAVE_CUDA)
-  if (cuda_error != 0) {
-    auto e = static_cast<cudaError_t>(cuda_error);
-    return fail(status::driver, "kernel launch failed: {} ({}); check the GPU architecture this binary was built for",
-                cudaGetErrorName(e), cudaGetErrorString(e));
-  }
-#else
-  (void)cuda_error;
-#endif
+  if (auto e = detail::cuda_launch_error(cuda_error); e) return e;
   for (auto& p : s.ports) p->kernels_running.fetch_add(1);
   s.phase = detail::run_phase::running;
-  reset_stats(s, device::launch_mode::persistent);
+  detail::reset_stats(s, device::launch_mode::persistent);
   return {};
 }
 
@@ -426,106 +305,17 @@ bool ended(const detail::watched_rxq& q) {
   return device::sys_atomic_ref<const uint32_t>(*q.eos).load(cuda::std::memory_order_acquire) != 0u;
 }
 
-// Host executor, more than one block: blocks 1.. run on threads of their own,
-// started once; each burst wakes them (a generation count) and waits until
-// all have returned. The driver runs block 0 itself.
-class host_blocks {
- public:
-  host_blocks(uint32_t num_blocks, const device::exec_ctx& base,
-              const std::function<void(const device::exec_ctx&)>& body)
-      : base_(base), body_(body) {
-    try {
-      for (uint32_t b = 1; b < num_blocks; ++b) workers_.emplace_back([this, b] { work(b); });
-    } catch (...) {
-      quit();  // the threads started so far, before the error goes on
-      throw;
-    }
-  }
-  ~host_blocks() { quit(); }
-  host_blocks(const host_blocks&) = delete;
-  host_blocks& operator=(const host_blocks&) = delete;
-
-  void run_once() {
-    {
-      std::lock_guard lk(mu_);
-      ++gen_;
-      left_ = static_cast<uint32_t>(workers_.size());
-    }
-    go_.notify_all();
-    device::exec_ctx c = base_;  // a fresh context per launch: batches == 0
-    c.block = 0;
-    body_(c);
-    std::unique_lock lk(mu_);
-    done_.wait(lk, [&] { return left_ == 0; });
-  }
-
- private:
-  void quit() {
-    {
-      std::lock_guard lk(mu_);
-      quit_ = true;
-    }
-    go_.notify_all();
-    for (auto& t : workers_) t.join();
-    workers_.clear();
-  }
-
-  void work(uint32_t b) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock lk(mu_);
-        go_.wait(lk, [&] { return quit_ || gen_ != seen; });
-        if (quit_) return;
-        seen = gen_;
-      }
-      device::exec_ctx c = base_;
-      c.block = b;
-      body_(c);
-      std::lock_guard lk(mu_);
-      if (--left_ == 0) done_.notify_all();
-    }
-  }
-
-  device::exec_ctx base_;
-  const std::function<void(const device::exec_ctx&)>& body_;
-  std::mutex mu_;
-  std::condition_variable go_, done_;
-  uint64_t gen_ = 0;
-  uint32_t left_ = 0;
-  bool quit_ = false;
-  std::vector<std::thread> workers_;
-};
-
-#if defined(GNIO_HAVE_CUDA)
-error cuda_error(status s, std::string_view what, cudaError_t e, std::string_view next) {
-  return fail(s, "{}: {} ({}); {}", what, cudaGetErrorName(e), cudaGetErrorString(e), next);
-}
-#endif
-
 // The driver thread of a per-burst launch: waits for a burst in the watched
 // queues, runs the kernel over it, waits for it, and repeats until every
 // queue has ended and nothing is left, the exit flag is set, or a launch
 // fails. Reports through s->burst_done / burst_err.
 void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, launch_dims dims,
-                detail::burst_launcher l, void* graph_exec) {
-  error err;
-  const bool cuda = s->gpu->info.executor == executor_kind::cuda;
-  [[maybe_unused]] const bool graph = graph_exec != nullptr;
+                std::unique_ptr<detail::burst_exec> x) {
   const auto* exit_flag = static_cast<const uint32_t*>(s->exit_flag.host_ptr);
-  if (cuda) err = s->gpu->dev->bind_thread();
-  std::optional<host_blocks> pool;
-  device::exec_ctx base = make_ctx(*s, dims.blocks);
+  device::exec_ctx base = detail::make_ctx(*s, dims.blocks);
   base.mode = dims.mode;
   base.poll = dims.poll;
-  if (!cuda && dims.blocks > 1) {
-    try {
-      pool.emplace(dims.blocks, base, l.host);
-    } catch (const std::system_error& e) {
-      err = fail(status::no_memory, "launch per burst: could not start {} host threads for the blocks: {}",
-                 dims.blocks - 1, e.what());
-    }
-  }
+  error err = x->start(base);
 
   const size_t nq = qs.size();
   std::vector<uint32_t> seen(nq, 0);   // ready entries found from the consumer index so far
@@ -581,31 +371,7 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
     for (size_t i = 0; i < nq; ++i) before[i] = consumer_index(qs[i]);
     const uint64_t t0 = steady_ns();
     s->idle_ns.fetch_add(t0 - idle_from, std::memory_order_relaxed);
-    if (cuda) {
-#if defined(GNIO_HAVE_CUDA)
-      auto stream = static_cast<cudaStream_t>(s->stream);
-      cudaError_t e = graph ? cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph_exec), stream)
-                            : static_cast<cudaError_t>(l.cuda(s->stream));
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        err =
-            cuda_error(status::driver, graph ? "launch per burst: cudaGraphLaunch" : "launch per burst: kernel launch",
-                       e, "check the GPU architecture this binary was built for and the launch dimensions");
-        break;
-      }
-      e = cudaStreamSynchronize(stream);
-      if (e != cudaSuccess) {
-        err = cuda_error(status::device_fatal_error, "a kernel launched per burst failed", e,
-                         "the CUDA context is unusable");
-        break;
-      }
-#endif
-    } else if (pool) {
-      pool->run_once();
-    } else {
-      device::exec_ctx c = base;  // a fresh context per launch: batches == 0
-      l.host(c);
-    }
+    if (err = x->run_once(); err) break;
     const uint64_t t1 = steady_ns();
     idle_from = t1;
     uint64_t took = 0;
@@ -620,13 +386,8 @@ void burst_main(detail::runner_state* s, std::vector<detail::watched_rxq> qs, la
     stalled = took == 0;
     stalled_at = total;
   }
-  pool.reset();
-#if defined(GNIO_HAVE_CUDA)
-  if (graph) {
-    if (cudaError_t e = cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec)); e != cudaSuccess && !err)
-      err = cuda_error(status::driver, "launch per burst: cudaGraphExecDestroy", e, "the CUDA context may be unusable");
-  }
-#endif
+  if (auto e = x->finish(); e && !err) err = std::move(e);
+  x.reset();
   std::lock_guard d(s->done_mu);
   s->burst_err = std::move(err);
   s->burst_done = true;
@@ -677,7 +438,7 @@ error kernel_runner::launch_bursts(const launch_dims& dims, detail::burst_launch
   if (cuda ? !l.cuda || !l.kernel : !l.host)
     return fail(status::invalid_value, "launch_bursts: no way to run the body on this executor");
   std::unique_lock lk(s.mu);
-  if (auto e = check_launch(s); e) return e;
+  if (auto e = detail::check_launch(s); e) return e;
   auto qs = watched_queues(s);
   if (qs.empty())
     return fail(status::invalid_value,
@@ -691,68 +452,23 @@ error kernel_runner::launch_bursts(const launch_dims& dims, detail::burst_launch
                   "launch: burst {} is larger than RX queue {} of port {} ({} descriptors): that burst can never be "
                   "ready; use a burst of at most the smallest ring",
                   dims.burst, q.port_queue, q.port, q.num_descs);
-  void* graph_exec = nullptr;
-#if defined(GNIO_HAVE_CUDA)
-  if (cuda) {
-    if (auto e = s.gpu->dev->bind_thread(); e) return e;
-    // Load the kernel's module now: the first launch then needs no lazy load
-    // (which could wait for another runner's persistent kernel), and the
-    // graph below is captured from a loaded module.
-    cudaFuncAttributes a{};
-    if (cudaError_t e = cudaFuncGetAttributes(&a, l.kernel); e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return cuda_error(status::driver, "launch: cudaFuncGetAttributes", e,
-                        "check the GPU architecture this binary was built for");
-    }
-    if (dims.mode == device::launch_mode::graph) {
-      auto stream = static_cast<cudaStream_t>(s.stream);
-      if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
-        return cuda_error(status::driver, "launch: cudaStreamBeginCapture", e, "is the runner's stream in use?");
-      const auto launched = static_cast<cudaError_t>(l.cuda(s.stream));
-      cudaGraph_t graph = nullptr;
-      const cudaError_t ended_capture = cudaStreamEndCapture(stream, &graph);
-      if (launched != cudaSuccess || ended_capture != cudaSuccess) {
-        if (graph) (void)cudaGraphDestroy(graph);
-        (void)cudaGetLastError();
-        return cuda_error(status::driver, "launch: capturing the kernel launch into a CUDA graph",
-                          launched != cudaSuccess ? launched : ended_capture,
-                          "check the launch dimensions and the GPU architecture this binary was built for");
-      }
-      cudaGraphExec_t exec = nullptr;
-      cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-      const cudaError_t destroyed = cudaGraphDestroy(graph);
-      if (e == cudaSuccess && destroyed != cudaSuccess) e = destroyed;
-      // Uploaded once, so the first replay costs what every other one does.
-      if (e == cudaSuccess) e = cudaGraphUpload(exec, stream);
-      if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-      if (e != cudaSuccess) {
-        if (exec) (void)cudaGraphExecDestroy(exec);
-        (void)cudaGetLastError();
-        return cuda_error(status::driver, "launch: instantiating the CUDA graph", e,
-                          "the CUDA context may be unusable");
-      }
-      graph_exec = exec;
-    }
-  }
-#endif
+  auto x = cuda ? detail::cuda_bursts(s, dims, std::move(l)) : detail::host_bursts(dims, std::move(l));
+  if (!x) return x.err();
   {
     std::lock_guard d(s.done_mu);
     s.burst_done = false;
     s.burst_err = {};
   }
-  reset_stats(s, dims.mode);
+  detail::reset_stats(s, dims.mode);
   for (auto& p : s.ports) p->kernels_running.fetch_add(1);
   s.phase = detail::run_phase::running;
   s.bursts = true;
   try {
-    s.threads.emplace_back(burst_main, &s, std::move(qs), dims, std::move(l), graph_exec);
+    s.threads.emplace_back(burst_main, &s, std::move(qs), dims, std::move(*x));
   } catch (const std::system_error& e) {
     for (auto& p : s.ports) p->kernels_running.fetch_sub(1);
     s.phase = detail::run_phase::idle;
     s.bursts = false;
-#if defined(GNIO_HAVE_CUDA)
-    if (graph_exec) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec));
-#endif
     return fail(status::no_memory, "launch: could not start the per-burst driver thread: {}", e.what());
   }
   return {};
