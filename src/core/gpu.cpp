@@ -37,32 +37,8 @@ bool parse_mem_type(std::string_view text, mem_type& out) noexcept {
 
 std::string_view to_string(executor_kind k) noexcept { return k == executor_kind::cuda ? "cuda" : "host"; }
 
-bool built_with_cuda() noexcept {
-#if defined(GNIO_HAVE_CUDA)
-  return true;
-#else
-  return false;
-#endif
-}
-
-std::vector<gpu_info> list_gpus(std::string* why) {
-#if defined(GNIO_HAVE_CUDA)
-  return detail::cuda_list(why);
-#else
-  if (why) *why = "gnio was built without CUDA (GNIO_BUILD_CUDA=OFF or no nvcc at configure time)";
-  return {};
-#endif
-}
-
-cuda_env query_cuda_env() {
-#if defined(GNIO_HAVE_CUDA)
-  return detail::cuda_query_env();
-#else
-  cuda_env e;
-  e.error = "gnio was built without CUDA";
-  return e;
-#endif
-}
+// built_with_cuda, list_gpus and query_cuda_env: exec/cuda/cuda_device.cpp,
+// or exec/no_cuda.cpp in a build without CUDA.
 
 namespace detail {
 

@@ -1,12 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// What cuda/cuda_runner.cpp provides, in a build without CUDA. No runner has
-// a CUDA GPU there, so the runner's CUDA seams are never reached; the public
-// calls answer that CUDA is missing.
+// What cuda/ provides, in a build without CUDA. No runner has a CUDA GPU
+// there, so the runner's CUDA seams are never reached; the public calls
+// answer that CUDA is missing.
 #include "runner_internal.hpp"
 
 namespace gnio {
 
 using detail::fail;
+
+bool built_with_cuda() noexcept { return false; }
+
+std::vector<gpu_info> list_gpus(std::string* why) {
+  if (why) *why = "gnio was built without CUDA (GNIO_BUILD_CUDA=OFF or no nvcc at configure time)";
+  return {};
+}
+
+cuda_env query_cuda_env() {
+  cuda_env e;
+  e.error = "gnio was built without CUDA";
+  return e;
+}
 
 module_loading cuda_module_loading() noexcept { return module_loading::unknown; }
 

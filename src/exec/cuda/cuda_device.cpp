@@ -333,3 +333,13 @@ result<std::unique_ptr<device_ops>> make_cuda_device(int ordinal, gpu_info* info
 }
 
 }  // namespace gnio::detail
+
+namespace gnio {
+
+bool built_with_cuda() noexcept { return true; }
+
+std::vector<gpu_info> list_gpus(std::string* why) { return detail::cuda_list(why); }
+
+cuda_env query_cuda_env() { return detail::cuda_query_env(); }
+
+}  // namespace gnio
