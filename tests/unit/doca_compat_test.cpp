@@ -3,10 +3,12 @@
 // on the host executor: error codes, PCIe addresses, device discovery,
 // queue types, calls out of order, capability answers, argp, the receive
 // path of the simple_receive sample on a capture, and the send paths of the
-// simple_send and send_wait_time samples into a capture file.
+// simple_send and send_wait_time samples into a capture file, and the
+// semaphores of the GPU packet processing application.
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,7 @@
 #include <doca_gpunetio.h>
 #include <doca_gpunetio_dev_eth_rxq.cuh>
 #include <doca_gpunetio_dev_eth_txq.cuh>
+#include <doca_gpunetio_dev_sem.cuh>
 #include <doca_mmap.h>
 
 #include <gnio/gpu.hpp>
@@ -745,6 +748,174 @@ TEST(DocaCompat, ArgpParsesTheSamplesOptions) {
   EXPECT_EQ(parse(e, {"-g", "a", "-n", "b", "--bogus"}), DOCA_ERROR_INVALID_VALUE);
   argp_cfg f;
   EXPECT_EQ(parse(f, {"-g", "a", "-n", "b", "-e", "x"}), DOCA_ERROR_INVALID_VALUE);
+}
+
+// What the application's receive kernels hand the CPU per item (like its
+// UDP statistics): counters, 16-byte aligned records.
+struct sem_stats {
+  uint64_t seq;
+  uint64_t bytes;
+  uint32_t packets;
+};
+
+// The application's semaphore hand-off, with a host thread playing the
+// kernel: it fills the items of a ring of 8 in order through the device
+// calls (waiting for FREE, writing the custom info, marking READY), and the
+// CPU reads 1000 of them in order with the host calls, checks each one's
+// custom info and marks it FREE again.
+TEST(DocaCompat, SemaphoreHandsItemsFromKernelToCpu) {
+  doca_gpu* g = nullptr;
+  ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
+  doca_gpu_semaphore* sem = nullptr;
+  EXPECT_EQ(doca_gpu_semaphore_create(nullptr, &sem), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_gpu_semaphore_create(g, &sem), DOCA_SUCCESS);
+  doca_gpu_semaphore_gpu* h = nullptr;
+  doca_gpu_semaphore_status st = DOCA_GPU_SEMAPHORE_STATUS_ERROR;
+  void* custom = nullptr;
+  EXPECT_EQ(doca_gpu_semaphore_get_gpu_handle(sem, &h), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_get_status(sem, 0, &st), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_start(sem), DOCA_ERROR_BAD_STATE);  // no number of items
+  EXPECT_EQ(doca_gpu_semaphore_set_items_num(sem, 0), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_items_num(sem, (1u << 20) + 1), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_memory_type(sem, static_cast<doca_gpu_mem_type>(7)), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_custom_info(sem, 0, DOCA_GPU_MEM_TYPE_CPU_GPU), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_custom_info(sem, (1u << 16) + 1, DOCA_GPU_MEM_TYPE_CPU_GPU),
+            DOCA_ERROR_INVALID_VALUE);
+  constexpr uint32_t k_items = 8;
+  ASSERT_EQ(doca_gpu_semaphore_set_memory_type(sem, DOCA_GPU_MEM_TYPE_CPU_GPU), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_set_items_num(sem, k_items), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_set_custom_info(sem, sizeof(sem_stats), DOCA_GPU_MEM_TYPE_CPU_GPU), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_start(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_semaphore_start(sem), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_set_items_num(sem, 4), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_set_memory_type(sem, DOCA_GPU_MEM_TYPE_GPU), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_set_custom_info(sem, 8, DOCA_GPU_MEM_TYPE_CPU_GPU), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_destroy(sem), DOCA_ERROR_BAD_STATE);  // still started
+  EXPECT_EQ(doca_gpu_semaphore_get_gpu_handle(sem, nullptr), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_gpu_semaphore_get_gpu_handle(sem, &h), DOCA_SUCCESS);
+  ASSERT_NE(h, nullptr);
+
+  // Every item starts FREE with zeroed custom info, on both sides.
+  for (uint32_t i = 0; i < k_items; ++i) {
+    ASSERT_EQ(doca_gpu_semaphore_get_status(sem, i, &st), DOCA_SUCCESS);
+    EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_FREE);
+    ASSERT_EQ(doca_gpu_dev_semaphore_get_status(h, i, &st), DOCA_SUCCESS);
+    EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_FREE);
+    ASSERT_EQ(doca_gpu_semaphore_get_custom_info_addr(sem, i, &custom), DOCA_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(custom) % 16, 0u);
+    EXPECT_EQ(static_cast<const sem_stats*>(custom)->seq, 0u);
+  }
+  // Bad arguments, host and device.
+  EXPECT_EQ(doca_gpu_semaphore_get_status(sem, k_items, &st), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_get_status(sem, 0, nullptr), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_get_status(nullptr, 0, &st), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_status(sem, k_items, DOCA_GPU_SEMAPHORE_STATUS_FREE), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_set_status(sem, 0, static_cast<doca_gpu_semaphore_status>(6)), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_get_custom_info_addr(sem, k_items, &custom), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_get_status(h, k_items, &st), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_get_status(nullptr, 0, &st), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_set_status(h, k_items, DOCA_GPU_SEMAPHORE_STATUS_READY), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_set_status(h, 0, static_cast<doca_gpu_semaphore_status>(9)),
+            DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_get_custom_info_addr(h, k_items, &custom), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_semaphore_get_custom_info_addr(nullptr, 0, &custom), DOCA_ERROR_INVALID_VALUE);
+  // Nothing above changed an item.
+  for (uint32_t i = 0; i < k_items; ++i) {
+    ASSERT_EQ(doca_gpu_semaphore_get_status(sem, i, &st), DOCA_SUCCESS);
+    EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_FREE);
+  }
+
+  constexpr uint32_t k_total = 1000;
+  std::atomic<bool> kernel_failed{false};
+  std::thread kernel([h, &kernel_failed] {
+    for (uint32_t n = 0; n < k_total; ++n) {
+      const uint32_t idx = n % k_items;
+      doca_gpu_semaphore_status s = DOCA_GPU_SEMAPHORE_STATUS_READY;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      do {
+        if (doca_gpu_dev_semaphore_get_status(h, idx, &s) != DOCA_SUCCESS ||
+            std::chrono::steady_clock::now() > deadline) {
+          kernel_failed = true;
+          return;
+        }
+      } while (s != DOCA_GPU_SEMAPHORE_STATUS_FREE);
+      void* addr = nullptr;
+      if (doca_gpu_dev_semaphore_get_custom_info_addr(h, idx, &addr) != DOCA_SUCCESS) {
+        kernel_failed = true;
+        return;
+      }
+      auto* stats = static_cast<sem_stats*>(addr);
+      stats->seq = n + 1;
+      stats->bytes = uint64_t{n} * 60;
+      stats->packets = n % 32;
+      if (doca_gpu_dev_semaphore_set_status(h, idx, DOCA_GPU_SEMAPHORE_STATUS_READY) != DOCA_SUCCESS) {
+        kernel_failed = true;
+        return;
+      }
+    }
+  });
+  uint32_t got = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got < k_total && std::chrono::steady_clock::now() < deadline && !kernel_failed) {
+    const uint32_t idx = got % k_items;
+    ASSERT_EQ(doca_gpu_semaphore_get_status(sem, idx, &st), DOCA_SUCCESS);
+    if (st != DOCA_GPU_SEMAPHORE_STATUS_READY) {
+      EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_FREE) << "item " << got;
+      continue;
+    }
+    ASSERT_EQ(doca_gpu_semaphore_get_custom_info_addr(sem, idx, &custom), DOCA_SUCCESS);
+    const auto* stats = static_cast<const sem_stats*>(custom);
+    EXPECT_EQ(stats->seq, got + 1u) << "items arrive in order, each with its own custom info";
+    EXPECT_EQ(stats->bytes, uint64_t{got} * 60);
+    EXPECT_EQ(stats->packets, got % 32);
+    ASSERT_EQ(doca_gpu_semaphore_set_status(sem, idx, DOCA_GPU_SEMAPHORE_STATUS_FREE), DOCA_SUCCESS);
+    ++got;
+  }
+  kernel.join();
+  EXPECT_FALSE(kernel_failed.load());
+  EXPECT_EQ(got, k_total);
+
+  // The other statuses pass both ways: the CPU marks DONE and EXIT, a
+  // kernel reads them; a kernel marks HOLD, the CPU reads it.
+  ASSERT_EQ(doca_gpu_semaphore_set_status(sem, 3, DOCA_GPU_SEMAPHORE_STATUS_DONE), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_set_status(sem, 4, DOCA_GPU_SEMAPHORE_STATUS_EXIT), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_dev_semaphore_get_status(h, 3, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_DONE);
+  ASSERT_EQ(doca_gpu_dev_semaphore_get_status(h, 4, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_EXIT);
+  ASSERT_EQ(doca_gpu_dev_semaphore_set_status(h, 5, DOCA_GPU_SEMAPHORE_STATUS_HOLD), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_get_status(sem, 5, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_HOLD);
+
+  EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_get_status(sem, 0, &st), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_gpu_semaphore_get_gpu_handle(sem, &h), DOCA_ERROR_BAD_STATE);
+  // Restarted, it starts over: every item FREE.
+  ASSERT_EQ(doca_gpu_semaphore_start(sem), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_get_status(sem, 5, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_FREE);
+  EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_semaphore_destroy(sem), DOCA_SUCCESS);
+
+  // GPU memory (the application's HTTP hand-off between kernels), no custom
+  // info: statuses pass from one kernel to another; asking for custom info
+  // is an error on both sides.
+  ASSERT_EQ(doca_gpu_semaphore_create(g, &sem), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_set_memory_type(sem, DOCA_GPU_MEM_TYPE_GPU), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_set_items_num(sem, 2), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_start(sem), DOCA_SUCCESS);
+  ASSERT_EQ(doca_gpu_semaphore_get_gpu_handle(sem, &h), DOCA_SUCCESS);
+  std::thread producer([h] { (void)doca_gpu_dev_semaphore_set_status(h, 1, DOCA_GPU_SEMAPHORE_STATUS_READY); });
+  producer.join();
+  ASSERT_EQ(doca_gpu_dev_semaphore_get_status(h, 1, &st), DOCA_SUCCESS);
+  EXPECT_EQ(st, DOCA_GPU_SEMAPHORE_STATUS_READY);
+  EXPECT_EQ(doca_gpu_dev_semaphore_get_custom_info_addr(h, 0, &custom), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_get_custom_info_addr(sem, 0, &custom), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_semaphore_destroy(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
 }
 
 }  // namespace

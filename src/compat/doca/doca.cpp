@@ -37,6 +37,7 @@
 #include "doca_gpunetio.h"
 #include "doca_gpunetio_dev_eth_rxq.cuh"
 #include "doca_gpunetio_dev_eth_txq.cuh"
+#include "doca_gpunetio_dev_sem.cuh"
 #include "doca_log.h"
 #include "doca_mmap.h"
 #include "doca_pe.h"
@@ -44,6 +45,7 @@
 #include "gnio/gpu.hpp"
 #include "gnio/log.hpp"
 #include "gnio/port.hpp"
+#include "gnio/semaphore.hpp"
 #include "gnio/status.hpp"
 
 // --- Objects
@@ -167,6 +169,17 @@ struct doca_flow_pipe {
 
 struct doca_pe {
   int unused = 0;
+};
+
+struct doca_gpu_semaphore {
+  doca_gpu* gpu = nullptr;
+  doca_gpu_mem_type mem_type = DOCA_GPU_MEM_TYPE_CPU_GPU;  // recorded only
+  doca_gpu_mem_type custom_mem_type = DOCA_GPU_MEM_TYPE_CPU_GPU;
+  uint32_t num_items = 0;
+  uint32_t custom_bytes = 0;  // as asked; each record is rounded up to 16
+  gnio::semaphore sem;        // valid while started
+  gnio::device::sem host;     // the CPU's view of sem
+  gnio::mem_block handle;     // a doca_gpu_semaphore_gpu in executor memory
 };
 
 namespace {
@@ -1104,6 +1117,148 @@ uint8_t doca_pe_progress(doca_pe*) { return 0; }
 doca_error_t doca_pe_connect_ctx(doca_pe* pe, doca_ctx* ctx) {
   if (!pe || !ctx) return DOCA_ERROR_INVALID_VALUE;
   return DOCA_ERROR_NOT_SUPPORTED;  // no CPU-side events in gnio's data path yet
+}
+
+// --- Semaphores: gnio::semaphore
+// ------------------------------------------------------
+
+namespace {
+bool mem_type_ok(doca_gpu_mem_type t) {
+  return t == DOCA_GPU_MEM_TYPE_GPU || t == DOCA_GPU_MEM_TYPE_GPU_CPU || t == DOCA_GPU_MEM_TYPE_CPU_GPU;
+}
+bool sem_running(const doca_gpu_semaphore& s) { return s.sem.valid(); }
+// Copies obj into a new block of executor memory of the GPU, where kernels
+// read their handles.
+gnio::result<gnio::mem_block> to_exec(doca_gpu& g, const void* obj, size_t bytes) {
+  auto h = g.g.alloc(bytes, gnio::mem_type::gpu);
+  if (!h) return h;
+  if (auto e = g.g.copy_to_block(*h, 0, obj, bytes); e) {
+    (void)g.g.free(*h);
+    return e;
+  }
+  return h;
+}
+}  // namespace
+
+doca_error_t doca_gpu_semaphore_create(doca_gpu* gpu_dev, doca_gpu_semaphore** semaphore) {
+  if (!gpu_dev || !semaphore) return DOCA_ERROR_INVALID_VALUE;
+  auto* s = new doca_gpu_semaphore;
+  s->gpu = gpu_dev;
+  *semaphore = s;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_destroy(doca_gpu_semaphore* semaphore) {
+  if (!semaphore) return DOCA_ERROR_INVALID_VALUE;
+  if (sem_running(*semaphore))
+    return fail("doca_gpu_semaphore_destroy", DOCA_ERROR_BAD_STATE,
+                "the semaphore is started (doca_gpu_semaphore_stop first)");
+  delete semaphore;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_set_memory_type(doca_gpu_semaphore* semaphore, doca_gpu_mem_type mtype) {
+  if (!semaphore || !mem_type_ok(mtype)) return DOCA_ERROR_INVALID_VALUE;
+  if (sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  semaphore->mem_type = mtype;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_set_items_num(doca_gpu_semaphore* semaphore, uint32_t num_items) {
+  if (!semaphore || num_items == 0 || num_items > (1u << 20)) return DOCA_ERROR_INVALID_VALUE;
+  if (sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  semaphore->num_items = num_items;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_set_custom_info(doca_gpu_semaphore* semaphore, uint32_t nbytes,
+                                                doca_gpu_mem_type mtype) {
+  if (!semaphore || nbytes == 0 || nbytes > (1u << 16) || !mem_type_ok(mtype)) return DOCA_ERROR_INVALID_VALUE;
+  if (sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  semaphore->custom_bytes = nbytes;
+  semaphore->custom_mem_type = mtype;
+  return DOCA_SUCCESS;
+}
+
+// gnio::semaphore places items and custom bytes in pinned host memory mapped
+// for the GPU (cpu_gpu) whatever type was asked for: both sides, and the
+// CPU calls below, see the same bytes.
+doca_error_t doca_gpu_semaphore_start(doca_gpu_semaphore* semaphore) {
+  if (!semaphore) return DOCA_ERROR_INVALID_VALUE;
+  if (sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  if (semaphore->num_items == 0)
+    return fail("doca_gpu_semaphore_start", DOCA_ERROR_BAD_STATE,
+                "no number of items set (doca_gpu_semaphore_set_items_num first)");
+  // Records 16-byte aligned, as gnio's items are, so a kernel may cast them
+  // to structures of 64-bit counters.
+  const uint32_t stride = (semaphore->custom_bytes + 15u) & ~15u;
+  auto sem = gnio::semaphore::create(semaphore->gpu->g, semaphore->num_items, stride);
+  if (!sem) return fail("doca_gpu_semaphore_start", sem.err());
+  const doca_gpu_semaphore_gpu view{sem->view()};
+  auto h = to_exec(*semaphore->gpu, &view, sizeof view);
+  if (!h) return fail("doca_gpu_semaphore_start", h.err());
+  semaphore->host = sem->host_view();
+  semaphore->handle = *h;
+  semaphore->sem = std::move(*sem);
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_stop(doca_gpu_semaphore* semaphore) {
+  if (!semaphore) return DOCA_ERROR_INVALID_VALUE;
+  if (!sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  (void)semaphore->gpu->g.free(semaphore->handle);
+  semaphore->handle = {};
+  semaphore->host = {};
+  semaphore->sem = gnio::semaphore();
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_get_gpu_handle(doca_gpu_semaphore* semaphore, doca_gpu_semaphore_gpu** semaphore_gpu) {
+  if (!semaphore || !semaphore_gpu) return DOCA_ERROR_INVALID_VALUE;
+  if (!sem_running(*semaphore)) return DOCA_ERROR_BAD_STATE;
+  *semaphore_gpu = static_cast<doca_gpu_semaphore_gpu*>(semaphore->handle.exec_ptr);
+  return DOCA_SUCCESS;
+}
+
+namespace {
+// The checks every CPU-side item call makes.
+doca_error_t check_item(const doca_gpu_semaphore* s, uint32_t idx) {
+  if (!s) return DOCA_ERROR_INVALID_VALUE;
+  if (!sem_running(*s)) return DOCA_ERROR_BAD_STATE;
+  return idx < s->num_items ? DOCA_SUCCESS : DOCA_ERROR_INVALID_VALUE;
+}
+}  // namespace
+
+doca_error_t doca_gpu_semaphore_get_status(doca_gpu_semaphore* semaphore, uint32_t idx,
+                                           doca_gpu_semaphore_status* status) {
+  if (!status) return DOCA_ERROR_INVALID_VALUE;
+  if (auto r = check_item(semaphore, idx); r != DOCA_SUCCESS) return r;
+  // sem_get_status's acquire load pairs with the kernel's release store in
+  // doca_gpu_dev_semaphore_set_status: its custom bytes are visible now.
+  *status = static_cast<doca_gpu_semaphore_status>(gnio::device::sem_get_status(semaphore->host, idx));
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_set_status(doca_gpu_semaphore* semaphore, uint32_t idx,
+                                           doca_gpu_semaphore_status status) {
+  if (static_cast<uint32_t>(status) > static_cast<uint32_t>(DOCA_GPU_SEMAPHORE_STATUS_EXIT))
+    return DOCA_ERROR_INVALID_VALUE;
+  if (auto r = check_item(semaphore, idx); r != DOCA_SUCCESS) return r;
+  // sem_set_status's release store pairs with the acquire load of
+  // doca_gpu_dev_semaphore_get_status: the CPU's reads of the item are done
+  // before a kernel that sees FREE refills it.
+  gnio::device::sem_set_status(semaphore->host, idx, static_cast<gnio::device::sem_status>(status));
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_gpu_semaphore_get_custom_info_addr(doca_gpu_semaphore* semaphore, uint32_t idx, void** custom_info) {
+  if (!custom_info) return DOCA_ERROR_INVALID_VALUE;
+  if (auto r = check_item(semaphore, idx); r != DOCA_SUCCESS) return r;
+  if (semaphore->custom_bytes == 0)
+    return fail("doca_gpu_semaphore_get_custom_info_addr", DOCA_ERROR_INVALID_VALUE,
+                "the semaphore has no custom info (doca_gpu_semaphore_set_custom_info before the start)");
+  *custom_info = gnio::device::sem_custom(semaphore->host, idx);
+  return DOCA_SUCCESS;
 }
 
 // --- Ethernet RX queues
