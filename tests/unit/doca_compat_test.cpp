@@ -4,7 +4,7 @@
 // queue types, calls out of order, capability answers, argp, the receive
 // path of the simple_receive sample on a capture, and the send paths of the
 // simple_send and send_wait_time samples into a capture file, and the
-// semaphores of the GPU packet processing application.
+// semaphores and buffer arrays of the GPU packet processing application.
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -29,8 +29,10 @@
 #include <doca_eth_rxq_gpu_data_path.h>
 #include <doca_eth_txq.h>
 #include <doca_eth_txq_gpu_data_path.h>
+#include <doca_buf_array.h>
 #include <doca_flow.h>
 #include <doca_gpunetio.h>
+#include <doca_gpunetio_dev_buf.cuh>
 #include <doca_gpunetio_dev_eth_rxq.cuh>
 #include <doca_gpunetio_dev_eth_txq.cuh>
 #include <doca_gpunetio_dev_sem.cuh>
@@ -915,6 +917,121 @@ TEST(DocaCompat, SemaphoreHandsItemsFromKernelToCpu) {
   EXPECT_EQ(doca_gpu_semaphore_get_custom_info_addr(sem, 0, &custom), DOCA_ERROR_INVALID_VALUE);
   EXPECT_EQ(doca_gpu_semaphore_stop(sem), DOCA_SUCCESS);
   EXPECT_EQ(doca_gpu_semaphore_destroy(sem), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+// The application's HTTP reply buffers: a buffer array over a started mmap
+// of GPU memory, addressed element by element by a kernel (a host thread
+// here), with the calls out of order and the application's teardown order
+// (the mmap destroyed before the array stops).
+TEST(DocaCompat, BufferArrayAddressesTheMmapsElements) {
+  scoped_env env("GNIO_DOCA_DEVICES", "ca:00.0=pcap:file=" + data_dir() + "/http.pcap");
+  doca_dev* dev = open_dev("ca:00.0");
+  ASSERT_NE(dev, nullptr);
+  doca_gpu* g = nullptr;
+  ASSERT_EQ(doca_gpu_create("host", &g), DOCA_SUCCESS);
+  constexpr size_t k_bytes = 16384, k_elem = 1024, k_offset = 512, k_num = 15;
+  void *gpu_ptr = nullptr, *cpu_ptr = nullptr;
+  ASSERT_EQ(doca_gpu_mem_alloc(g, k_bytes, 4096, DOCA_GPU_MEM_TYPE_GPU_CPU, &gpu_ptr, &cpu_ptr), DOCA_SUCCESS);
+  doca_mmap* mmap = nullptr;
+  ASSERT_EQ(doca_mmap_create(&mmap), DOCA_SUCCESS);
+  ASSERT_EQ(doca_mmap_add_dev(mmap, dev), DOCA_SUCCESS);
+  ASSERT_EQ(doca_mmap_set_memrange(mmap, gpu_ptr, k_bytes), DOCA_SUCCESS);
+  ASSERT_EQ(doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_LOCAL_READ_WRITE | DOCA_ACCESS_FLAG_PCI_RELAXED_ORDERING),
+            DOCA_SUCCESS);
+
+  doca_buf_arr* arr = nullptr;
+  doca_gpu_buf_arr* h = nullptr;
+  EXPECT_EQ(doca_buf_arr_create(0, &arr), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_arr_create(k_num, nullptr), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_arr_create(k_num, &arr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_get_gpu_handle(arr, &h), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_stop(arr), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_start(arr), DOCA_ERROR_BAD_STATE);  // no mmap
+  EXPECT_EQ(doca_buf_arr_set_params(arr, nullptr, k_elem, 0), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_arr_set_params(arr, mmap, 0, 0), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_arr_set_target_gpu(arr, nullptr), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_arr_set_params(arr, mmap, k_elem, k_offset), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_start(arr), DOCA_ERROR_BAD_STATE);  // no target GPU
+  ASSERT_EQ(doca_buf_arr_set_target_gpu(arr, g), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_start(arr), DOCA_ERROR_BAD_STATE);  // the mmap is not started
+  ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS);
+  uint32_t mkey = 0;
+  ASSERT_EQ(doca_mmap_get_mkey(mmap, dev, &mkey), DOCA_SUCCESS);
+
+  // One element more than the range holds after the offset.
+  doca_buf_arr* big = nullptr;
+  ASSERT_EQ(doca_buf_arr_create(k_num + 1, &big), DOCA_SUCCESS);
+  ASSERT_EQ(doca_buf_arr_set_params(big, mmap, k_elem, k_offset), DOCA_SUCCESS);
+  ASSERT_EQ(doca_buf_arr_set_target_gpu(big, g), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_start(big), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_arr_set_params(big, mmap, k_elem, k_bytes + 1), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_start(big), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_arr_destroy(big), DOCA_SUCCESS);
+
+  ASSERT_EQ(doca_buf_arr_start(arr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_start(arr), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_set_params(arr, mmap, 64, 0), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_set_target_gpu(arr, g), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_destroy(arr), DOCA_ERROR_BAD_STATE);  // still started
+  ASSERT_EQ(doca_buf_arr_get_gpu_handle(arr, &h), DOCA_SUCCESS);
+  ASSERT_NE(h, nullptr);
+
+  // The kernel writes each element's index into its first and last byte
+  // through the address the device calls give.
+  std::atomic<int> kernel_errors{0};
+  std::thread kernel([h, &kernel_errors, mkey] {
+    for (uint64_t i = 0; i < k_num; ++i) {
+      doca_gpu_buf* buf = nullptr;
+      uintptr_t addr = 0;
+      uint32_t key = 0;
+      if (doca_gpu_dev_buf_get_buf(h, i, &buf) != DOCA_SUCCESS ||
+          doca_gpu_dev_buf_get_addr(buf, &addr) != DOCA_SUCCESS ||
+          doca_gpu_dev_buf_get_mkey(buf, &key) != DOCA_SUCCESS || key != htonl(mkey)) {
+        ++kernel_errors;
+        continue;
+      }
+      auto* p = reinterpret_cast<uint8_t*>(addr);
+      p[0] = static_cast<uint8_t>(i + 1);
+      p[k_elem - 1] = static_cast<uint8_t>(0x80 + i);
+    }
+  });
+  kernel.join();
+  EXPECT_EQ(kernel_errors.load(), 0);
+  const auto base = reinterpret_cast<uintptr_t>(gpu_ptr);
+  for (uint64_t i = 0; i < k_num; ++i) {
+    doca_gpu_buf* buf = nullptr;
+    uintptr_t addr = 0;
+    uint32_t key = 0;
+    ASSERT_EQ(doca_gpu_dev_buf_get_buf(h, i, &buf), DOCA_SUCCESS);
+    ASSERT_EQ(doca_gpu_dev_buf_get_addr(buf, &addr), DOCA_SUCCESS);
+    ASSERT_EQ(doca_gpu_dev_buf_get_mkey(buf, &key), DOCA_SUCCESS);
+    EXPECT_EQ(addr, base + k_offset + i * k_elem) << "element " << i;
+    EXPECT_LE(addr + k_elem, base + k_bytes);
+    EXPECT_EQ(key, htonl(mkey)) << "the mmap's key, in the byte order the send calls take";
+    const auto* c = static_cast<const uint8_t*>(cpu_ptr) + k_offset + i * k_elem;
+    EXPECT_EQ(c[0], i + 1) << "the CPU sees what the kernel wrote at element " << i;
+    EXPECT_EQ(c[k_elem - 1], 0x80 + i);
+  }
+  EXPECT_EQ(static_cast<const uint8_t*>(cpu_ptr)[0], 0) << "nothing before the offset was written";
+  doca_gpu_buf* buf = nullptr;
+  uintptr_t addr = 0;
+  uint32_t key = 0;
+  EXPECT_EQ(doca_gpu_dev_buf_get_buf(h, k_num, &buf), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_buf_get_buf(nullptr, 0, &buf), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_buf_get_buf(h, 0, nullptr), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_buf_get_addr(nullptr, &addr), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_gpu_dev_buf_get_mkey(nullptr, &key), DOCA_ERROR_INVALID_VALUE);
+
+  // The application's teardown: the mmap goes first.
+  EXPECT_EQ(doca_mmap_stop(mmap), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_rm_dev(mmap, dev), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_destroy(mmap), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_stop(arr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_arr_get_gpu_handle(arr, &h), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_arr_destroy(arr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_gpu_mem_free(g, gpu_ptr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
   EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
 }
 

@@ -25,6 +25,7 @@
 
 #include "doca_argp.h"
 #include "doca_buf.h"
+#include "doca_buf_array.h"
 #include "doca_buf_inventory.h"
 #include "doca_ctx.h"
 #include "doca_dev.h"
@@ -36,6 +37,7 @@
 #include "doca_flow.h"
 #include "doca_gpunetio.h"
 #include "doca_gpunetio_dev_eth_rxq.cuh"
+#include "doca_gpunetio_dev_buf.cuh"
 #include "doca_gpunetio_dev_eth_txq.cuh"
 #include "doca_gpunetio_dev_sem.cuh"
 #include "doca_log.h"
@@ -180,6 +182,16 @@ struct doca_gpu_semaphore {
   gnio::semaphore sem;        // valid while started
   gnio::device::sem host;     // the CPU's view of sem
   gnio::mem_block handle;     // a doca_gpu_semaphore_gpu in executor memory
+};
+
+struct doca_buf_arr {
+  size_t num_elem = 0;
+  doca_mmap* mmap = nullptr;
+  size_t elem_bytes = 0;
+  uint64_t start_offset = 0;
+  doca_gpu* gpu = nullptr;
+  bool started = false;
+  gnio::mem_block handle;  // doca_gpu_buf_arr and its element table, executor memory
 };
 
 namespace {
@@ -1258,6 +1270,104 @@ doca_error_t doca_gpu_semaphore_get_custom_info_addr(doca_gpu_semaphore* semapho
     return fail("doca_gpu_semaphore_get_custom_info_addr", DOCA_ERROR_INVALID_VALUE,
                 "the semaphore has no custom info (doca_gpu_semaphore_set_custom_info before the start)");
   *custom_info = gnio::device::sem_custom(semaphore->host, idx);
+  return DOCA_SUCCESS;
+}
+
+// --- Buffer arrays: an element table over a started mmap
+// ------------------------------
+
+doca_error_t doca_buf_arr_create(size_t num_elem, doca_buf_arr** buf_arr) {
+  if (!buf_arr || num_elem == 0) return DOCA_ERROR_INVALID_VALUE;
+  auto* a = new doca_buf_arr;
+  a->num_elem = num_elem;
+  *buf_arr = a;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_arr_destroy(doca_buf_arr* buf_arr) {
+  if (!buf_arr) return DOCA_ERROR_INVALID_VALUE;
+  if (buf_arr->started)
+    return fail("doca_buf_arr_destroy", DOCA_ERROR_BAD_STATE, "the array is started (doca_buf_arr_stop first)");
+  delete buf_arr;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_arr_set_params(doca_buf_arr* buf_arr, doca_mmap* mmap, size_t elem_size, uint64_t start_offset) {
+  if (!buf_arr || !mmap || elem_size == 0) return DOCA_ERROR_INVALID_VALUE;
+  if (buf_arr->started) return DOCA_ERROR_BAD_STATE;
+  buf_arr->mmap = mmap;
+  buf_arr->elem_bytes = elem_size;
+  buf_arr->start_offset = start_offset;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_arr_set_target_gpu(doca_buf_arr* buf_arr, doca_gpu* gpu_handler) {
+  if (!buf_arr || !gpu_handler) return DOCA_ERROR_INVALID_VALUE;
+  if (buf_arr->started) return DOCA_ERROR_BAD_STATE;
+  buf_arr->gpu = gpu_handler;
+  return DOCA_SUCCESS;
+}
+
+// Element i is mmap.addr + start_offset + i * elem_size, each with the
+// mmap's number as its key (network byte order, as the samples pass keys
+// to the send calls). The range is checked and read now.
+doca_error_t doca_buf_arr_start(doca_buf_arr* buf_arr) {
+  if (!buf_arr) return DOCA_ERROR_INVALID_VALUE;
+  if (buf_arr->started) return DOCA_ERROR_BAD_STATE;
+  if (!buf_arr->mmap)
+    return fail("doca_buf_arr_start", DOCA_ERROR_BAD_STATE, "no mmap set (doca_buf_arr_set_params first)");
+  if (!buf_arr->gpu)
+    return fail("doca_buf_arr_start", DOCA_ERROR_BAD_STATE,
+                "no target GPU (doca_buf_arr_set_target_gpu first): gnio's buffer arrays are for kernels");
+  const doca_mmap& m = *buf_arr->mmap;
+  if (!m.started)
+    return fail("doca_buf_arr_start", DOCA_ERROR_BAD_STATE, "the mmap is not started (doca_mmap_start first)");
+  const size_t n = buf_arr->num_elem, sz = buf_arr->elem_bytes;
+  if (buf_arr->start_offset > m.len || n > (m.len - buf_arr->start_offset) / sz)
+    return fail("doca_buf_arr_start", DOCA_ERROR_INVALID_VALUE,
+                std::to_string(n) + " elements of " + std::to_string(sz) + " bytes from offset " +
+                    std::to_string(buf_arr->start_offset) + " exceed the mmap's " + std::to_string(m.len) + " bytes");
+  if (n > (SIZE_MAX - sizeof(doca_gpu_buf_arr)) / sizeof(doca_gpu_buf)) return DOCA_ERROR_INVALID_VALUE;
+  auto h = buf_arr->gpu->g.alloc(sizeof(doca_gpu_buf_arr) + n * sizeof(doca_gpu_buf), gnio::mem_type::gpu);
+  if (!h) return fail("doca_buf_arr_start", h.err());
+  // The table is written in pieces through a bounded staging buffer, so a
+  // large array needs no host copy of its whole size.
+  auto* base = static_cast<uint8_t*>(h->exec_ptr);
+  const doca_gpu_buf_arr head{reinterpret_cast<doca_gpu_buf*>(base + sizeof(doca_gpu_buf_arr)), n};
+  gnio::error e = buf_arr->gpu->g.copy_to_block(*h, 0, &head, sizeof head);
+  const uint32_t mkey = htonl(m.mkey);
+  const auto first = reinterpret_cast<uint64_t>(m.addr) + buf_arr->start_offset;
+  std::vector<doca_gpu_buf> chunk;
+  constexpr size_t k_chunk = 4096;
+  for (size_t i = 0; !e && i < n; i += k_chunk) {
+    const size_t c = std::min(k_chunk, n - i);
+    chunk.resize(c);
+    for (size_t j = 0; j < c; ++j) chunk[j] = doca_gpu_buf{first + (i + j) * sz, mkey, 0};
+    e = buf_arr->gpu->g.copy_to_block(*h, sizeof head + i * sizeof(doca_gpu_buf), chunk.data(),
+                                      c * sizeof(doca_gpu_buf));
+  }
+  if (e) {
+    (void)buf_arr->gpu->g.free(*h);
+    return fail("doca_buf_arr_start", e);
+  }
+  buf_arr->handle = *h;
+  buf_arr->started = true;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_arr_stop(doca_buf_arr* buf_arr) {
+  if (!buf_arr) return DOCA_ERROR_INVALID_VALUE;
+  if (!buf_arr->started) return DOCA_ERROR_BAD_STATE;
+  (void)buf_arr->gpu->g.free(buf_arr->handle);
+  buf_arr->handle = {};
+  buf_arr->started = false;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_arr_get_gpu_handle(const doca_buf_arr* buf_arr, doca_gpu_buf_arr** gpu_buf_arr) {
+  if (!buf_arr || !gpu_buf_arr) return DOCA_ERROR_INVALID_VALUE;
+  if (!buf_arr->started) return DOCA_ERROR_BAD_STATE;
+  *gpu_buf_arr = static_cast<doca_gpu_buf_arr*>(buf_arr->handle.exec_ptr);
   return DOCA_SUCCESS;
 }
 
