@@ -4,7 +4,8 @@
 // queue types, calls out of order, capability answers, argp, the receive
 // path of the simple_receive sample on a capture, and the send paths of the
 // simple_send and send_wait_time samples into a capture file, and the
-// semaphores and buffer arrays of the GPU packet processing application.
+// semaphores, buffer arrays and buffer pools of the GPU packet processing
+// application.
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -29,7 +30,9 @@
 #include <doca_eth_rxq_gpu_data_path.h>
 #include <doca_eth_txq.h>
 #include <doca_eth_txq_gpu_data_path.h>
+#include <doca_buf.h>
 #include <doca_buf_array.h>
+#include <doca_buf_pool.h>
 #include <doca_flow.h>
 #include <doca_gpunetio.h>
 #include <doca_gpunetio_dev_buf.cuh>
@@ -1033,6 +1036,80 @@ TEST(DocaCompat, BufferArrayAddressesTheMmapsElements) {
   EXPECT_EQ(doca_gpu_mem_free(g, gpu_ptr), DOCA_SUCCESS);
   EXPECT_EQ(doca_dev_close(dev), DOCA_SUCCESS);
   EXPECT_EQ(doca_gpu_destroy(g), DOCA_SUCCESS);
+}
+
+// The application's CPU buffer pool (its TCP ACK packets): buffers laid out
+// over a started mmap of host memory, handed out lowest first, data length
+// set within the element, given back at refcount 0.
+TEST(DocaCompat, BufferPoolHandsOutTheMmapsElements) {
+  constexpr size_t k_num = 4, k_elem = 256;
+  std::vector<uint8_t> mem(k_num * k_elem + 100);
+  doca_mmap* mmap = nullptr;
+  ASSERT_EQ(doca_mmap_create(&mmap), DOCA_SUCCESS);
+  ASSERT_EQ(doca_mmap_set_memrange(mmap, mem.data(), mem.size()), DOCA_SUCCESS);
+  doca_buf_pool* pool = nullptr;
+  doca_buf* buf = nullptr;
+  EXPECT_EQ(doca_buf_pool_create(0, k_elem, mmap, &pool), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_pool_create(k_num, 0, mmap, &pool), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_pool_create(k_num, k_elem, nullptr, &pool), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_pool_create(k_num, k_elem, mmap, &pool), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_pool_buf_alloc(pool, &buf), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_pool_stop(pool), DOCA_ERROR_BAD_STATE);
+  EXPECT_EQ(doca_buf_pool_start(pool), DOCA_ERROR_BAD_STATE);  // the mmap is not started
+  ASSERT_EQ(doca_mmap_start(mmap), DOCA_SUCCESS);
+  doca_buf_pool* big = nullptr;
+  ASSERT_EQ(doca_buf_pool_create(k_num + 1, k_elem, mmap, &big), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_pool_start(big), DOCA_ERROR_INVALID_VALUE);  // more than the range holds
+  EXPECT_EQ(doca_buf_pool_destroy(big), DOCA_SUCCESS);
+  ASSERT_EQ(doca_buf_pool_start(pool), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_pool_start(pool), DOCA_ERROR_BAD_STATE);
+
+  doca_buf* bufs[k_num] = {};
+  for (size_t i = 0; i < k_num; ++i) {
+    ASSERT_EQ(doca_buf_pool_buf_alloc(pool, &bufs[i]), DOCA_SUCCESS);
+    void* data = nullptr;
+    size_t len = 1;
+    ASSERT_EQ(doca_buf_get_data(bufs[i], &data), DOCA_SUCCESS);
+    ASSERT_EQ(doca_buf_get_data_len(bufs[i], &len), DOCA_SUCCESS);
+    EXPECT_EQ(data, mem.data() + i * k_elem) << "buffer " << i;
+    EXPECT_EQ(len, 0u);
+  }
+  EXPECT_EQ(doca_buf_pool_buf_alloc(pool, &buf), DOCA_ERROR_EMPTY);
+
+  // The data length stays within the element; set_data moves the start.
+  size_t len = 0;
+  EXPECT_EQ(doca_buf_set_data_len(bufs[1], k_elem + 1), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_set_data_len(bufs[1], 54), DOCA_SUCCESS);
+  ASSERT_EQ(doca_buf_get_data_len(bufs[1], &len), DOCA_SUCCESS);
+  EXPECT_EQ(len, 54u);
+  uint8_t* head1 = mem.data() + k_elem;
+  EXPECT_EQ(doca_buf_set_data(bufs[1], head1 + 16, k_elem - 15), DOCA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(doca_buf_set_data(bufs[1], head1 - 1, 1), DOCA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(doca_buf_set_data(bufs[1], head1 + 16, k_elem - 16), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_set_data_len(bufs[1], k_elem - 15), DOCA_ERROR_INVALID_VALUE);
+  void* data = nullptr;
+  ASSERT_EQ(doca_buf_get_data(bufs[1], &data), DOCA_SUCCESS);
+  EXPECT_EQ(data, head1 + 16);
+  EXPECT_EQ(doca_buf_chain_list(bufs[0], bufs[1]), DOCA_ERROR_NOT_SUPPORTED);
+
+  EXPECT_EQ(doca_buf_pool_stop(pool), DOCA_ERROR_IN_USE);  // buffers are out
+  EXPECT_EQ(doca_buf_pool_destroy(pool), DOCA_ERROR_BAD_STATE);
+  uint16_t refs = 9;
+  ASSERT_EQ(doca_buf_dec_refcount(bufs[1], &refs), DOCA_SUCCESS);
+  EXPECT_EQ(refs, 0u);
+  EXPECT_EQ(doca_buf_dec_refcount(bufs[1], nullptr), DOCA_ERROR_BAD_STATE);  // already back
+  // The buffer given back comes out again, reset.
+  ASSERT_EQ(doca_buf_pool_buf_alloc(pool, &buf), DOCA_SUCCESS);
+  EXPECT_EQ(buf, bufs[1]);
+  ASSERT_EQ(doca_buf_get_data(buf, &data), DOCA_SUCCESS);
+  ASSERT_EQ(doca_buf_get_data_len(buf, &len), DOCA_SUCCESS);
+  EXPECT_EQ(data, head1);
+  EXPECT_EQ(len, 0u);
+  for (auto* b : bufs) EXPECT_EQ(doca_buf_dec_refcount(b, nullptr), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_pool_stop(pool), DOCA_SUCCESS);
+  EXPECT_EQ(doca_buf_pool_destroy(pool), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_stop(mmap), DOCA_SUCCESS);
+  EXPECT_EQ(doca_mmap_destroy(mmap), DOCA_SUCCESS);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "doca_buf.h"
 #include "doca_buf_array.h"
 #include "doca_buf_inventory.h"
+#include "doca_buf_pool.h"
 #include "doca_ctx.h"
 #include "doca_dev.h"
 #include "doca_error.h"
@@ -182,6 +183,25 @@ struct doca_gpu_semaphore {
   gnio::semaphore sem;        // valid while started
   gnio::device::sem host;     // the CPU's view of sem
   gnio::mem_block handle;     // a doca_gpu_semaphore_gpu in executor memory
+};
+
+struct doca_buf_pool;
+struct doca_buf {
+  doca_buf_pool* pool = nullptr;
+  uint8_t* head = nullptr;  // the element's first byte
+  size_t bytes = 0;         // the element's size
+  uint8_t* data = nullptr;  // within [head, head + bytes]
+  size_t data_len = 0;
+  uint16_t refcount = 0;  // 0: in the pool
+};
+
+struct doca_buf_pool {
+  size_t num_elem = 0, elem_bytes = 0;
+  const doca_mmap* mmap = nullptr;
+  std::mutex mu;  // guards everything below: CPU threads share a pool
+  bool started = false;
+  std::vector<doca_buf> bufs;
+  std::vector<doca_buf*> free_list;
 };
 
 struct doca_buf_arr {
@@ -1099,14 +1119,118 @@ doca_error_t doca_mmap_get_mkey(const doca_mmap* mmap, doca_dev* dev, uint32_t* 
   return DOCA_SUCCESS;
 }
 
-// --- Buffers and progress engines: not part of gnio's data path
+// --- CPU buffers and pools; progress engines
 // ---------------------------
 
-doca_error_t doca_buf_set_data(doca_buf*, void*, size_t) { return DOCA_ERROR_NOT_SUPPORTED; }
-doca_error_t doca_buf_get_data(const doca_buf*, void**) { return DOCA_ERROR_NOT_SUPPORTED; }
-doca_error_t doca_buf_get_data_len(const doca_buf*, size_t*) { return DOCA_ERROR_NOT_SUPPORTED; }
+// A buffer's calls assume the caller holds it (refcount > 0), as DOCA's do;
+// only taking from and giving back to the pool lock it.
+doca_error_t doca_buf_set_data(doca_buf* buf, void* data, size_t data_len) {
+  if (!buf || !data) return DOCA_ERROR_INVALID_VALUE;
+  auto* d = static_cast<uint8_t*>(data);
+  if (d < buf->head || d > buf->head + buf->bytes || data_len > static_cast<size_t>(buf->head + buf->bytes - d))
+    return DOCA_ERROR_INVALID_VALUE;
+  buf->data = d;
+  buf->data_len = data_len;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_get_data(const doca_buf* buf, void** data) {
+  if (!buf || !data) return DOCA_ERROR_INVALID_VALUE;
+  *data = buf->data;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_get_data_len(const doca_buf* buf, size_t* data_len) {
+  if (!buf || !data_len) return DOCA_ERROR_INVALID_VALUE;
+  *data_len = buf->data_len;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_set_data_len(doca_buf* buf, size_t data_len) {
+  if (!buf || data_len > static_cast<size_t>(buf->head + buf->bytes - buf->data)) return DOCA_ERROR_INVALID_VALUE;
+  buf->data_len = data_len;
+  return DOCA_SUCCESS;
+}
 doca_error_t doca_buf_chain_list(doca_buf*, doca_buf*) { return DOCA_ERROR_NOT_SUPPORTED; }
-doca_error_t doca_buf_dec_refcount(doca_buf*, uint16_t*) { return DOCA_ERROR_NOT_SUPPORTED; }
+doca_error_t doca_buf_dec_refcount(doca_buf* buf, uint16_t* refcount) {
+  if (!buf) return DOCA_ERROR_INVALID_VALUE;
+  std::lock_guard lk(buf->pool->mu);
+  if (buf->refcount == 0) return fail("doca_buf_dec_refcount", DOCA_ERROR_BAD_STATE, "the buffer is not held");
+  if (--buf->refcount == 0) buf->pool->free_list.push_back(buf);
+  if (refcount) *refcount = buf->refcount;
+  return DOCA_SUCCESS;
+}
+
+doca_error_t doca_buf_pool_create(size_t num_elements, size_t element_size, const doca_mmap* mmap,
+                                  doca_buf_pool** buf_pool) {
+  if (!buf_pool || !mmap || num_elements == 0 || element_size == 0) return DOCA_ERROR_INVALID_VALUE;
+  auto* p = new doca_buf_pool;
+  p->num_elem = num_elements;
+  p->elem_bytes = element_size;
+  p->mmap = mmap;
+  *buf_pool = p;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_pool_destroy(doca_buf_pool* buf_pool) {
+  if (!buf_pool) return DOCA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lk(buf_pool->mu);
+    if (buf_pool->started)
+      return fail("doca_buf_pool_destroy", DOCA_ERROR_BAD_STATE, "the pool is started (doca_buf_pool_stop first)");
+  }
+  delete buf_pool;
+  return DOCA_SUCCESS;
+}
+// Element i is the mmap's address + i * element_size: the address the mmap
+// was given, which for CPU code must be one the CPU can use.
+doca_error_t doca_buf_pool_start(doca_buf_pool* buf_pool) {
+  if (!buf_pool) return DOCA_ERROR_INVALID_VALUE;
+  std::lock_guard lk(buf_pool->mu);
+  if (buf_pool->started) return DOCA_ERROR_BAD_STATE;
+  const doca_mmap& m = *buf_pool->mmap;
+  if (!m.started)
+    return fail("doca_buf_pool_start", DOCA_ERROR_BAD_STATE, "the mmap is not started (doca_mmap_start first)");
+  if (buf_pool->num_elem > m.len / buf_pool->elem_bytes)
+    return fail("doca_buf_pool_start", DOCA_ERROR_INVALID_VALUE,
+                std::to_string(buf_pool->num_elem) + " buffers of " + std::to_string(buf_pool->elem_bytes) +
+                    " bytes exceed the mmap's " + std::to_string(m.len) + " bytes");
+  buf_pool->bufs.assign(buf_pool->num_elem, doca_buf{});
+  buf_pool->free_list.clear();
+  auto* base = static_cast<uint8_t*>(m.addr);
+  // Handed out lowest address first: the list is taken from its back.
+  for (size_t i = buf_pool->num_elem; i-- > 0;) {
+    doca_buf& b = buf_pool->bufs[i];
+    b.pool = buf_pool;
+    b.head = base + i * buf_pool->elem_bytes;
+    b.bytes = buf_pool->elem_bytes;
+    buf_pool->free_list.push_back(&b);
+  }
+  buf_pool->started = true;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_pool_stop(doca_buf_pool* buf_pool) {
+  if (!buf_pool) return DOCA_ERROR_INVALID_VALUE;
+  std::lock_guard lk(buf_pool->mu);
+  if (!buf_pool->started) return DOCA_ERROR_BAD_STATE;
+  if (buf_pool->free_list.size() != buf_pool->bufs.size())
+    return fail("doca_buf_pool_stop", DOCA_ERROR_IN_USE,
+                std::to_string(buf_pool->bufs.size() - buf_pool->free_list.size()) +
+                    " buffers are still held (doca_buf_dec_refcount them first)");
+  buf_pool->bufs.clear();
+  buf_pool->free_list.clear();
+  buf_pool->started = false;
+  return DOCA_SUCCESS;
+}
+doca_error_t doca_buf_pool_buf_alloc(doca_buf_pool* buf_pool, doca_buf** buf) {
+  if (!buf_pool || !buf) return DOCA_ERROR_INVALID_VALUE;
+  std::lock_guard lk(buf_pool->mu);
+  if (!buf_pool->started) return DOCA_ERROR_BAD_STATE;
+  if (buf_pool->free_list.empty()) return DOCA_ERROR_EMPTY;
+  doca_buf* b = buf_pool->free_list.back();
+  buf_pool->free_list.pop_back();
+  b->data = b->head;
+  b->data_len = 0;
+  b->refcount = 1;
+  *buf = b;
+  return DOCA_SUCCESS;
+}
 doca_error_t doca_buf_inventory_create(size_t, doca_buf_inventory**) { return DOCA_ERROR_NOT_SUPPORTED; }
 doca_error_t doca_buf_inventory_destroy(doca_buf_inventory*) { return DOCA_ERROR_NOT_SUPPORTED; }
 doca_error_t doca_buf_inventory_start(doca_buf_inventory*) { return DOCA_ERROR_NOT_SUPPORTED; }

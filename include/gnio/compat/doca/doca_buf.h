@@ -6,8 +6,9 @@
  * public samples (docs/doca-compat.md); it contains no text from NVIDIA SDK
  * headers. DOCA is a trademark of NVIDIA Corporation.
  *
- * CPU buffers: declared for programs that mention them; gnio's data path is
- * the GPU queues, so these answer DOCA_ERROR_NOT_SUPPORTED.
+ * CPU buffers. Buffers come from a doca_buf_pool (doca_buf_pool.h): a
+ * buffer's data lies within its element, and the calls below read and move
+ * it. doca_buf_chain_list answers DOCA_ERROR_NOT_SUPPORTED.
  */
 #ifndef GNIO_COMPAT_DOCA_BUF_H
 #define GNIO_COMPAT_DOCA_BUF_H
@@ -26,7 +27,12 @@ struct doca_buf;
 doca_error_t doca_buf_set_data(struct doca_buf* buf, void* data, size_t data_len);
 doca_error_t doca_buf_get_data(const struct doca_buf* buf, void** data);
 doca_error_t doca_buf_get_data_len(const struct doca_buf* buf, size_t* data_len);
+/* The data keeps its start; data_len past the element's end is
+ * DOCA_ERROR_INVALID_VALUE. */
+doca_error_t doca_buf_set_data_len(struct doca_buf* buf, size_t data_len);
 doca_error_t doca_buf_chain_list(struct doca_buf* list1, struct doca_buf* list2);
+/* At 0 the buffer goes back to its pool; refcount (may be NULL) gets the
+ * count left. */
 doca_error_t doca_buf_dec_refcount(struct doca_buf* buf, uint16_t* refcount);
 
 GNIO_DOCA_END_C
