@@ -22,7 +22,7 @@
 //         namespace. The namespaces and the veth pair are created and
 //         removed by this program.
 //
-// --poll busy|adaptive sets both the kernel's poll policy
+// --poll busy|latency|adaptive sets both the kernel's poll policy
 // (launch_dims::poll / gnio pp --poll) and the ports' engine_poll.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -239,9 +239,10 @@ struct load_gen {
 
 std::string kernel_gpu(const std::string& exec, const config& c) { return exec == "cuda" ? c.gpu : "host"; }
 gnio::device::poll_policy policy_of(const std::string& p) {
+  if (p == "latency") return gnio::device::poll_policy::latency;
   return p == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
 }
-std::string engine_arg(const std::string& poll) { return poll == "busy" ? ",engine_poll=busy" : ""; }
+std::string engine_arg(const std::string& poll) { return poll != "adaptive" ? ",engine_poll=busy" : ""; }
 
 int g_pair_id = 0;
 
@@ -655,7 +656,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu", c.gpu, "CUDA GPU for --exec cuda: ordinal or bus id")->capture_default_str();
   app.add_option("--poll", polls,
                  "poll policies to run, comma-separated: busy (kernel never sleeps and returns a batch once it stops "
-                 "growing; engines engine_poll=busy) and adaptive (the defaults)")
+                 "growing; engines engine_poll=busy), latency (busy, and a batch returned at first sight) and "
+                 "adaptive (the defaults)")
       ->capture_default_str();
   app.add_option("--load", loads, "off, on or off,on: background load through the same port and queues")
       ->capture_default_str();
@@ -697,8 +699,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   for (const auto& p : poll_list)
-    if (p != "busy" && p != "adaptive") {
-      fmt::print(stderr, "latency: --poll: '{}' is not busy or adaptive\n", gnio::printable(p));
+    if (p != "busy" && p != "adaptive" && p != "latency") {
+      fmt::print(stderr, "latency: --poll: '{}' is not busy, latency or adaptive\n", gnio::printable(p));
       return 2;
     }
   for (const auto& l : load_list)

@@ -288,6 +288,23 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   }
 }
 
+CLI::Option* add_poll_option(CLI::App& app, std::string& poll) {
+  return app
+      .add_option("--poll", poll,
+                  "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
+                  "the batch timeout for a batch to fill), busy (never sleep, return a batch once it stops growing: "
+                  "low latency, a core or an SM slot kept busy) or latency (busy, and return a batch at first sight: "
+                  "one look less per lone packet, smaller batches)")
+      ->check(CLI::IsMember({"adaptive", "busy", "latency"}))
+      ->capture_default_str();
+}
+
+device::poll_policy poll_policy_of(std::string_view poll) noexcept {
+  if (poll == "busy") return device::poll_policy::busy;
+  if (poll == "latency") return device::poll_policy::latency;
+  return device::poll_policy::adaptive;
+}
+
 void add_launch_options(CLI::App& app, launch_options& o) {
   app.add_option("--launch", o.mode,
                  "how the kernel runs: persistent (launched once, polls its queues until the end: the lowest latency "

@@ -112,6 +112,12 @@ void add_version_flag(CLI::App& app, std::string_view program);
 // pointer to --help) through gnio::console and returns exit_status(e).
 [[nodiscard]] std::optional<int> parse(CLI::App& app, int argc, char** argv);
 
+// --poll adaptive|busy|latency (launch_dims::poll, device::poll_policy),
+// the same text in every program.
+CLI::Option* add_poll_option(CLI::App& app, std::string& poll);
+// The policy a --poll value names (one add_poll_option accepted).
+[[nodiscard]] device::poll_policy poll_policy_of(std::string_view poll) noexcept;
+
 // The name in `names` nearest to `word` when it is close enough to be a typo
 // of it (one edit for a name of up to 7 characters, two up to 11, three
 // beyond; a swap of neighbours is one edit), else "": for "did you mean".

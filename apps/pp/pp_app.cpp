@@ -363,12 +363,7 @@ void add_command(CLI::App& app) {
                   "truncated (a multiple of 64, up to 1048576; 9216 for 9000-byte jumbo frames)")
       ->check(gnio::cli::slot_bytes())
       ->capture_default_str();
-  sub->add_option("--poll", opt->poll,
-                  "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to the "
-                  "batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
-                  "lowest latency, a core or an SM slot kept busy)")
-      ->check(CLI::IsMember({"adaptive", "busy"}))
-      ->capture_default_str();
+  gnio::cli::add_poll_option(*sub, opt->poll);
   sub->add_option("--tcp-streams", opt->tcp_streams,
                   "TCP connections each queue follows to count HTTP and DNS-over-TCP per message, as tshark does "
                   "(a power of two; connections past it, and every connection with 0, are classified per segment "

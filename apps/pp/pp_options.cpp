@@ -48,8 +48,8 @@ int check_options(const options& opt, app_config* cfg, json* result) {
                       result);
   if (opt.batch < 1 || opt.batch > 65536)
     return bad_option(fmt::format("--batch {} is outside 1..65536", opt.batch), result);
-  if (opt.poll != "adaptive" && opt.poll != "busy")
-    return bad_option(fmt::format("--poll {} must be adaptive or busy", opt.poll), result);
+  if (opt.poll != "adaptive" && opt.poll != "busy" && opt.poll != "latency")
+    return bad_option(fmt::format("--poll {} must be adaptive, busy or latency", opt.poll), result);
   if (opt.threads < 32 || opt.threads > 1024)
     return bad_option(fmt::format("--threads {} is outside 32..1024", opt.threads), result);
   if (!(opt.stats_interval >= 0)) return bad_option("--stats-interval must be >= 0", result);

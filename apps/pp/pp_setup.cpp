@@ -374,7 +374,7 @@ int start_run(run_state& r) {
     launch_dims dims;
     dims.blocks = r.ctxs[k]->b.num_blocks;
     dims.threads = r.opt.threads;
-    dims.poll = r.opt.poll == "busy" ? device::poll_policy::busy : device::poll_policy::adaptive;
+    dims.poll = gnio::cli::poll_policy_of(r.opt.poll);
     if (error e = launch(r.s->runner(k), dims, r.ctxs[k]->b); e) {
       r.stop_ctrl();
       error stop_err;

@@ -95,12 +95,7 @@ int main(int argc, char** argv) {
         ->check(gnio::cli::whole(1, 65536))
         ->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
-    app.add_option("--poll", o.poll,
-                   "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
-                   "the batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
-                   "lowest latency, a core or an SM slot kept busy)")
-        ->check(CLI::IsMember({"adaptive", "busy"}))
-        ->capture_default_str();
+    gnio::cli::add_poll_option(app, o.poll);
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();

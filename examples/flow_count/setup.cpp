@@ -210,7 +210,7 @@ int launch_kernels(run_state& st) {
     gnio::launch_dims dims = st.launch_dims;
     dims.blocks = st.ctxs[k]->b.num_queues;
     dims.threads = st.o.threads;
-    dims.poll = st.o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
+    dims.poll = gnio::cli::poll_policy_of(st.o.poll);
     if (auto e = flow_count::launch(s.runner(k), dims, st.ctxs[k]->b); e) {
       // The kernels launched so far are stopped; one that does not stop keeps the session.
       (void)s.stop(std::chrono::seconds(5));

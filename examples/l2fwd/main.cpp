@@ -162,7 +162,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
 
   dims.blocks = queues;
   dims.threads = o.threads;
-  dims.poll = o.poll == "busy" ? gnio::device::poll_policy::busy : gnio::device::poll_policy::adaptive;
+  dims.poll = gnio::cli::poll_policy_of(o.poll);
   const auto t0 = std::chrono::steady_clock::now();
   if (o.duration_s > 0) (void)sig.arm_deadline(o.duration_s);  // the run itself gets the whole duration
   if (auto e = l2fwd::launch(s->runner(0), dims, b); e) return rep.fail(e, "launch");
@@ -306,12 +306,7 @@ int main(int argc, char** argv) {
         ->check(gnio::cli::whole(1, 65536))
         ->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
-    app.add_option("--poll", o.poll,
-                   "how an empty RX queue is polled: adaptive (back off with short sleeps when idle, and wait up to "
-                   "the batch timeout for a batch to fill) or busy (never sleep, return a batch once it stops growing: "
-                   "lowest latency, a core or an SM slot kept busy)")
-        ->check(CLI::IsMember({"adaptive", "busy"}))
-        ->capture_default_str();
+    gnio::cli::add_poll_option(app, o.poll);
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();

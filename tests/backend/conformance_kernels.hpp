@@ -33,6 +33,7 @@ struct record_body {
   uint64_t cap;
   uint64_t* processed;
   uint32_t batch;
+  uint64_t timeout_ns = 100'000;  // recv's batch timeout
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
@@ -41,7 +42,7 @@ struct record_body {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
       uint32_t num = 0;
-      gnio::status s = recv<scope::block>(ctx, q, batch, 100'000, &first, &num);
+      gnio::status s = recv<scope::block>(ctx, q, batch, timeout_ns, &first, &num);
       if (s == gnio::status::shutdown) break;
       for (uint32_t i = thread_rank(); i < num; i += block_threads()) {
         const uint64_t idx = first + i;

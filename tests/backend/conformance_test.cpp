@@ -378,12 +378,14 @@ struct dut {
   gnio::error start() { return p.start(); }
 
   // In the launch mode under test (GNIO_TEST_LAUNCH), or as dims says.
-  gnio::error launch_record(std::optional<gnio::launch_dims> dims = std::nullopt, uint32_t batch = 64) {
+  gnio::error launch_record(std::optional<gnio::launch_dims> dims = std::nullopt, uint32_t batch = 64,
+                            uint64_t timeout_ns = 100'000) {
     auto r = gnio::kernel_runner::create(g, {&p});
     if (!r) return r.err();
     runner = std::move(r).value();
-    conf::record_body b{*p.rxq(rxq), static_cast<conf::record*>(rec.exec_ptr), cap,
-                        static_cast<uint64_t*>(processed.exec_ptr), batch};
+    conf::record_body b{*p.rxq(rxq), static_cast<conf::record*>(rec.exec_ptr),
+                        cap,         static_cast<uint64_t*>(processed.exec_ptr),
+                        batch,       timeout_ns};
     return conf::launch(*runner, dims ? *dims : test_dims(128, ring), b);
   }
 
@@ -895,6 +897,44 @@ TEST(semaphore, items_cycle_ready_free_in_order) {
   *runner = {};
   *sem = {};
   EXPECT_FALSE(g.free(stuck));
+}
+
+// --- Poll policies ---------------------------------------------------------------
+
+// busy and latency hand a partial batch to the kernel without waiting for
+// the batch timeout (here 120 s, past the 30 s the test waits), for a warp
+// and for a block of four.
+TEST(poll_policy, busy_and_latency_return_a_partial_batch_without_the_timeout) {
+  for (auto pol : {gnio::device::poll_policy::busy, gnio::device::poll_policy::latency}) {
+    for (uint32_t threads : {32u, 128u}) {
+      SCOPED_TRACE("poll " + std::to_string(static_cast<int>(pol)) + ", threads " + std::to_string(threads));
+      auto g = open_gpu();
+      auto src = make_source(kind::pair, 5);
+      const size_t total = src->expected.size();
+      dut d(g, src->dev, 64, total);
+      src->open_peer(src->dev.substr(src->dev.find("name=") + 5));
+      ASSERT_FALSE(d.start());
+      gnio::launch_dims dims;
+      dims.blocks = 1;
+      dims.threads = threads;
+      dims.poll = pol;
+      ASSERT_FALSE(d.launch_record(dims, 64, 120'000'000'000ull));
+      src->feed();
+      ASSERT_TRUE(d.wait_drained(total, 30s)) << "the partial batch waited for the timeout";
+      // The kernel sits in recv until a frame comes: one more, after the
+      // exit flag, is returned at once too and lets it see the flag.
+      std::thread nudge([&] {
+        std::this_thread::sleep_for(50ms);
+        src->send_one(src->expected[0]);
+      });
+      const auto stopped = d.runner->stop(30s);
+      nudge.join();
+      ASSERT_FALSE(stopped) << stopped.what();
+      EXPECT_EQ(d.read_u64(d.processed), total + 1);
+      expect_records(d.records(total), src->expected, total);
+      d.finish();
+    }
+  }
 }
 
 // --- Lifecycle -----------------------------------------------------------------

@@ -112,8 +112,8 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
     const bool expired = n < max_pkts && (timeout_ns == 0 || (now_ns() - t0) >= timeout_ns);
     // busy: a partial batch that did not grow since the last look is a burst
     // the producer has finished publishing (it publishes a burst at once);
-    // it is returned now rather than at the timeout.
-    const bool settled = policy == poll_policy::busy && n > 0 && n == last_n;
+    // it is returned now rather than at the timeout. latency: at first sight.
+    const bool settled = n > 0 && ((policy == poll_policy::busy && n == last_n) || policy == poll_policy::latency);
     if (n >= max_pkts || (n > 0 && (expired || settled))) {
       *num = n;
       // Pairs with the release store of rx_cqe::owner in backend::
@@ -186,7 +186,8 @@ __device__ GNIO_FORCEINLINE status recv_block(const rxq& q, uint32_t max_pkts, u
         const bool expired = (now_ns() - t0) >= timeout_ns;
         // busy: a partial batch that did not grow this round is a burst the
         // producer has finished publishing; return it now (see poll()).
-        const bool settled = policy == poll_policy::busy && run == 0 && n > 0;
+        // latency: at first sight.
+        const bool settled = n > 0 && ((policy == poll_policy::busy && run == 0) || policy == poll_policy::latency);
         ++empty_polls;
         if (n >= max_pkts || (n > 0 && (expired || eos_seen || settled))) {
           s_status = static_cast<int32_t>(status::success);
