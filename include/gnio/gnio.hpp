@@ -6,6 +6,8 @@
 #include "gnio/backends.hpp"
 #include "gnio/caps.hpp"
 #include "gnio/console.hpp"
+#include "gnio/filter.hpp"
+#include "gnio/device/bpf.hpp"
 #include "gnio/device/pkt.hpp"
 #include "gnio/device/rx.hpp"
 #include "gnio/device/sem.hpp"
