@@ -41,6 +41,8 @@ packages=(build-essential ccache cmake ninja-build pkg-config libpcap-dev libcli
           libxdp-dev libbpf-dev libdpdk-dev)
 # IPFIX: nfcapd/nfdump collect in tests; softflowd is the reference exporter in bench/ipfix_vs_softflowd.py.
 packages+=(nfdump softflowd)
+# tcpdump: tests/integration/filter_test.py checks --filter's counts against it.
+packages+=(tcpdump)
 # meson: tests/integration/doca_sample_test.sh builds the DOCA samples with their own meson.build.
 packages+=(meson)
 # clang-format-14: the format check (scripts/format.sh, ctest format_check).

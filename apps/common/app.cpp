@@ -69,24 +69,27 @@ bool every::due(double* dt) {
   return true;
 }
 
-std::string run_report::accounting_line(const gnio::accounting& a) const {
+std::string run_report::accounting_line(const gnio::accounting& a, std::optional<uint64_t> filtered) const {
   const auto& t = a.total;
-  return fmt::format("{}: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", program_, t.received,
-                     t.processed, t.missed, t.unsteered, t.pending,
-                     t.unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", t.unaccounted));
+  return fmt::format("{}: received {} = processed {}{} + missed {} + unsteered {} + pending {}{}\n", program_,
+                     t.received, t.processed - filtered.value_or(0),
+                     filtered ? fmt::format(" + filtered {}", *filtered) : std::string(), t.missed, t.unsteered,
+                     t.pending, t.unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", t.unaccounted));
 }
 
-bool run_report::add_accounting(const gnio::accounting& a, std::string_view what) {
+bool run_report::add_accounting(const gnio::accounting& a, std::string_view what, uint64_t filtered) {
   const auto& t = a.total;
   j_["received"] = t.received;
+  j_["processed"] = t.processed - filtered;
+  j_["filtered"] = filtered;
   j_["missed"] = t.missed;
   j_["unsteered"] = t.unsteered;
   j_["pending"] = t.pending;
   j_["unaccounted"] = t.unaccounted;
   if (t.unaccounted == 0) return true;
-  set_error(
-      fmt::format("{} {}(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted, what),
-      "unexpected", "accounting");
+  set_error(fmt::format("{} {}(s) unaccounted: received != processed + filtered + missed + unsteered + pending",
+                        t.unaccounted, what),
+            "unexpected", "accounting");
   return false;
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,12 +84,16 @@ class run_report {
   int stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e);
 
   // "PROGRAM: received R = processed P + missed M + unsteered U + pending Q"
-  // with the mismatch named when there is one.
-  [[nodiscard]] std::string accounting_line(const gnio::accounting& a) const;
-  // received, missed, unsteered, pending and unaccounted into the JSON; an
-  // error (status unexpected, step accounting) when anything is unaccounted.
-  // Returns false then.
-  bool add_accounting(const gnio::accounting& a, std::string_view what = "frame");
+  // with the mismatch named when there is one. With --filter (filtered has a
+  // value) the kernels' processed count a holds is split into the frames
+  // that passed and those the filter refused: "processed P + filtered F".
+  [[nodiscard]] std::string accounting_line(const gnio::accounting& a,
+                                            std::optional<uint64_t> filtered = std::nullopt) const;
+  // received, processed, filtered, missed, unsteered, pending and unaccounted
+  // into the JSON (processed without the filtered frames; filtered 0 without
+  // a filter); an error (status unexpected, step accounting) when anything
+  // is unaccounted. Returns false then.
+  bool add_accounting(const gnio::accounting& a, std::string_view what = "frame", uint64_t filtered = 0);
 
   // Writes the JSON (also after a failed run), with console failures so far
   // in it; `tail`, when not empty, is the text of one more member (`tail_name`)

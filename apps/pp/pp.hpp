@@ -4,6 +4,7 @@
 // copyable, fixed-width, no STL: the body is copied to the GPU by value.
 #pragma once
 
+#include <gnio/device/bpf.hpp>
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/pkt/frag.hpp>
 #include <gnio/device/pkt/stream.hpp>
@@ -31,7 +32,8 @@ namespace gnio::pp {
   X(frag_reassembled) X(frag_timed_out) X(frag_overlapping) X(frag_duplicates)                     \
   X(frag_over_limit) X(frag_bad) X(frag_pending)                                                   \
   X(http_request_messages) X(http_response_messages) X(tcp_retransmitted) X(tcp_gaps)              \
-  X(stream_messages_dropped) X(stream_table_full) X(stream_reclaimed)
+  X(stream_messages_dropped) X(stream_table_full) X(stream_reclaimed)                              \
+  X(filtered)
 // clang-format on
 
 struct counters {
@@ -104,6 +106,9 @@ struct body {
   device::sem sem;  // num_blocks items per round; item = block
   uint64_t report_interval_ns;
   uint32_t batch;  // max packets per recv
+  // --filter, verified; frames it refuses are counted in `filtered` and
+  // nothing else (no instructions: every frame passes).
+  device::bpf_prog filter;
 
   GNIO_HOST_DEVICE void operator()(const device::exec_ctx& ctx) const;
 };

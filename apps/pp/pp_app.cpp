@@ -86,8 +86,8 @@ void publish_live(run_state& r) {
   const port_stats st = r.s->stats();
   r.mx_in.reports = r.reports;
   publish_metrics(*r.mx, r.mx_in, blocks, r.ctrl_rxq >= 0 ? &ctrl_c : nullptr, st,
-                  processed_per_queue(r.plan, st, blocks, ctrl_c.packets),
-                  static_cast<bool>(r.s->get_port().engine_error()), false);
+                  processed_per_queue(r.plan, st, blocks, ctrl_c), static_cast<bool>(r.s->get_port().engine_error()),
+                  false);
 }
 
 // Waits a slice on every kernel still running. True when all have returned
@@ -231,6 +231,7 @@ int finish_run(run_state& r) {
   o.synack_sent = r.ctrl->synack_sent;
   o.finack_sent = r.ctrl->finack_sent;
   o.seconds = r.seconds;
+  o.filter_pushed_down = r.filter_pushed_down;
   o.since_last_line = std::chrono::duration<double>(clock_type::now() - r.last_line).count();
   std::copy(r.prev_cls, r.prev_cls + 4, o.prev_cls);
   o.stopped_early = r.stopped_early;
@@ -255,6 +256,7 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
               metrics::server* mx) {
   run_state r(opt, stop, result, mx);
   if (const int rc = check_options(opt, &r.cfg, result); rc != 0) return rc;
+  if (const int rc = compile_filter_option(r); rc != 0) return rc;
   if (const int rc = prepare_outputs(r, json_out); rc != 0) return rc;
   for (auto step : {open_gpus_and_port, plan_run, create_queues, make_session, alloc_memory, setup_ctrl, start_run})
     if (const int rc = step(r); rc != 0) return rc;
@@ -347,6 +349,9 @@ void add_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
+  sub->add_option("--filter", opt->filter,
+                  "only frames that match EXPR (tcpdump syntax, pcap-filter(7)) are processed; the others are "
+                  "counted as filtered. Runs in the kernels; on af_packet also on the socket (docs/pp.md, Filters)");
   sub->add_option("--duration", opt->duration,
                   "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the stream ends, or "
                   "Ctrl-C)")

@@ -72,6 +72,10 @@ bool ctrl_send(ctrl_state& s, const uint8_t* req, const device::parsed_pkt& p, u
 }
 
 void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len) {
+  if (!device::bpf_match(s.filter, data, len, wire_len)) {
+    ++s.c.filtered;
+    return;
+  }
   device::parsed_pkt p;
   (void)device::parse(data, len, p);
   // The kernels' counting functions, on this thread's counters and tables.

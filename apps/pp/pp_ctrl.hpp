@@ -42,6 +42,7 @@ struct ctrl_state {
   app_config cfg{};
   uint64_t isn_secret = 0;
   uint32_t batch = 64;
+  device::bpf_prog filter{};  // --filter, as the kernels run it (host memory)
   std::atomic<bool> stop{false};
   std::atomic<bool> ended{false};  // the queue reached end of stream
 

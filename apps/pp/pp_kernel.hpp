@@ -213,13 +213,19 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
       uint32_t len = 0;
-      bool is_frag = false, is_seg = false;
-      uint32_t conn_hash = 0;
+      bool is_frag = false, is_seg = false, passed = false;
+      uint32_t conn_hash = 0, wire = 0;
       if (have) {
         const uint64_t idx = first + i;
         f = pkt_addr(rq, idx);
         len = pkt_len(rq, idx);
-        const uint32_t wire = pkt_wire_len(rq, idx);
+        wire = pkt_wire_len(rq, idx);
+        // A frame the filter refuses is counted once, in filtered, and is
+        // otherwise left alone: no class counts, no reply, no tables.
+        passed = bpf_match(filter, f, len, wire);
+        if (!passed) s_count.filtered += 1;
+      }
+      if (passed) {
         parse_frame(f, len, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {

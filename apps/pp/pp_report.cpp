@@ -57,7 +57,9 @@ struct tally {
   // (or by a kernel and the CPU thread) counts once.
   size_t tcp_flows = 0, udp_flows = 0, tunnel_flows = 0;
   std::vector<dns_row> names;  // by count, most first
-  std::vector<uint64_t> processed_q;
+  // What each queue's kernel (or the CPU thread) took from it: the frames
+  // that passed the filter and those it refused (filtered_q).
+  std::vector<uint64_t> processed_q, filtered_q;
   uint64_t processed = 0, pending = 0, tx_bad_addr = 0, truncated = 0;
   int64_t unaccounted = 0;
 };
@@ -100,7 +102,11 @@ tally count_up(const run_outcome& o) {
 
   // Accounting per queue: pending = delivered - processed.
   const port_stats& st = o.st;
-  t.processed_q = processed_per_queue(plan, st, o.per_block, o.ctrl.packets);
+  t.processed_q = processed_per_queue(plan, st, o.per_block, o.ctrl);
+  t.filtered_q.assign(st.rxq.size(), 0);
+  for (size_t q = 0; q < plan.rxqs.size() && q < st.rxq.size(); ++q)
+    t.filtered_q[q] =
+        plan.rxqs[q].block >= 0 ? o.per_block[static_cast<uint32_t>(plan.rxqs[q].block)].filtered : o.ctrl.filtered;
   for (size_t q = 0; q < st.rxq.size(); ++q) {
     t.processed += t.processed_q[q];
     if (st.rxq[q].delivered > t.processed_q[q]) t.pending += st.rxq[q].delivered - t.processed_q[q];
@@ -147,8 +153,11 @@ int print_summary(const run_outcome& o, const tally& t, const console& con, json
   if (total.arp_replies_sent || total.http_pages_sent || total.http_404_sent || o.synack_sent || o.finack_sent)
     con.out("pp: sent: arp replies {}, http pages {}, http 404 {}, syn-ack {}, fin-ack {}\n", total.arp_replies_sent,
             total.http_pages_sent, total.http_404_sent, o.synack_sent, o.finack_sent);
-  con.out("pp: received {} = processed {} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames, t.processed,
-          st.rx_missed, st.rx_unsteered, t.pending,
+  // With --filter, processed counts the frames that passed it.
+  con.out("pp: received {} = processed {}{} + missed {} + unsteered {} + pending {}{}\n", st.rx_frames,
+          t.processed - total.filtered,
+          opt.filter.empty() ? std::string() : fmt::format(" + filtered {}", total.filtered), st.rx_missed,
+          st.rx_unsteered, t.pending,
           t.unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", t.unaccounted));
   con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
   if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
@@ -197,16 +206,18 @@ void add_queues_json(const run_outcome& o, const tally& t, json& j) {
                   {"missed", s.missed},
                   {"truncated", s.truncated},
                   {"bytes", s.bytes},
-                  {"processed", t.processed_q[q]}});
+                  {"processed", t.processed_q[q] - t.filtered_q[q]},
+                  {"filtered", t.filtered_q[q]}});
     json& c = per_class[rxqs[q].cls];
-    for (const char* k : {"offered", "delivered", "missed", "truncated", "processed"})
+    for (const char* k : {"offered", "delivered", "missed", "truncated", "processed", "filtered"})
       if (!c.contains(k)) c[k] = 0;
     c["queues"] = c.value("queues", 0) + 1;
     c["offered"] = c["offered"].get<uint64_t>() + s.offered;
     c["delivered"] = c["delivered"].get<uint64_t>() + s.delivered;
     c["missed"] = c["missed"].get<uint64_t>() + s.missed;
     c["truncated"] = c["truncated"].get<uint64_t>() + s.truncated;
-    c["processed"] = c["processed"].get<uint64_t>() + t.processed_q[q];
+    c["processed"] = c["processed"].get<uint64_t>() + t.processed_q[q] - t.filtered_q[q];
+    c["filtered"] = c["filtered"].get<uint64_t>() + t.filtered_q[q];
   }
   // The counters each class's kernels (or the CPU thread) kept.
   for (int r = 0; r < 4; ++r) per_class[role_name(static_cast<role>(r))]["counters"] = counters_json(t.cls[r]);
@@ -245,7 +256,10 @@ json make_json(const run_outcome& o, const tally& t) {
   j["tcp_synack_sent"] = o.synack_sent;
   j["tcp_finack_sent"] = o.finack_sent;
   j["received"] = st.rx_frames;
-  j["processed"] = t.processed;
+  // received = processed + filtered + missed + unsteered + pending.
+  j["processed"] = t.processed - t.total.filtered;
+  j["filter"] = opt.filter.empty() ? json(nullptr) : json(opt.filter);
+  j["filter_pushed_down"] = o.filter_pushed_down;
   j["missed"] = st.rx_missed;
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   j["unsteered"] = st.rx_unsteered;
@@ -387,11 +401,12 @@ std::string dns_name_text(std::string_view labels) {
 }
 
 std::vector<uint64_t> processed_per_queue(const pp_plan& plan, const port_stats& st,
-                                          const std::vector<counters>& per_block, uint64_t ctrl_packets) {
+                                          const std::vector<counters>& per_block, const counters& ctrl) {
   std::vector<uint64_t> processed_q(st.rxq.size(), 0);
-  for (size_t q = 0; q < plan.rxqs.size() && q < st.rxq.size(); ++q)
-    processed_q[q] =
-        plan.rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(plan.rxqs[q].block)].packets : ctrl_packets;
+  for (size_t q = 0; q < plan.rxqs.size() && q < st.rxq.size(); ++q) {
+    const counters& c = plan.rxqs[q].block >= 0 ? per_block[static_cast<uint32_t>(plan.rxqs[q].block)] : ctrl;
+    processed_q[q] = c.packets + c.filtered;
+  }
   return processed_q;
 }
 
@@ -420,10 +435,10 @@ int final_report(const run_outcome& o, const console& con, json* j, std::vector<
   if (print_summary(o, t, con, &failure) != 0) rc = 1;
   *j = make_json(o, t);
   if (t.unaccounted != 0) {
-    set_error(
-        &failure,
-        fmt::format("{} frame(s) unaccounted: received != processed + missed + unsteered + pending", t.unaccounted),
-        "unexpected", "accounting");
+    set_error(&failure,
+              fmt::format("{} frame(s) unaccounted: received != processed + filtered + missed + unsteered + pending",
+                          t.unaccounted),
+              "unexpected", "accounting");
     rc = 1;
   }
   if (o.engine_err) {

@@ -66,10 +66,11 @@ void add_into(counters& dst, const counters& src);
 // One stats line: per class, packets and Gb/s since prev (dt seconds ago).
 [[nodiscard]] std::string stats_line(double t, double dt, const counters cls[4], const counters prev[4]);
 
-// What each RX queue's consumer processed: its block's packets, or the CPU
-// thread's (ctrl_packets) for the TCP control queue; st.rxq.size() entries.
+// What each RX queue's consumer took from it: its block's packets and
+// filtered frames, or the CPU thread's (ctrl) for the TCP control queue;
+// st.rxq.size() entries.
 [[nodiscard]] std::vector<uint64_t> processed_per_queue(const pp_plan& plan, const port_stats& st,
-                                                        const std::vector<counters>& per_block, uint64_t ctrl_packets);
+                                                        const std::vector<counters>& per_block, const counters& ctrl);
 
 // --metrics: what /metrics serves, from the blocks' counters and the CPU
 // thread's (ctrl_c, may be null), the port's counters and each queue's
@@ -109,8 +110,9 @@ struct run_outcome {
   std::vector<std::vector<device::flow_entry>> conv_tables;
   std::vector<std::vector<dns_entry>> dns_tables;
   double seconds = 0;
-  double since_last_line = 0;  // seconds since the last stats line
-  counters prev_cls[4]{};      // the classes' totals that line showed
+  double since_last_line = 0;       // seconds since the last stats line
+  bool filter_pushed_down = false;  // --filter was attached to the port's socket too
+  counters prev_cls[4]{};           // the classes' totals that line showed
   bool stopped_early = false;
   uint64_t reports = 0, final_reports = 0;
   const ipfix::session* ipx = nullptr;

@@ -66,6 +66,8 @@ struct run_state {
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
   std::optional<port> p;  // until the session owns it
   std::string used_dev;   // the device string the port was opened with
+  packet_filter filter;   // --filter, compiled and verified (no instructions without one)
+  bool filter_pushed_down = false;
   json left_out = json::array();
   pp_plan plan;
   int ctrl_rxq = -1, ctrl_txq = -1;
@@ -105,6 +107,9 @@ struct run_state {
 // The JSON file, --pcap-out and the IPFIX collector, checked before anything
 // runs. *json_out is prepared here, so that a bad --json fails before the run.
 [[nodiscard]] int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out);
+// --filter through libpcap and the verifier into r.filter; a bad expression
+// is a usage error (2) that names it and libpcap's message.
+[[nodiscard]] int compile_filter_option(run_state& r);
 // The GPU contexts (--gpu) and the port in the first; the GPUs that cannot
 // run the kernels for this port are left out (r.left_out).
 [[nodiscard]] int open_gpus_and_port(run_state& r);

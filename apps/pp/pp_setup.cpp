@@ -48,6 +48,14 @@ result<port> open_port(gpu& g, const options& opt, const console& con, std::stri
 
 }  // namespace
 
+int compile_filter_option(run_state& r) {
+  if (r.opt.filter.empty()) return 0;
+  auto f = compile_filter(r.opt.filter);
+  if (!f) return bad_option("--filter: " + f.err().message(), r.result);
+  r.filter = std::move(*f);
+  return 0;
+}
+
 int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   const options& opt = r.opt;
   // The JSON file must be writable, and none of the files the port reads or writes.
@@ -282,6 +290,15 @@ int alloc_ctx(run_state& r, uint32_t k, const page_set& pages) {
   c.b.conv_capacity = k_conv_capacity;
   c.b.dns = static_cast<dns_entry*>(c.dns_mem.exec_ptr);
   c.b.dns_capacity = k_dns_capacity;
+  if (!r.filter.insns.empty()) {
+    mem_block filter_mem;
+    const size_t bytes = sizeof(device::bpf_insn) * r.filter.insns.size();
+    if (auto e = alloc(bytes, "filter program", &filter_mem); e) return report_error(e, "alloc", result);
+    if (auto e = s.gpu_at(k).copy_to_block(filter_mem, 0, r.filter.insns.data(), bytes); e)
+      return report_error(e, "copy filter program", result);
+    c.b.filter = {static_cast<const device::bpf_insn*>(filter_mem.exec_ptr),
+                  static_cast<uint32_t>(r.filter.insns.size())};
+  }
   if (opt.frag_table != 0) {
     // One reassembly table per block, laid out over zeroed executor memory.
     const uint64_t per = device::frag_table_bytes(opt.frag_table, k_frag_max_datagram);
@@ -355,6 +372,7 @@ int setup_ctrl(run_state& r) {
     }
     ctrl.cfg = r.cfg;
     ctrl.batch = r.opt.batch;
+    ctrl.filter = {r.filter.insns.data(), static_cast<uint32_t>(r.filter.insns.size())};
     ctrl.isn_secret = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   }
   const uint32_t n = r.opt.queues;

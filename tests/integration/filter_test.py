@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# --filter against tcpdump: for a set of expressions on captures from
+# tests/data and the corpus, the frames a program let through (received
+# minus filtered) equal what `tcpdump -r FILE -w OUT EXPR` writes, and the
+# accounting identity holds with filtered in it.
+#
+#   filter_test.py pp | flow_count | l2fwd    the counts, per program
+#   filter_test.py bad-input                  bad expressions: exit 2, the
+#                                             expression and libpcap's message
+#
+# Exits 77 (skipped) without tcpdump. The programs come from GNIO_TOOL_BIN,
+# GNIO_FLOW_COUNT_BIN and GNIO_L2FWD_BIN, the captures from
+# GNIO_TEST_DATA_DIR and GNIO_CORPUS_DIR (ctest sets them).
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import struct
+import sys
+import tempfile
+
+LIMIT_S = 60  # a guard against hangs, never a measure of speed
+EXEC = "cuda" if os.environ.get("GNIO_TEST_EXEC") == "cuda" else "host"
+GPU = "0" if EXEC == "cuda" else "host"
+
+EXPRESSIONS = [
+    "udp",
+    "tcp port 80",
+    "ip6",
+    "vlan",
+    "icmp or arp",
+    "net 10.0.0.0/8",
+    "udp and dst port 53",
+    "tcp[tcpflags] & tcp-syn != 0",
+    "greater 200",
+    "not ip",
+]
+
+# Captures with what the expressions ask about: UDP/DNS and ICMP, HTTP,
+# IPv6 and ARP, 802.1Q and QinQ, DHCP, VXLAN, damaged frames.
+CAPTURES = [
+    ("data", "dns_icmp.pcap"),
+    ("data", "http.pcap"),
+    ("data", "nb6-http.pcap"),
+    ("data", "QinQpacket.pcap"),
+    ("data", "dhcp-rfc4388.pcap"),
+    ("corpus", "tcpdump/arista_ether.pcap"),
+    ("corpus", "tcpdump/vxlan.pcap"),
+    ("corpus", "tcpdump/malformed/nfs-attr-oobr.pcap"),
+    ("corpus", "wireshark/communityid.pcap.gz"),
+    ("corpus", "python3-libtrace/icmp6-sample.pcap.gz"),
+]
+
+
+def env(name, kind="file"):
+    v = os.environ.get(name, "")
+    ok = os.path.isdir(v) if kind == "dir" else (os.path.isfile(v) and os.access(v, os.X_OK))
+    if not ok:
+        sys.exit(f"{name} is '{v}', which is not {'a directory' if kind == 'dir' else 'an executable file'} "
+                 "(ctest sets it: run the tests with ctest, or set it as tests/CMakeLists.txt does)")
+    return v
+
+
+def captures(tmp):
+    """The captures as plain files (tcpdump does not read .gz): (name, path)."""
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    corpus = os.environ.get("GNIO_CORPUS_DIR") or os.path.join(data, "corpus")
+    out = []
+    for where, rel in CAPTURES:
+        src = os.path.join(data if where == "data" else corpus, rel)
+        if not os.path.isfile(src):
+            sys.exit(f"capture {src} is missing ({where}; see tests/data/MANIFEST.tsv)")
+        if src.endswith(".gz"):
+            dst = os.path.join(tmp, os.path.basename(src)[:-3])
+            with gzip.open(src, "rb") as i, open(dst, "wb") as o:
+                shutil.copyfileobj(i, o)
+            src = dst
+        out.append((rel, src))
+    return out
+
+
+def tcpdump_count(tcpdump, path, expr, tmp):
+    """The packets tcpdump's filter selects: written with -w and counted,
+    as some decoders print a packet on several lines."""
+    out = os.path.join(tmp, "tcpdump.pcap")
+    subprocess.run([tcpdump, "-r", path, "-w", out, expr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=LIMIT_S, check=True)
+    with open(out, "rb") as f:
+        data = f.read()
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    n, off = 0, 24
+    while off + 16 <= len(data):
+        caplen = struct.unpack(order + "I", data[off + 8:off + 12])[0]
+        off += 16 + caplen
+        n += 1
+    return n
+
+
+def run_program(mode, path, expr, tmp):
+    out = os.path.join(tmp, "out.json")
+    if mode == "pp":
+        cmd = [env("GNIO_TOOL_BIN"), "pp", "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
+               "--port", f"pcap:file={path}", "--json", out]
+    elif mode == "flow_count":
+        cmd = [env("GNIO_FLOW_COUNT_BIN"), "--exec", EXEC, "--stats-interval", "0", "--rx-slot", "65536",
+               "--port", f"pcap:file={path}", "--json", out]
+    else:
+        cmd = [env("GNIO_L2FWD_BIN"), "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
+               "--port", f"pcap:file={path},tx={os.path.join(tmp, 'tx.pcap')}", "--json", out]
+    cmd += ["--filter", expr]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=LIMIT_S, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}")
+    with open(out) as f:
+        return json.load(f), r.stdout, cmd
+
+
+def check_counts(mode):
+    tcpdump = shutil.which("tcpdump")
+    if not tcpdump:
+        print("tcpdump not found: skipped (apt-get install tcpdump; scripts/setup.sh does)")
+        return 77
+    failures = 0
+    checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in captures(tmp):
+            for expr in EXPRESSIONS:
+                want = tcpdump_count(tcpdump, path, expr, tmp)
+                j, text, cmd = run_program(mode, path, expr, tmp)
+                received, filtered = j["received"], j["filtered"]
+                matched = received - filtered
+                rest = j["missed"] + j["unsteered"] + j["pending"]
+                ok = matched == want and j["processed"] == matched and rest == 0 and j["unaccounted"] == 0
+                if mode == "l2fwd":
+                    ok = ok and j["forwarded"] == matched
+                checked += 1
+                print(f"{'ok  ' if ok else 'FAIL'} {mode} {name:42} {expr!r:34} tcpdump {want:4} gnio {matched:4} "
+                      f"(received {received}, filtered {filtered})")
+                if not ok:
+                    failures += 1
+                    print(f"  {' '.join(cmd)}\n{text}")
+                    if "filtered" not in text:
+                        print("  the accounting line does not name filtered")
+    print(f"{checked - failures}/{checked} agree with tcpdump")
+    return 1 if failures else 0
+
+
+def check_bad_input():
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(env("GNIO_TEST_DATA_DIR", "dir"), "dns_icmp.pcap")
+        progs = [
+            ("pp", [env("GNIO_TOOL_BIN"), "pp", "--gpu", GPU, "--port", f"pcap:file={path}"]),
+            ("flow_count", [env("GNIO_FLOW_COUNT_BIN"), "--exec", EXEC, "--port", f"pcap:file={path}"]),
+            ("l2fwd", [env("GNIO_L2FWD_BIN"), "--gpu", GPU, "--port",
+                       f"pcap:file={path},tx={os.path.join(tmp, 'tx.pcap')}"]),
+        ]
+        for prog, base in progs:
+            for expr, words in [("udp and and", "syntax error"), ("port 99999", "port"), ("frobnicate", "")]:
+                r = subprocess.run(base + ["--filter", expr], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   timeout=LIMIT_S, text=True)
+                ok = r.returncode == 2 and f"'{expr}'" in r.stdout and "libpcap" in r.stdout and words in r.stdout
+                print(f"{'ok  ' if ok else 'FAIL'} {prog} --filter {expr!r}: exit {r.returncode}")
+                if not ok:
+                    failures += 1
+                    print(r.stdout)
+    return 1 if failures else 0
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    if mode in ("pp", "flow_count", "l2fwd"):
+        return check_counts(mode)
+    if mode == "bad-input":
+        return check_bad_input()
+    sys.exit("usage: filter_test.py pp|flow_count|l2fwd|bad-input")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
