@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gnio/device/block.hpp>
+#include <gnio/device/bpf.hpp>
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/rx.hpp>
 
@@ -23,6 +24,7 @@ struct totals {
   // host's stats line and its table flips can read them while the kernel runs.
   uint64_t table_full;  // packets whose flow found no slot within flow_table_max_probe (counted here, not in a flow)
   uint64_t claimed[2];  // table slots this block claimed (new flows) in table[0] and table[1], over the run
+  uint64_t filtered;    // packets --filter refused: not counted in packets, bytes or a flow
 };
 
 template <class T>
@@ -105,6 +107,9 @@ struct body {
   flip_ctl* flip;  // cpu_gpu memory; null: one table, never flipped (--flow-idle-timeout 0)
   totals* tot;     // one per block, executor memory
   uint32_t batch;  // max packets per recv
+  // --filter, verified (gnio/device/bpf.hpp), in executor memory; no
+  // instructions: every packet passes.
+  gnio::device::bpf_prog filter;
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
@@ -112,7 +117,7 @@ struct body {
     if (ctx.block >= num_queues) return;
     const rxq& rq = q[ctx.block];
     totals& t = tot[ctx.block];
-    uint64_t packets = 0, nbytes = 0, malformed = 0;
+    uint64_t packets = 0, nbytes = 0, malformed = 0, filtered = 0;
     uint64_t epoch = flip ? enter_epoch(flip, ctx.block, t) : 0;
     for (;;) {
       if (should_exit<scope::block>(ctx)) break;
@@ -127,6 +132,10 @@ struct body {
         const uint8_t* p = pkt_addr(rq, first + i);
         const uint32_t len = pkt_len(rq, first + i);
         const uint32_t wire = pkt_wire_len(rq, first + i);
+        if (!bpf_match(filter, p, len, wire)) {
+          ++filtered;
+          continue;
+        }
         parsed_pkt pp;
         if (!parse(p, len, pp) && pp.malformed) ++malformed;
         flow_key k = make_flow_key(pp);
@@ -158,6 +167,7 @@ struct body {
     dev_atomic<uint64_t>(t.packets).fetch_add(packets, cuda::std::memory_order_relaxed);
     dev_atomic<uint64_t>(t.bytes).fetch_add(nbytes, cuda::std::memory_order_relaxed);
     dev_atomic<uint64_t>(t.malformed).fetch_add(malformed, cuda::std::memory_order_relaxed);
+    dev_atomic<uint64_t>(t.filtered).fetch_add(filtered, cuda::std::memory_order_relaxed);
   }
 };
 

@@ -152,11 +152,9 @@ gnio::error read_totals(gpu_ctx& c) {
   };
   for (size_t k = 0; k < c.totals.size(); ++k) {
     flow_count::totals& t = live[k];
-    c.totals[k] = {load(t.packets),
-                   load(t.bytes),
-                   load(t.malformed),
-                   load(t.table_full),
-                   {load(t.claimed[0]), load(t.claimed[1])}};
+    c.totals[k] = {
+        load(t.packets), load(t.bytes), load(t.malformed), load(t.table_full), {load(t.claimed[0]), load(t.claimed[1])},
+        load(t.filtered)};
   }
   return {};
 }

@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
                "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
                "stays full)")
             ->transform(gnio::cli::duration());
+    app.add_option("--filter", o.filter,
+                   "count only packets that match EXPR (tcpdump syntax, pcap-filter(7)); the others are counted as "
+                   "filtered. Runs in the kernels; on af_packet also on the socket (docs/pp.md, Filters)");
     gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt =
         app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");

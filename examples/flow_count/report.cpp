@@ -142,6 +142,7 @@ int collect_flows(run_state& st, results& r) {
     r.sum.bytes += t.bytes;
     r.sum.malformed += t.malformed;
     r.sum.table_full += t.table_full;
+    r.sum.filtered += t.filtered;
   }
   for (const auto& f : r.flows) r.used.push_back(&f);
   std::sort(r.used.begin(), r.used.end(), [](auto* a, auto* b) { return a->e.packets > b->e.packets; });
@@ -184,7 +185,7 @@ void print_console(run_state& st, results& r) {
   const auto& ps = r.ps;
   say("flow_count: {} packets, {} bytes, {} flows in {:.3f} s ({:.3f} Mpps)\n", sum.packets, sum.bytes, r.used.size(),
       r.seconds, r.seconds > 0 ? sum.packets / r.seconds / 1e6 : 0.0);
-  say("{}", st.rep.accounting_line(r.acc));
+  say("{}", st.rep.accounting_line(r.acc, o.filter.empty() ? std::nullopt : std::optional<uint64_t>(sum.filtered)));
   if (st.per_burst)
     say("flow_count: launched {}: {} launches, {:.1f} packets per launch, {:.2f} us per launch\n", o.launch.mode,
         r.ls.launches, r.ls.launches ? double(sum.packets) / r.ls.launches : 0.0, gnio::cli::launch_us_mean(r.ls));
@@ -278,6 +279,7 @@ json fill_json(run_state& st, const results& r) {
                   {"bytes", q.bytes},
                   {"truncated", q.truncated},
                   {"processed", i < r.totals.size() ? r.totals[i].packets : 0},
+                  {"filtered", i < r.totals.size() ? r.totals[i].filtered : 0},
                   {"pending", i < r.acc.queues.size() ? r.acc.queues[i].pending : 0}});
   }
   j["per_queue"] = qs;
@@ -357,7 +359,8 @@ int finish(run_state& st, std::string* flow_rows) {
   count_conversations(r);
   // The identity, per queue and in total, from what each queue's block processed.
   std::vector<uint64_t> processed_q(st.o.queues);
-  for (uint32_t q = 0; q < st.o.queues; ++q) processed_q[q] = r.totals[q].packets;
+  // A queue's block took its packets and the ones --filter refused.
+  for (uint32_t q = 0; q < st.o.queues; ++q) processed_q[q] = r.totals[q].packets + r.totals[q].filtered;
   r.acc = s.account(processed_q);
   print_console(st, r);
   const json qs = fill_json(st, r);
@@ -369,7 +372,8 @@ int finish(run_state& st, std::string* flow_rows) {
                     r.flips);
   }
   st.ipfix.add_json(st.j);
-  if (!rep.add_accounting(r.acc, "packet")) rc = 1;
+  if (!rep.add_accounting(r.acc, "packet", r.sum.filtered)) rc = 1;
+  st.j["filter_pushed_down"] = st.filter_pushed_down;
   // The session tears down the lifecycle in reverse when it goes.
   if (r.engine_err) {
     warn("flow_count: the port's engine failed: {}\n", r.engine_err.what());

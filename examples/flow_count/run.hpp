@@ -84,6 +84,7 @@ struct flipper {
 };
 
 struct options {
+  std::string filter;  // --filter: tcpdump syntax
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first
@@ -130,6 +131,8 @@ struct run_state {
 
   // From the options (begin).
   std::string gpu_sel;
+  gnio::packet_filter filter;  // --filter compiled and verified; no instructions without one
+  bool filter_pushed_down = false;
   gnio::mem_type pkt_mem = gnio::mem_type::automatic;
   gnio::launch_dims launch_dims;
   bool per_burst = false;

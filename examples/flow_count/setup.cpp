@@ -33,6 +33,12 @@ int begin(run_state& st) {
     j["burst_timeout_us"] = o.launch.burst_timeout_us;
   }
   j["poll"] = o.poll;
+  j["filter"] = o.filter.empty() ? json(nullptr) : json(o.filter);
+  if (!o.filter.empty()) {
+    auto f = gnio::compile_filter(o.filter);
+    if (!f) return st.rep.refuse("--filter: " + f.err().message(), "invalid_value", "options");
+    st.filter = std::move(*f);
+  }
   if (o.duration_s > 0) (void)st.sig.arm_deadline(o.duration_s);
   st.expiry = o.flow_idle_s > 0;
   st.tables = st.expiry ? 2 : 1;
@@ -172,6 +178,15 @@ int alloc_memory(run_state& st) {
     // kernels' adds; a GPU's stay in GPU memory, next to the kernel.
     const gnio::mem_type tot_mem =
         c->dev->info().executor == gnio::executor_kind::host ? gnio::mem_type::cpu_gpu : gnio::mem_type::gpu;
+    if (!st.filter.insns.empty()) {
+      const size_t bytes = sizeof(gnio::device::bpf_insn) * st.filter.insns.size();
+      auto prog = s.alloc_bytes(k, bytes, gnio::mem_type::gpu);
+      if (!prog) return rep.fail(prog.err(), "filter program");
+      if (auto e = c->dev->copy_to_block(*prog, 0, st.filter.insns.data(), bytes); e)
+        return rep.fail(e, "filter program");
+      c->b.filter = {static_cast<const gnio::device::bpf_insn*>(prog->exec_ptr),
+                     static_cast<uint32_t>(st.filter.insns.size())};
+    }
     auto tot = s.alloc_bytes(k, sizeof(flow_count::totals) * c->queue_ids.size(), tot_mem);
     if (!tot) return rep.fail(tot.err(), "totals");
     c->tot = *tot;

@@ -7,6 +7,7 @@
 // executor (one thread per queue).
 #pragma once
 
+#include <gnio/device/bpf.hpp>
 #include <gnio/device/flow_table.hpp>
 #include <gnio/device/rx.hpp>
 #include <gnio/device/tx.hpp>
@@ -20,6 +21,7 @@ struct totals {
   uint64_t bytes;
   uint64_t forwarded;  // handed to the TX ring
   uint64_t tx_failed;  // the TX ring stayed full: dropped, counted here
+  uint64_t filtered;   // refused by --filter: not forwarded, not in packets
 };
 
 struct body {
@@ -30,13 +32,15 @@ struct body {
   uint32_t batch;
   uint32_t swap_macs;  // 0: forward unchanged
   uint64_t tx_timeout_ns;
+  // --filter, verified, in executor memory (no instructions: every frame passes).
+  gnio::device::bpf_prog filter;
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
     if (ctx.block >= num_queues) return;
     const rxq& rq = rx[ctx.block];
     const txq& tq = tx[ctx.block];
-    uint64_t packets = 0, nbytes = 0, forwarded = 0, failed = 0;
+    uint64_t packets = 0, nbytes = 0, forwarded = 0, failed = 0, filtered = 0;
     for (;;) {
       if (should_exit<scope::block>(ctx)) break;
       uint64_t first = 0;
@@ -48,12 +52,20 @@ struct body {
       // send<scope::block> needs, and frames leave in RX order.
       for (uint32_t base = 0; base < num; base += block_threads()) {
         const uint32_t i = base + thread_rank();
-        const bool have = i < num;
+        bool have = i < num;
         uint8_t* f = nullptr;
         uint32_t len = 0;
         if (have) {
           f = pkt_addr(rq, first + i);
           len = pkt_len(rq, first + i);
+          // A frame the filter refuses is not forwarded: this thread sits
+          // the round's send out (send<scope::block> with nothing to send).
+          if (!bpf_match(filter, f, len, pkt_wire_len(rq, first + i))) {
+            have = false;
+            ++filtered;
+          }
+        }
+        if (have) {
           if (swap_macs && len >= 12) {
             for (int b = 0; b < 6; ++b) {
               const uint8_t t = f[b];
@@ -77,6 +89,7 @@ struct body {
     dev_atomic_ref<uint64_t>(tot[ctx.block].bytes).fetch_add(nbytes, cuda::std::memory_order_relaxed);
     dev_atomic_ref<uint64_t>(tot[ctx.block].forwarded).fetch_add(forwarded, cuda::std::memory_order_relaxed);
     dev_atomic_ref<uint64_t>(tot[ctx.block].tx_failed).fetch_add(failed, cuda::std::memory_order_relaxed);
+    dev_atomic_ref<uint64_t>(tot[ctx.block].filtered).fetch_add(filtered, cuda::std::memory_order_relaxed);
   }
 };
 

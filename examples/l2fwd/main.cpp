@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct options {
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
+  std::string filter;  // --filter: tcpdump syntax
   gnio::cli::launch_options launch;
   gnio::metrics::options metrics;
   std::string command;
@@ -107,6 +109,13 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     j["burst"] = o.launch.burst;
     j["burst_timeout_us"] = o.launch.burst_timeout_us;
   }
+  j["filter"] = o.filter.empty() ? json(nullptr) : json(o.filter);
+  gnio::packet_filter filter;
+  if (!o.filter.empty()) {
+    auto f = gnio::compile_filter(o.filter);
+    if (!f) return rep.refuse("--filter: " + f.err().message(), "invalid_value", "options");
+    filter = std::move(*f);
+  }
   if (o.duration_s > 0) (void)sig.arm_deadline(o.duration_s);
 
   auto g = gnio::gpu::open(o.gpu_sel);
@@ -158,6 +167,13 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   auto tot = s->alloc<l2fwd::totals>(0, queues, gnio::mem_type::gpu);
   if (!tot) return rep.fail(tot.err(), "totals");
   b.tot = tot->exec;
+  if (!filter.insns.empty()) {
+    auto prog = s->alloc<gnio::device::bpf_insn>(0, filter.insns.size(), gnio::mem_type::gpu);
+    if (!prog) return rep.fail(prog.err(), "filter program");
+    if (auto e = s->write(*prog, std::span<const gnio::device::bpf_insn>(filter.insns)); e)
+      return rep.fail(e, "filter program");
+    b.filter = {prog->exec, static_cast<uint32_t>(filter.insns.size())};
+  }
   if (auto e = s->start(); e) return rep.fail(e, "start");
 
   dims.blocks = queues;
@@ -213,7 +229,9 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     sum.bytes += t.bytes;
     sum.forwarded += t.forwarded;
     sum.tx_failed += t.tx_failed;
-    processed.push_back(t.packets);
+    sum.filtered += t.filtered;
+    // A queue's block took its packets and the frames --filter refused.
+    processed.push_back(t.packets + t.filtered);
   }
   const gnio::accounting acc = s->account(processed);
   const auto engine_err = s->get_port().engine_error();
@@ -221,7 +239,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
       "{:.3f} s ({:.3f} Mpps)\n",
       sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
       seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
-  say("{}", rep.accounting_line(acc));
+  say("{}", rep.accounting_line(acc, o.filter.empty() ? std::nullopt : std::optional<uint64_t>(sum.filtered)));
   if (per_burst)
     say("l2fwd: launched {}: {} launches, {:.1f} frames per launch, {:.2f} us per launch\n", o.launch.mode, ls.launches,
         ls.launches ? double(sum.packets) / ls.launches : 0.0, gnio::cli::launch_us_mean(ls));
@@ -260,7 +278,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     rep.set_error(msg, "io_failed", "transmit");
     rc = 1;
   }
-  if (!rep.add_accounting(acc)) rc = 1;
+  if (!rep.add_accounting(acc, "frame", sum.filtered)) rc = 1;
   if (engine_err) {
     warn("l2fwd: the port's engine failed: {}\n", engine_err.what());
     rep.set_error(engine_err.what(), gnio::to_string(engine_err.code()), "engine");
@@ -320,6 +338,9 @@ int main(int argc, char** argv) {
                    "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
                    "ends, or Ctrl-C)")
         ->transform(gnio::cli::duration());
+    app.add_option("--filter", o.filter,
+                   "forward only frames that match EXPR (tcpdump syntax, pcap-filter(7)); the others are counted as "
+                   "filtered and not sent. Runs in the kernel; on af_packet also on the socket (docs/pp.md, Filters)");
     app.add_option("--stats-interval", o.interval_s,
                    "time between progress lines on stderr: seconds, or 500ms, 10s, 1m as --duration (0: none)")
         ->transform(gnio::cli::duration())
