@@ -343,4 +343,17 @@ std::string_view launch_mode_name(device::launch_mode m) noexcept {
   return "persistent";
 }
 
+std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed) {
+  *pushed = false;
+  if (expr.empty() || expr.find(',') != std::string::npos) return dev;
+  const auto colon = dev.find(':');
+  if (dev.substr(0, colon) != "af_packet") return dev;
+  if (colon != std::string::npos &&
+      (dev.find(",filter=", colon) != std::string::npos || dev.compare(colon + 1, 7, "filter=") == 0))
+    return dev;
+  *pushed = true;
+  const bool bare = colon == std::string::npos || colon + 1 == dev.size() || dev.back() == ',';
+  return dev + (colon == std::string::npos ? ":" : bare ? "" : ",") + "filter=" + expr;
+}
+
 }  // namespace gnio::cli

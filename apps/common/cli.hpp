@@ -95,6 +95,13 @@ void apply(const launch_options& o, launch_dims& dims) noexcept;
 // "persistent", "per-burst" or "graph", as --launch spells them.
 [[nodiscard]] std::string_view launch_mode_name(device::launch_mode m) noexcept;
 
+// --filter pushed down to the port (docs/pp.md, "Filters"): dev with
+// ",filter=EXPR" added when its backend runs the filter on its sockets
+// (af_packet) and the expression fits in a device string (no comma, no
+// filter= there already); else dev unchanged. *pushed says which. The
+// kernels run the filter either way, so the counts do not depend on it.
+[[nodiscard]] std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed);
+
 // --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and
 // whether CUDA was built, as `gnio --version` does, and exits with 0.
 void add_version_flag(CLI::App& app, std::string_view program);

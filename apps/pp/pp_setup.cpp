@@ -32,16 +32,16 @@ std::string backend_of(const std::string& dev) { return dev.substr(0, dev.find('
 // --pcap-out FILE: the core's tx_pcap= keeps a copy of every transmitted
 // frame. A pcap port without tx= cannot transmit at all (its caps say so), so
 // there the capture's own tx=FILE is used instead: it records the same frames.
-result<port> open_port(gpu& g, const options& opt, const console& con, std::string* used_dev) {
+result<port> open_port(gpu& g, const options& opt, const std::string& dev, const console& con, std::string* used_dev) {
   if (opt.pcap_out.empty()) {
-    *used_dev = opt.port;
-    return port::open(g, opt.port);
+    *used_dev = dev;
+    return port::open(g, dev);
   }
-  *used_dev = with_option(opt.port, "tx_pcap=" + opt.pcap_out);
+  *used_dev = with_option(dev, "tx_pcap=" + opt.pcap_out);
   auto p = port::open(g, *used_dev);
   if (!p || p->caps().tx || backend_of(opt.port) != "pcap") return p;
   (void)p->close();
-  *used_dev = with_option(opt.port, "tx=" + opt.pcap_out);
+  *used_dev = with_option(dev, "tx=" + opt.pcap_out);
   con.out("pp: pcap port without tx=: --pcap-out uses {}\n", printable(*used_dev));
   return port::open(g, *used_dev);
 }
@@ -85,7 +85,8 @@ namespace {
 // Opens the port in the first context into r.p; a stop (Ctrl-C) while it
 // opens is told apart from a failure.
 int open_port_step(run_state& r) {
-  auto p = open_port(r.ctxs.front()->g, r.opt, r.con, &r.used_dev);
+  const std::string dev = cli::push_filter_down(r.opt.port, r.opt.filter, &r.filter_pushed_down);
+  auto p = open_port(r.ctxs.front()->g, r.opt, dev, r.con, &r.used_dev);
   if (!p && r.stop_requested()) {
     // A stop (Ctrl-C) while the port was opening, e.g. a FIFO no one writes
     // to: the open was interrupted, nothing is wrong with a disk or a file.
@@ -120,7 +121,8 @@ int leave_out_unfit(run_state& r) {
     it = r.ctxs.erase(it);
     if (held_port) {
       if (r.ctxs.empty()) break;
-      auto p = open_port(r.ctxs.front()->g, r.opt, r.con, &r.used_dev);
+      auto p = open_port(r.ctxs.front()->g, r.opt,
+                         cli::push_filter_down(r.opt.port, r.opt.filter, &r.filter_pushed_down), r.con, &r.used_dev);
       if (!p) return report_error(p.err(), "port", r.result);
       *r.p = std::move(*p);
       it = r.ctxs.begin();

@@ -64,7 +64,9 @@ int open_gpus_and_port(run_state& st) {
   j["executor"] = std::string(gnio::to_string(ctxs.front()->g.info().executor));
   j["device"] = ctxs.front()->g.info().name;
 
-  auto p = gnio::port::open(ctxs.front()->g, port_dev);
+  // --filter on the port's sockets too, where its backend can (af_packet).
+  auto p =
+      gnio::port::open(ctxs.front()->g, gnio::cli::push_filter_down(port_dev, st.o.filter, &st.filter_pushed_down));
   if (!p && st.sig.requested()) return rep.stopped_while(st.sig, "opening the port", p.err());
   if (!p) return rep.fail(p.err(), "port");
   st.p.emplace(std::move(*p));

@@ -125,7 +125,10 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   j["device"] = info.name;
   say("l2fwd: executor {} on {}{}\n", gnio::to_string(info.executor), info.name,
       info.bus_id.empty() ? "" : " (" + info.bus_id + ")");
-  auto p = gnio::port::open(*g, o.port_dev);
+  // --filter on the port's sockets too, where its backend can (af_packet).
+  bool pushed = false;
+  auto p = gnio::port::open(*g, gnio::cli::push_filter_down(o.port_dev, o.filter, &pushed));
+  j["filter_pushed_down"] = pushed;
   if (!p && sig.requested()) return rep.stopped_while(sig, "opening the port", p.err());
   if (!p) return rep.fail(p.err(), "port");
   if (const std::string why = port_refusal(o.port_dev, p->caps()); !why.empty())

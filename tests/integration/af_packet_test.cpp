@@ -351,6 +351,61 @@ TEST_F(af_packet, without_cap_net_raw_is_not_permitted) {
   EXPECT_EQ(WEXITSTATUS(st), 0) << "without CAP_NET_RAW, open must fail with not_permitted naming CAP_NET_RAW";
 }
 
+// filter= (what --filter pushes down): frames the expression refuses never
+// reach the ring, so received counts only the others; frames whose VLAN tag
+// the kernel keeps in metadata pass the socket and are left to the kernels'
+// run of the same filter (gnio/device/bpf.hpp), which sees them whole.
+TEST_F(af_packet, filter_option_keeps_refused_frames_off_the_ring) {
+  REQUIRE_NET();
+  make_veth();
+  // Flow 6 (make_frame: source port 1024 + flow), untagged or in a VLAN.
+  const std::string expr = "udp and src port 1030 or (vlan and udp and src port 1030)";
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",filter=" + expr);
+  ASSERT_TRUE(pr.ok()) << pr.err().what();
+  auto& p = *pr;
+  gnio::rxq_config rc;
+  rc.num_descs = 1024;
+  const uint32_t id = *p.create_rxq(rc);
+  peer_socket tx_peer;
+  ASSERT_TRUE(tx_peer.open(b, false));
+  ASSERT_FALSE(p.start());
+  constexpr uint32_t untagged = 200, tagged = 50;
+  for (uint32_t i = 0; i < untagged; ++i) ASSERT_TRUE(tx_peer.send(make_frame(i, 128, i % 10)));
+  for (uint32_t i = 0; i < tagged; ++i) ASSERT_TRUE(tx_peer.send(make_frame(untagged + i, 128, i % 10, {{0x8100, 5}})));
+  const uint32_t want = untagged / 10 + tagged;  // every tagged frame passes the socket
+  collected c;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (c.frames.size() < want && std::chrono::steady_clock::now() < end) collect(*p.rxq(id), c);
+  // Anything the socket should have refused would come within this too.
+  const auto settle = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < settle) collect(*p.rxq(id), c);
+  uint32_t plain = 0, with_tag = 0, matched = 0;
+  auto compiled = gnio::compile_filter(expr);
+  ASSERT_TRUE(compiled.ok()) << compiled.err().what();
+  const gnio::device::bpf_prog prog{compiled->insns.data(), static_cast<uint32_t>(compiled->insns.size())};
+  for (size_t i = 0; i < c.frames.size(); ++i) {
+    const frame& f = c.frames[i];
+    (f[12] == 0x81 ? with_tag : plain) += 1;
+    matched += gnio::device::bpf_match(prog, f.data(), static_cast<uint32_t>(f.size()), c.wire_lens[i]) ? 1 : 0;
+  }
+  EXPECT_EQ(plain, untagged / 10) << "untagged frames the filter refuses must not reach the ring";
+  EXPECT_EQ(with_tag, tagged) << "tagged frames pass the socket, tag restored";
+  EXPECT_EQ(matched, untagged / 10 + tagged / 10) << "the kernels' filter decides the tagged ones";
+  EXPECT_EQ(p.stats().rx_frames, want);
+  ASSERT_FALSE(p.stop());
+  EXPECT_FALSE(p.destroy_rxq(id));
+  EXPECT_FALSE(p.close());
+}
+
+TEST_F(af_packet, a_bad_filter_option_is_refused_with_libpcaps_message) {
+  REQUIRE_NET();
+  make_veth();
+  auto pr = gnio::port::open(*g, "af_packet:if=" + a + ",filter=udp and and");
+  ASSERT_FALSE(pr.ok());
+  EXPECT_EQ(pr.code(), gnio::status::invalid_value);
+  EXPECT_NE(pr.err().message().find("syntax error"), std::string::npos) << pr.err().what();
+}
+
 TEST_F(af_packet, caps_follow_the_interface) {
   REQUIRE_NET();
   make_veth();

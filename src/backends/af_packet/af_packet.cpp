@@ -24,6 +24,7 @@
 // (CHECKSUM_PARTIAL: veth, loopback) are completed.
 
 #include <arpa/inet.h>
+#include <gnio/filter.hpp>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -127,6 +128,9 @@ struct port {
   bool txtime = false;      // send through the qdisc with SO_TXTIME times (fq holds the frames)
   uint32_t frame_size = 0;  // V2: bytes per frame slot
   uint32_t frame_nr = 0;    // V2: frame slots per socket
+  // filter=EXPR as the sockets run it (socket_filter); empty: none.
+  std::string filter_expr;
+  std::vector<sock_filter> filter;
 
   // interface, as found at open
   int ifindex = 0;
@@ -404,6 +408,38 @@ error set_drop_all(port* p, int fd, bool on) {
   return {};
 }
 
+// filter=EXPR for SO_ATTACH_FILTER: libpcap's program for an Ethernet
+// capture behind a prologue that passes every frame whose VLAN tag the
+// kernel took into metadata. Linux runs socket filters on the frame without
+// that tag (gnio puts it back after), so the expression's offsets would be
+// wrong for it: such frames are left to the kernels' own run of the filter,
+// which sees them whole. Every other frame the expression refuses never
+// reaches the ring.
+error socket_filter(port* p, const std::string& expr) {
+  auto f = gnio::compile_filter(expr);
+  if (!f) return fail(f.err().code(), "af_packet: filter={}: {}", expr, f.err().message());
+  constexpr uint32_t prologue = 3;
+  if (f->insns.size() + prologue > BPF_MAXINSNS)
+    return fail(status::invalid_value, "af_packet: filter={}: {} instructions; a socket filter takes at most {}", expr,
+                f->insns.size(), BPF_MAXINSNS - prologue);
+  p->filter_expr = expr;
+  p->filter.clear();
+  // A = 1 when the frame's tag is in metadata; then accept it whole.
+  p->filter.push_back({BPF_LD | BPF_W | BPF_ABS, 0, 0, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_VLAN_TAG_PRESENT)});
+  p->filter.push_back({BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0});
+  p->filter.push_back({BPF_RET | BPF_K, 0, 0, 0xffffffffu});
+  // The program's jumps are relative: it runs unchanged after the prologue.
+  for (const auto& in : f->insns) p->filter.push_back({in.code, in.jt, in.jf, in.k});
+  return {};
+}
+
+error attach_filter(port* p, int fd) {
+  sock_fprog prog{static_cast<unsigned short>(p->filter.size()), p->filter.data()};
+  if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0)
+    return socket_error(p, "SO_ATTACH_FILTER (filter=)", errno);
+  return {};
+}
+
 error join_fanout(port* p) {
   // A kernel-chosen unique id (Linux >= 4.3) cannot collide with another
   // process's group on the same interface, which would share its traffic.
@@ -439,7 +475,8 @@ error join_fanout(port* p) {
 
 error af_packet_open(const devargs& a, void** priv) {
   *priv = nullptr;
-  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc", "tpacket", "txtime"})) return e;
+  if (error e = check_keys(a, {"if", "queues", "blocks", "block_size", "promisc", "tpacket", "txtime", "filter"}))
+    return e;
   auto* p = new port;
   auto bail = [&](error e) {
     destroy(p);
@@ -460,6 +497,10 @@ error af_packet_open(const devargs& a, void** priv) {
   if (error e = get_u64(a, "promisc", 0, 1, &promisc)) return bail(e);
   if (error e = get_u64(a, "tpacket", 2, 3, &version)) return bail(e);
   if (error e = get_u64(a, "txtime", 0, 1, &txtime)) return bail(e);
+  std::string filter;
+  if (error e = get_string(a, "filter", &filter)) return bail(e);
+  if (!filter.empty())
+    if (error e = socket_filter(p, filter)) return bail(e);
   const long page = sysconf(_SC_PAGESIZE);
   // The kernel allocates blocks in power-of-two pages; any other size wastes the rest.
   if ((block_size & (block_size - 1)) != 0 || (page > 0 && block_size % static_cast<uint64_t>(page) != 0))
@@ -572,15 +613,21 @@ error af_packet_start(void* priv) {
     return e;
   };
   const bool fanout = p->rx.size() > 1;
+  const bool filtered = !p->filter.empty();
   for (auto& s : p->rx) {
-    if (fanout)
+    if (fanout) {
       if (error e = set_drop_all(p, s.fd, true)) return undo(e);
+    } else if (filtered) {
+      // Before bind: no frame reaches the ring unfiltered.
+      if (error e = attach_filter(p, s.fd)) return undo(e);
+    }
     if (error e = bind_socket(p, s.fd, ETH_P_ALL)) return undo(e);
   }
   if (fanout) {
     if (error e = join_fanout(p)) return undo(e);
+    // filter= replaces the drop-everything filter in one step.
     for (auto& s : p->rx)
-      if (error e = set_drop_all(p, s.fd, false)) return undo(e);
+      if (error e = filtered ? attach_filter(p, s.fd) : set_drop_all(p, s.fd, false)) return undo(e);
   }
   if (p->promisc) {
     // A membership, not IFF_PROMISC: the kernel drops it when the socket closes,
@@ -1056,6 +1103,10 @@ const ops af_packet_ops = {
         "              setting (blocks=N x block_size=B still size the ring)\n"
         "promisc=0|1   receive frames for any MAC address while the port is open (default 1; a socket membership,\n"
         "              dropped by the kernel when the port closes)\n"
+        "filter=EXPR   a tcpdump expression (no commas) compiled with libpcap and attached to every socket\n"
+        "              (SO_ATTACH_FILTER): frames it refuses never reach the ring and are not counted as received.\n"
+        "              Frames whose VLAN tag the kernel stripped pass it and are left to the kernels' own filter.\n"
+        "              gnio pp, flow_count and l2fwd set it from --filter\n"
         "Received: every frame the interface receives, not what it transmits; stripped VLAN tags are put back and\n"
         "checksums left to offload by a local sender (veth, lo) are completed. GRO/LRO merge TCP segments before\n"
         "packet sockets see them (ethtool -K NAME gro off lro off for one frame per packet). Frames the kernel\n"
