@@ -76,6 +76,25 @@ stage_libs() {
   done
 }
 
+# --filter's test needs tcpdump, which the GPU machine lacks: its counts are
+# recorded here, with the corpus captures the test reads (tests/integration/
+# filter_test.py record), into DIR/filter.
+stage_filter_counts() {
+  local dir=$1 corpus=${GNIO_CORPUS_DIR:-$PWD/../shared/corpus}
+  if ! command -v tcpdump >/dev/null || [[ ! -d $corpus ]]; then
+    echo "gpu-check: no tcpdump or no corpus at $corpus: steps filter_*_cuda will be skipped"
+    return 0
+  fi
+  mkdir -p "$dir/filter/corpus" || return 1
+  local rel
+  for rel in $(python3 -c 'import sys; sys.path.insert(0, "tests/integration"); import filter_test as f
+print(" ".join(r for w, r in f.CAPTURES if w == "corpus"))'); do
+    mkdir -p "$dir/filter/corpus/$(dirname "$rel")" && cp "$corpus/$rel" "$dir/filter/corpus/$rel" || return 1
+  done
+  GNIO_TEST_DATA_DIR=$PWD/tests/data GNIO_CORPUS_DIR=$corpus \
+    python3 tests/integration/filter_test.py record "$dir/filter/expected.json"
+}
+
 do_stage() {
   local dir=${1:?usage: $0 stage DIR}
   rm -rf "$dir" && mkdir -p "$dir" || return 1
@@ -89,6 +108,7 @@ do_stage() {
     [[ -x $build/$b ]] || continue
     mkdir -p "$dir/doca-sample" && objcopy --strip-debug "$build/$b" "$dir/$b" || return 1
   done
+  stage_filter_counts "$dir" || return 1
   stage_libs && cp -r "$build/lib" "$dir/lib" || return 1
   echo "gpu-check: staged $build into $dir ($(du -sh "$dir" | cut -f1))"
 }
@@ -153,6 +173,19 @@ do_run() {
   else
     step doca_send_cuda sh -c "echo 'no DOCA send samples in $build/doca-sample (built by gpu-check.sh build)'; exit 77"
   fi
+  # --filter on the GPU: each program's matched count against tcpdump's
+  # (recorded by `stage`; tcpdump itself where it is installed).
+  local fprog
+  for fprog in pp flow_count l2fwd; do
+    if [[ -f $build/filter/expected.json ]]; then
+      step "filter_${fprog}_cuda" env GNIO_TEST_EXEC=cuda GNIO_FILTER_EXPECTED="$PWD/$build/filter/expected.json" \
+        GNIO_CORPUS_DIR="$PWD/$build/filter/corpus" python3 tests/integration/filter_test.py "$fprog"
+    elif command -v tcpdump >/dev/null; then
+      step "filter_${fprog}_cuda" env GNIO_TEST_EXEC=cuda python3 tests/integration/filter_test.py "$fprog"
+    else
+      step "filter_${fprog}_cuda" sh -c "echo 'no tcpdump and no recorded counts ($build/filter)'; exit 77"
+    fi
+  done
   # The launch modes (gnio::launch_dims::mode): the conformance suite and
   # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
   # launched per burst and as a replayed CUDA graph (GNIO_TEST_LAUNCH).
