@@ -343,6 +343,24 @@ std::string_view launch_mode_name(device::launch_mode m) noexcept {
   return "persistent";
 }
 
+std::string add_rx_pcap(const std::string& dev, const std::string& path, std::string* why) {
+  if (path.empty()) return dev;
+  if (path.find(',') != std::string::npos) {
+    *why = fmt::format("--write {}: a file name with a comma cannot be passed to the port; choose another name", path);
+    return "";
+  }
+  const auto colon = dev.find(':');
+  const bool bare = colon == std::string::npos || colon + 1 == dev.size() || dev.back() == ',';
+  return dev + (colon == std::string::npos ? ":" : bare ? "" : ",") + "rx_pcap=" + path;
+}
+
+CLI::Option* add_write_option(CLI::App& app, std::string& path) {
+  return app.add_option("--write", path,
+                        "write the received frames that --filter accepts (all of them without one) to this pcap "
+                        "file, with their capture times (ns) and original lengths; the port's engine writes them "
+                        "as it hands them to the kernel (the core option rx_pcap=)");
+}
+
 std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed) {
   *pushed = false;
   if (expr.empty() || expr.find(',') != std::string::npos) return dev;

@@ -100,6 +100,12 @@ void apply(const launch_options& o, launch_dims& dims) noexcept;
 // (af_packet) and the expression fits in a device string (no comma, no
 // filter= there already); else dev unchanged. *pushed says which. The
 // kernels run the filter either way, so the counts do not depend on it.
+// --write FILE: the device string with the core option rx_pcap=FILE (the
+// engine writes every frame the port delivers that the port's rx_pcap
+// filter accepts). Empty path: dev unchanged. A path a device string cannot
+// carry (a comma) sets *why and returns "".
+[[nodiscard]] std::string add_rx_pcap(const std::string& dev, const std::string& path, std::string* why);
+CLI::Option* add_write_option(CLI::App& app, std::string& path);
 [[nodiscard]] std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed);
 
 // --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and

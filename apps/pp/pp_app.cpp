@@ -199,6 +199,7 @@ int finish_run(run_state& r) {
   if (auto e = s.stop_port(); e) o.rc = report_error(e, "port stop", &o.failure);
   o.st = s.stats();
   o.engine_err = s.get_port().engine_error();
+  o.written = s.get_port().rx_pcap_frames();
 
   o.per_block.resize(r.plan.num_blocks);
   for (uint32_t k = 0; k < r.num_ctx(); ++k) {
@@ -349,6 +350,7 @@ void add_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
+  gnio::cli::add_write_option(*sub, opt->write_path);
   sub->add_option("--filter", opt->filter,
                   "only frames that match EXPR (tcpdump syntax, pcap-filter(7)) are processed; the others are "
                   "counted as filtered. Runs in the kernels; on af_packet also on the socket (docs/pp.md, Filters)");

@@ -32,7 +32,8 @@ std::string backend_of(const std::string& dev) { return dev.substr(0, dev.find('
 // --pcap-out FILE: the core's tx_pcap= keeps a copy of every transmitted
 // frame. A pcap port without tx= cannot transmit at all (its caps say so), so
 // there the capture's own tx=FILE is used instead: it records the same frames.
-result<port> open_port(gpu& g, const options& opt, const std::string& dev, const console& con, std::string* used_dev) {
+result<port> open_port_tx(gpu& g, const options& opt, const std::string& dev, const console& con,
+                          std::string* used_dev) {
   if (opt.pcap_out.empty()) {
     *used_dev = dev;
     return port::open(g, dev);
@@ -44,6 +45,18 @@ result<port> open_port(gpu& g, const options& opt, const std::string& dev, const
   *used_dev = with_option(dev, "tx=" + opt.pcap_out);
   con.out("pp: pcap port without tx=: --pcap-out uses {}\n", printable(*used_dev));
   return port::open(g, *used_dev);
+}
+
+// --write FILE: the core's rx_pcap= writes the delivered frames --filter accepts.
+result<port> open_port(gpu& g, const options& opt, const std::string& dev, const console& con, std::string* used_dev,
+                       const packet_filter& filter) {
+  std::string why;
+  const std::string with_write = cli::add_rx_pcap(dev, opt.write_path, &why);
+  if (with_write.empty()) return error(status::invalid_value, why);
+  auto p = open_port_tx(g, opt, with_write, con, used_dev);
+  if (p && !opt.write_path.empty())
+    if (auto e = p->set_rx_pcap_filter(filter.insns); e) return e;
+  return p;
 }
 
 }  // namespace
@@ -62,6 +75,7 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   if (!opt.json_path.empty()) {
     std::vector<named_file> others = device_files(opt.port);
     if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
+    if (!opt.write_path.empty()) others.push_back({"--write ", opt.write_path});
     auto f = prepare_output("--json", opt.json_path, others);
     if (!f) return bad_option(f.err().message(), r.result);
     *json_out = std::move(*f);
@@ -69,6 +83,8 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   // --pcap-out is created when the port starts; a FIFO there would block it.
   if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
     return bad_option("--pcap-out " + opt.pcap_out + ": " + why, r.result);
+  if (const std::string why = fifo_output_refusal(opt.write_path); !why.empty())
+    return bad_option("--write " + opt.write_path + ": " + why, r.result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
   auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
@@ -86,7 +102,7 @@ namespace {
 // opens is told apart from a failure.
 int open_port_step(run_state& r) {
   const std::string dev = cli::push_filter_down(r.opt.port, r.opt.filter, &r.filter_pushed_down);
-  auto p = open_port(r.ctxs.front()->g, r.opt, dev, r.con, &r.used_dev);
+  auto p = open_port(r.ctxs.front()->g, r.opt, dev, r.con, &r.used_dev, r.filter);
   if (!p && r.stop_requested()) {
     // A stop (Ctrl-C) while the port was opening, e.g. a FIFO no one writes
     // to: the open was interrupted, nothing is wrong with a disk or a file.
@@ -121,8 +137,9 @@ int leave_out_unfit(run_state& r) {
     it = r.ctxs.erase(it);
     if (held_port) {
       if (r.ctxs.empty()) break;
-      auto p = open_port(r.ctxs.front()->g, r.opt,
-                         cli::push_filter_down(r.opt.port, r.opt.filter, &r.filter_pushed_down), r.con, &r.used_dev);
+      auto p =
+          open_port(r.ctxs.front()->g, r.opt, cli::push_filter_down(r.opt.port, r.opt.filter, &r.filter_pushed_down),
+                    r.con, &r.used_dev, r.filter);
       if (!p) return report_error(p.err(), "port", r.result);
       *r.p = std::move(*p);
       it = r.ctxs.begin();

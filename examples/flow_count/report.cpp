@@ -374,6 +374,11 @@ int finish(run_state& st, std::string* flow_rows) {
   st.ipfix.add_json(st.j);
   if (!rep.add_accounting(r.acc, "packet", r.sum.filtered)) rc = 1;
   st.j["filter_pushed_down"] = st.filter_pushed_down;
+  if (!st.o.write_path.empty()) {
+    const uint64_t written = s.get_port().rx_pcap_frames();
+    say("flow_count: wrote {} frame(s) to {}\n", written, gnio::printable(st.o.write_path));
+    st.j["written"] = written;
+  }
   // The session tears down the lifecycle in reverse when it goes.
   if (r.engine_err) {
     warn("flow_count: the port's engine failed: {}\n", r.engine_err.what());

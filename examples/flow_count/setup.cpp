@@ -65,10 +65,15 @@ int open_gpus_and_port(run_state& st) {
   j["device"] = ctxs.front()->g.info().name;
 
   // --filter on the port's sockets too, where its backend can (af_packet).
-  auto p =
-      gnio::port::open(ctxs.front()->g, gnio::cli::push_filter_down(port_dev, st.o.filter, &st.filter_pushed_down));
+  std::string why;
+  const std::string dev = gnio::cli::add_rx_pcap(
+      gnio::cli::push_filter_down(port_dev, st.o.filter, &st.filter_pushed_down), st.o.write_path, &why);
+  if (dev.empty()) return rep.refuse(why, "invalid_value", "options");
+  auto p = gnio::port::open(ctxs.front()->g, dev);
   if (!p && st.sig.requested()) return rep.stopped_while(st.sig, "opening the port", p.err());
   if (!p) return rep.fail(p.err(), "port");
+  if (!st.o.write_path.empty())
+    if (auto e = p->set_rx_pcap_filter(st.filter.insns); e) return rep.fail(e, "port");
   st.p.emplace(std::move(*p));
   for (auto it = ctxs.begin(); it != ctxs.end();) {
     const auto verdict = gnio::check_receive_kernels(st.p->caps(), port_dev.substr(0, port_dev.find(':')),

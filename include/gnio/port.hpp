@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gnio/caps.hpp"
+#include "gnio/device/bpf.hpp"
 #include "gnio/device/ring.hpp"
 #include "gnio/gpu.hpp"
 #include "gnio/memory.hpp"
@@ -130,6 +131,12 @@ class port {
   [[nodiscard]] result<uint32_t> create_txq(const txq_config& cfg = {});
   // Makes a buffer array reachable as a TX descriptor address.
   [[nodiscard]] error register_memory(const mem_block& block);
+  // The frames rx_pcap=FILE writes: those this classic BPF program accepts
+  // (verified here; gnio::compile_filter makes one from a tcpdump
+  // expression); none set, every frame the port delivers. Before start().
+  [[nodiscard]] error set_rx_pcap_filter(std::vector<device::bpf_insn> insns);
+  // Frames rx_pcap= has written so far.
+  [[nodiscard]] uint64_t rx_pcap_frames() const noexcept;
   [[nodiscard]] error set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues = {});
 
   [[nodiscard]] error start();

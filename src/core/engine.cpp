@@ -146,6 +146,23 @@ void stage_out(port_state& p, rxq_state& q) {
 
 // Publishes q's entries whose bytes are in place: all of them, or for a
 // staged queue those whose copy finished (wait: all, after waiting).
+// rx_pcap=: the entries [from, upto) of q, those rx_filter accepts, from
+// their host bytes (the area, its staging copy, or the RX pool).
+void mirror_rx(port_state& p, rxq_state& q, uint64_t from, uint64_t upto) {
+  const uint8_t* base = q.pool     ? static_cast<const uint8_t*>(p.pool.host_ptr)
+                        : q.staged ? static_cast<const uint8_t*>(q.stage.host_ptr)
+                                   : static_cast<const uint8_t*>(q.pkts.host_ptr);
+  if (!base) return;
+  const device::bpf_prog f{p.rx_filter.data(), static_cast<uint32_t>(p.rx_filter.size())};
+  const uint32_t mask = q.w.num_descs() - 1;
+  for (uint64_t i = from; i < upto; ++i) {
+    const device::rx_cqe& c = q.cq_host[i & mask];
+    const uint8_t* frame = base + c.buf;
+    if (!device::bpf_match(f, frame, c.len, c.wire_len)) continue;
+    p.rx_mirror.write_frame(frame, c.len, c.wire_len, c.ts_ns, p.name);
+  }
+}
+
 void publish(port_state& p, rxq_state& q, bool wait) {
   const uint64_t before = q.w.published();
   if (!q.staged) {
@@ -178,6 +195,8 @@ void publish(port_state& p, rxq_state& q, bool wait) {
       q.inflight.pop_front();
     }
   }
+  // Before the kernel can release them: the entries are still ours to read.
+  if (p.rx_mirror.writing() && q.w.published() > before) mirror_rx(p, q, before, q.w.published());
   q.delivered.add(q.w.published() - before);
 }
 

@@ -12,7 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "tx_mirror.hpp"
+#include "gnio/device/bpf.hpp"
+#include "pcap_mirror.hpp"
 #include "gnio/backend/backend.hpp"
 #include "gnio/backend/ring.hpp"
 #include "gnio/device/pkt.hpp"
@@ -197,9 +198,11 @@ struct port_state {
   void* priv = nullptr;
   std::string name;
   port_caps caps;
-  bool overflow_wait = false;  // wait for ring space instead of dropping (finite sources)
-  bool engine_busy = false;    // engine_poll=busy: the engine never sleeps when idle
-  tx_mirror mirror;            // tx_pcap=: a copy of every transmitted frame
+  bool overflow_wait = false;               // wait for ring space instead of dropping (finite sources)
+  bool engine_busy = false;                 // engine_poll=busy: the engine never sleeps when idle
+  pcap_mirror mirror{"tx_pcap", false};     // tx_pcap=: a copy of every transmitted frame
+  pcap_mirror rx_mirror{"rx_pcap", true};   // rx_pcap=: every frame delivered (that rx_filter accepts)
+  std::vector<device::bpf_insn> rx_filter;  // for rx_pcap=; empty: every frame
   // The backend's RX pool (rx_pool_setup), if it has one.
   mem_block pool;
   uint32_t pool_buf_bytes = 0;

@@ -134,6 +134,12 @@ result<port> port::open(gpu& g, std::string_view dev) {
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "tx_pcap"; });
     if (auto e = st->mirror.configure(std::move(path)); e) return e;
   }
+  if (const auto* v = args->find("rx_pcap")) {
+    if (v->empty()) return fail(status::invalid_value, "{}: rx_pcap= needs a file name", args->name);
+    std::string path = *v;
+    std::erase_if(args->kv, [](const auto& kv) { return kv.first == "rx_pcap"; });
+    if (auto e = st->rx_mirror.configure(std::move(path)); e) return e;
+  }
   void* priv = nullptr;
   if (auto e = ops->open(*args, &priv); e) return e;
   st->priv = priv;
@@ -207,6 +213,24 @@ error port::register_memory(const mem_block& block) {
   s.user_regions.push_back(block);
   return {};
 }
+
+error port::set_rx_pcap_filter(std::vector<device::bpf_insn> insns) {
+  if (!state_) return fail(status::bad_state, "set_rx_pcap_filter: the port is closed");
+  auto& s = *state_;
+  std::lock_guard lk(s.mu);
+  if (s.phase != port_phase::configured)
+    return fail(status::bad_state, "set_rx_pcap_filter: port {} was started; set the filter before start()", s.name);
+  if (!insns.empty()) {
+    const auto v = device::bpf_verify(insns.data(), static_cast<uint32_t>(insns.size()));
+    if (v != device::bpf_verdict::ok)
+      return fail(status::invalid_value, "set_rx_pcap_filter: the program does not verify (verdict {})",
+                  static_cast<uint32_t>(v));
+  }
+  s.rx_filter = std::move(insns);
+  return {};
+}
+
+uint64_t port::rx_pcap_frames() const noexcept { return state_ ? state_->rx_mirror.frames_written() : 0; }
 
 error port::set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues) {
   if (!state_) return fail(status::bad_state, "set_steering: the port is closed");
@@ -310,8 +334,16 @@ error port::start() {
   // tx_pcap=: reserved before the backend starts, so an unwritable file fails
   // the start, but neither truncated nor (when new) left behind unless the
   // backend started too.
+  // rx_pcap= likewise, for a port with RX queues.
   if (!tx.empty() && !s.mirror.writing()) {
     if (auto e = s.mirror.reserve(); e) {
+      s.release_tx_stage();
+      return e;
+    }
+  }
+  if (!rx.empty() && !s.rx_mirror.writing()) {
+    if (auto e = s.rx_mirror.reserve(); e) {
+      s.mirror.drop();
       s.release_tx_stage();
       return e;
     }
@@ -319,14 +351,19 @@ error port::start() {
   if (s.ops->start) {
     if (auto e = s.ops->start(s.priv); e) {
       s.mirror.drop();
+      s.rx_mirror.drop();
       s.release_tx_stage();
       return e;
     }
   }
-  if (auto e = s.mirror.begin(); e) {
+  error be = s.mirror.begin();
+  if (!be) be = s.rx_mirror.begin();
+  if (be) {
+    s.mirror.close();
+    s.rx_mirror.drop();
     if (s.ops->stop) (void)s.ops->stop(s.priv);
     s.release_tx_stage();
-    return e;
+    return be;
   }
   s.regions = std::move(regions);
   s.live_tx = std::move(tx);
@@ -351,6 +388,7 @@ error port::stop() {
   if (s.ops->stop) e = s.ops->stop(s.priv);
   // A tx_pcap= write that failed (a full disk) is reported here too, with its errno.
   if (auto te = s.mirror.finish(); te && !e) e = std::move(te);
+  if (auto re = s.rx_mirror.finish(); re && !e) e = std::move(re);
   s.release_tx_stage();
   s.phase = port_phase::stopped;
   return e;

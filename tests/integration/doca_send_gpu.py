@@ -11,7 +11,7 @@ gpunetio_simple_send: every CUDA thread sends the same frame again and again
 zeros up to -s bytes) until SIGINT. Checked:
   pcap:   into a pcap:tx= file, without a shared queue (the WQE calls:
           get_wqe_ptr, wqe_prepare_send, submit, poll_completion_at) and with
-          one at thread, warp and block scope (send, poll_completion): every
+          one (-q 1) at thread, warp and block scope (send, poll_completion): every
           record holds exactly that frame, and there are some;
   veth:   into af_packet on one end of a veth pair, read on the other end:
           every frame from the sample's source address is exactly that frame.
@@ -47,6 +47,7 @@ DST = bytes([0x10, 0x11, 0x12, 0x13, 0x14, 0x15])
 SRC = bytes([0x20, 0x21, 0x22, 0x23, 0x24, 0x25])
 ETH = DST + SRC + b"\x08\x00"
 WAIT_BURSTS, WAIT_PER_BURST, WAIT_SIZE = 8, 32, 1024
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python's socket module may lack the name
 
 
 def simple_frame(size):
@@ -137,8 +138,9 @@ def run_simple_until(binary, gpu, device_string, args, started, run_s=0.3, limit
 def simple_pcap(binary, gpu, tmp):
     failed = 0
     size = 64
-    for args in (["-t", "64"], ["-t", "64", "-q", "-e", "0"], ["-t", "64", "-q", "-e", "1"],
-                 ["-t", "128", "-q", "-e", "2"]):
+    # -q 1: a shared queue (the sample's option takes a number).
+    for args in (["-t", "64"], ["-t", "64", "-q", "1", "-e", "0"], ["-t", "64", "-q", "1", "-e", "1"],
+                 ["-t", "128", "-q", "1", "-e", "2"]):
         path = os.path.join(tmp, "simple.pcap")
         if os.path.exists(path):
             os.unlink(path)
@@ -164,7 +166,7 @@ def simple_pcap(binary, gpu, tmp):
 def open_capture(ifname):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))  # ETH_P_ALL
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_TIMESTAMPNS, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     s.bind((ifname, 0))
     return s
 
@@ -181,7 +183,7 @@ def drain(s, until, want_src=SRC):
             continue
         ts = None
         for level, kind, val in anc:
-            if level == socket.SOL_SOCKET and kind == 35:  # SCM_TIMESTAMPNS
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:  # SCM_TIMESTAMPNS
                 sec, ns = struct.unpack("qq", val[:16])
                 ts = sec * 1_000_000_000 + ns
         got.append((ts, data))

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tx_mirror.hpp"
+#include "pcap_mirror.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,17 +18,18 @@
 
 namespace gnio::detail {
 
-error tx_mirror::configure(std::string path) {
+error pcap_mirror::configure(std::string path) {
   // Checked now, so a bad path fails at open as the pcap backend's tx= does;
   // created at start, so a port that never starts touches no file.
-  if (std::string why = fifo_output_refusal(path); !why.empty()) return fail(status::invalid_value, "tx_pcap: {}", why);
+  if (std::string why = fifo_output_refusal(path); !why.empty())
+    return fail(status::invalid_value, "{}: {}", label_, why);
   if (int e = output_path_errno(path); e != 0)
-    return fail(file_errno_status(e), "tx_pcap: cannot create '{}': {}", path, std::strerror(e));
+    return fail(file_errno_status(e), "{}: cannot create '{}': {}", label_, path, std::strerror(e));
   path_ = std::move(path);
   return {};
 }
 
-error tx_mirror::reserve() {
+error pcap_mirror::reserve() {
   if (path_.empty() || dumper_ != nullptr || fd_ >= 0) return {};
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ >= 0) {
@@ -39,12 +40,12 @@ error tx_mirror::reserve() {
   }
   if (fd_ < 0) {
     const int e = errno;
-    return fail(file_errno_status(e), "tx_pcap: cannot create '{}': {}", path_, std::strerror(e));
+    return fail(file_errno_status(e), "{}: cannot create '{}': {}", label_, path_, std::strerror(e));
   }
   return {};
 }
 
-void tx_mirror::drop() noexcept {
+void pcap_mirror::drop() noexcept {
   if (fd_ < 0) return;
   ::close(fd_);
   fd_ = -1;
@@ -53,14 +54,14 @@ void tx_mirror::drop() noexcept {
 }
 
 // The reserved file becomes a pcap file with a fresh header.
-error tx_mirror::begin() {
+error pcap_mirror::begin() {
   if (fd_ < 0) return {};
   const int fd = fd_;
   fd_ = -1;
   auto undo = [&](int e, status s, const std::string& why) {
     if (created_) ::unlink(path_.c_str());
     created_ = false;
-    return fail(e ? file_errno_status(e) : s, "tx_pcap: cannot write '{}': {}", path_, e ? std::strerror(e) : why);
+    return fail(e ? file_errno_status(e) : s, "{}: cannot write '{}': {}", label_, path_, e ? std::strerror(e) : why);
   };
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
@@ -74,7 +75,8 @@ error tx_mirror::begin() {
     ::close(fd);
     return undo(e, status::io_failed, "");
   }
-  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535,
+                                                      nano_ ? PCAP_TSTAMP_PRECISION_NANO : PCAP_TSTAMP_PRECISION_MICRO);
   if (!dead) {
     std::fclose(f);
     return undo(0, status::no_memory, "pcap_open_dead failed");
@@ -95,7 +97,7 @@ error tx_mirror::begin() {
   return {};
 }
 
-void tx_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::string& port_name) noexcept {
+void pcap_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::string& port_name) noexcept {
   if (dumper_ == nullptr || errno_ != 0 || n == 0) return;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   pcap_pkthdr h{};
@@ -109,22 +111,44 @@ void tx_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::st
     if (std::ferror(f)) {
       // errno now is the failed fwrite's; finish() reports it.
       errno_ = errno != 0 ? errno : EIO;
-      log(log_level::warn, "port {}: writing tx_pcap '{}' failed: {}; no more frames are written to it", port_name,
+      log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
           path_, std::strerror(errno_));
     }
   }
 }
 
-error tx_mirror::finish() {
+void pcap_mirror::write_frame(const uint8_t* data, uint32_t caplen, uint32_t wire_len, uint64_t ts_ns,
+                              const std::string& port_name) noexcept {
+  std::lock_guard lk(mu_);
+  if (dumper_ == nullptr || errno_ != 0) return;
+  pcap_pkthdr h{};
+  h.ts.tv_sec = static_cast<time_t>(ts_ns / 1'000'000'000u);
+  // With nanosecond precision libpcap takes nanoseconds in tv_usec.
+  h.ts.tv_usec = static_cast<suseconds_t>(nano_ ? ts_ns % 1'000'000'000u : (ts_ns % 1'000'000'000u) / 1000u);
+  h.caplen = caplen;
+  h.len = wire_len < caplen ? caplen : wire_len;
+  FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
+  errno = 0;
+  pcap_dump(static_cast<u_char*>(dumper_), &h, data);
+  if (std::ferror(f)) {
+    errno_ = errno != 0 ? errno : EIO;
+    log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
+        path_, std::strerror(errno_));
+    return;
+  }
+  ++written_;
+}
+
+error pcap_mirror::finish() {
   if (dumper_ == nullptr) return {};
   int err = errno_;
   if (pcap_dump_flush(static_cast<pcap_dumper_t*>(dumper_)) != 0 && err == 0) err = errno;
   close();
   if (err == 0) return {};
-  return fail(status::io_failed, "tx_pcap: writing '{}' failed: {}", path_, std::strerror(err));
+  return fail(status::io_failed, "{}: writing '{}' failed: {}", label_, path_, std::strerror(err));
 }
 
-void tx_mirror::close() noexcept {
+void pcap_mirror::close() noexcept {
   drop();
   if (dumper_) pcap_dump_close(static_cast<pcap_dumper_t*>(dumper_));
   if (pcap_) pcap_close(static_cast<pcap_t*>(pcap_));

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// tx_pcap= and rx_pcap=: a copy of every frame a port transmits, or of every
+// frame it delivers to its RX queues (those a capture filter accepts), in a
+// pcap file, whatever the backend. The port checks the path when it opens,
+// reserves the file before the backend starts (an unwritable file fails the
+// start; an existing one is neither truncated nor, when new, left behind
+// unless the backend started), makes it a pcap file once the backend
+// started, and the engine's lanes write the frames. The only part of the core
+// that uses libpcap.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "gnio/backend/backend.hpp"
+#include "gnio/status.hpp"
+
+namespace gnio::detail {
+
+class pcap_mirror {
+ public:
+  // label: the option's name, for messages; nano: nanosecond timestamps
+  // (the frames' own capture times) rather than microseconds.
+  pcap_mirror(const char* label, bool nano) noexcept : label_(label), nano_(nano) {}
+  pcap_mirror(const pcap_mirror&) = delete;
+  pcap_mirror& operator=(const pcap_mirror&) = delete;
+  ~pcap_mirror() { close(); }
+
+  // At port open: remembers the path when it is usable (no FIFO, creatable).
+  error configure(std::string path);
+  [[nodiscard]] bool configured() const noexcept { return !path_.empty(); }
+  [[nodiscard]] bool writing() const noexcept { return dumper_ != nullptr; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+  // Before the backend starts: opens (or creates) the file without
+  // truncating it. Then either begin() once the backend started, or drop()
+  // when it did not.
+  error reserve();
+  error begin();
+  void drop() noexcept;
+
+  // Engine TX lane: the n frames a backend just sent, stamped now. The first
+  // failed write stops the copy; finish() reports it.
+  void write(const backend::tx_frame* frames, uint32_t n, const std::string& port_name) noexcept;
+  // Any engine lane: one received frame, caplen bytes of a frame of wire_len
+  // on the wire, with its capture time.
+  void write_frame(const uint8_t* data, uint32_t caplen, uint32_t wire_len, uint64_t ts_ns,
+                   const std::string& port_name) noexcept;
+  [[nodiscard]] uint64_t frames_written() const noexcept { return written_; }
+
+  // At port stop: flushes and closes; the first write error, with its errno.
+  error finish();
+  void close() noexcept;
+
+ private:
+  std::string path_;
+  int fd_ = -1;             // between reserve() and begin()
+  bool created_ = false;    // reserve() created the file
+  void* pcap_ = nullptr;    // pcap_t* (a dead handle) while writing
+  void* dumper_ = nullptr;  // pcap_dumper_t*
+  int errno_ = 0;           // of the first failed write (read after the lanes' join)
+  const char* label_;
+  bool nano_;
+  std::mutex mu_;  // write_frame: lanes share the file
+  uint64_t written_ = 0;
+};
+
+}  // namespace gnio::detail
