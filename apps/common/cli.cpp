@@ -343,22 +343,37 @@ std::string_view launch_mode_name(device::launch_mode m) noexcept {
   return "persistent";
 }
 
-std::string add_rx_pcap(const std::string& dev, const std::string& path, std::string* why) {
-  if (path.empty()) return dev;
-  if (path.find(',') != std::string::npos) {
-    *why = fmt::format("--write {}: a file name with a comma cannot be passed to the port; choose another name", path);
+std::string add_rx_pcap(const std::string& dev, const write_options& w, std::string* why) {
+  if (w.path.empty()) return dev;
+  if (w.path.find(',') != std::string::npos) {
+    *why =
+        fmt::format("--write {}: a file name with a comma cannot be passed to the port; choose another name", w.path);
     return "";
   }
   const auto colon = dev.find(':');
   const bool bare = colon == std::string::npos || colon + 1 == dev.size() || dev.back() == ',';
-  return dev + (colon == std::string::npos ? ":" : bare ? "" : ",") + "rx_pcap=" + path;
+  std::string out = dev + (colon == std::string::npos ? ":" : bare ? "" : ",") + "rx_pcap=" + w.path;
+  if (w.size_mb > 0)
+    out += fmt::format(",rx_pcap_size={}", std::max<uint64_t>(1, static_cast<uint64_t>(w.size_mb * 1e6)));
+  if (w.seconds > 0) out += fmt::format(",rx_pcap_seconds={}", w.seconds);
+  return out;
 }
 
-CLI::Option* add_write_option(CLI::App& app, std::string& path) {
-  return app.add_option("--write", path,
-                        "write the received frames that --filter accepts (all of them without one) to this pcap "
-                        "file, with their capture times (ns) and original lengths; the port's engine writes them "
-                        "as it hands them to the kernel (the core option rx_pcap=)");
+void add_write_options(CLI::App& app, write_options& w) {
+  auto* path = app.add_option("--write", w.path,
+                              "write the received frames that --filter accepts (all of them without one) to this pcap "
+                              "file, with their capture times (ns) and original lengths; the port's engine writes "
+                              "them as it hands them to the kernel (the core option rx_pcap=)");
+  app.add_option("--write-size", w.size_mb,
+                 "with --write: start the next file (FILE1, FILE2, ...) once the current one holds more than this "
+                 "many millions of bytes, as tcpdump -C does")
+      ->check(number(1e-6, 1e9))
+      ->needs(path);
+  app.add_option("--write-seconds", w.seconds,
+                 "with --write: start the next file once a frame's capture time is this many seconds past the "
+                 "current file's first, as tcpdump -G does (files numbered as with --write-size)")
+      ->check(whole(1, 1'000'000'000))
+      ->needs(path);
 }
 
 std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed) {

@@ -100,12 +100,19 @@ void apply(const launch_options& o, launch_dims& dims) noexcept;
 // (af_packet) and the expression fits in a device string (no comma, no
 // filter= there already); else dev unchanged. *pushed says which. The
 // kernels run the filter either way, so the counts do not depend on it.
-// --write FILE: the device string with the core option rx_pcap=FILE (the
-// engine writes every frame the port delivers that the port's rx_pcap
-// filter accepts). Empty path: dev unchanged. A path a device string cannot
-// carry (a comma) sets *why and returns "".
-[[nodiscard]] std::string add_rx_pcap(const std::string& dev, const std::string& path, std::string* why);
-CLI::Option* add_write_option(CLI::App& app, std::string& path);
+// --write FILE [--write-size MB] [--write-seconds S]: received frames to a
+// pcap file, rotated as tcpdump's -C and -G do.
+struct write_options {
+  std::string path;
+  double size_mb = 0;    // millions of bytes per file (0: no limit)
+  uint64_t seconds = 0;  // capture seconds per file (0: no limit)
+};
+void add_write_options(CLI::App& app, write_options& w);
+// The device string with the core options rx_pcap=FILE (the engine writes
+// every frame the port delivers that the port's rx_pcap filter accepts),
+// rx_pcap_size= and rx_pcap_seconds=. No path: dev unchanged. A path a
+// device string cannot carry (a comma) sets *why and returns "".
+[[nodiscard]] std::string add_rx_pcap(const std::string& dev, const write_options& w, std::string* why);
 [[nodiscard]] std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed);
 
 // --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and

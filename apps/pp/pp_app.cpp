@@ -350,7 +350,7 @@ void add_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
-  gnio::cli::add_write_option(*sub, opt->write_path);
+  gnio::cli::add_write_options(*sub, opt->write);
   sub->add_option("--filter", opt->filter,
                   "only frames that match EXPR (tcpdump syntax, pcap-filter(7)) are processed; the others are "
                   "counted as filtered. Runs in the kernels; on af_packet also on the socket (docs/pp.md, Filters)");

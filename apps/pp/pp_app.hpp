@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "cli.hpp"
 #include "metrics.hpp"
 #include "ipfix.hpp"
 
@@ -44,7 +45,7 @@ struct options {
   uint32_t frag_table = 32;       // IP datagrams each block reassembles at once (0 = count fragments as they are)
   ipfix::options ipfix;           // --ipfix HOST:PORT and its timeouts: conversations as IPFIX records (docs/ipfix.md)
   std::string filter;             // --filter: tcpdump syntax; frames it refuses count as filtered
-  std::string write_path;         // --write: received frames --filter accepts, to a pcap file
+  cli::write_options write;       // --write: received frames --filter accepts, to pcap files
   std::string command;            // command line, for the JSON
   bool quiet = false;             // no console output except errors (in-process callers)
   metrics::options metrics;       // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)

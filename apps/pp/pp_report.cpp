@@ -160,7 +160,7 @@ int print_summary(const run_outcome& o, const tally& t, const console& con, json
           st.rx_unsteered, t.pending,
           t.unaccounted == 0 ? "" : fmt::format("  (MISMATCH: {} unaccounted)", t.unaccounted));
   con.out("pp: engine {:.1f} ns/frame over {} lane(s)\n", gnio::engine_ns_per_frame(st), st.lanes.size());
-  if (!opt.write_path.empty()) con.out("pp: wrote {} frame(s) to {}\n", o.written, printable(opt.write_path));
+  if (!opt.write.path.empty()) con.out("pp: wrote {} frame(s) to {}\n", o.written, printable(opt.write.path));
   if (st.rx_errors) con.out("pp: the source reported {} read error(s); see the warning above\n", st.rx_errors);
   if (st.rx_dropped)
     con.out(
@@ -261,7 +261,7 @@ json make_json(const run_outcome& o, const tally& t) {
   j["processed"] = t.processed - t.total.filtered;
   j["filter"] = opt.filter.empty() ? json(nullptr) : json(opt.filter);
   j["filter_pushed_down"] = o.filter_pushed_down;
-  j["written"] = opt.write_path.empty() ? json(nullptr) : json(o.written);
+  j["written"] = opt.write.path.empty() ? json(nullptr) : json(o.written);
   j["missed"] = st.rx_missed;
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   j["unsteered"] = st.rx_unsteered;

@@ -51,10 +51,10 @@ result<port> open_port_tx(gpu& g, const options& opt, const std::string& dev, co
 result<port> open_port(gpu& g, const options& opt, const std::string& dev, const console& con, std::string* used_dev,
                        const packet_filter& filter) {
   std::string why;
-  const std::string with_write = cli::add_rx_pcap(dev, opt.write_path, &why);
+  const std::string with_write = cli::add_rx_pcap(dev, opt.write, &why);
   if (with_write.empty()) return error(status::invalid_value, why);
   auto p = open_port_tx(g, opt, with_write, con, used_dev);
-  if (p && !opt.write_path.empty())
+  if (p && !opt.write.path.empty())
     if (auto e = p->set_rx_pcap_filter(filter.insns); e) return e;
   return p;
 }
@@ -75,7 +75,7 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   if (!opt.json_path.empty()) {
     std::vector<named_file> others = device_files(opt.port);
     if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
-    if (!opt.write_path.empty()) others.push_back({"--write ", opt.write_path});
+    if (!opt.write.path.empty()) others.push_back({"--write ", opt.write.path});
     auto f = prepare_output("--json", opt.json_path, others);
     if (!f) return bad_option(f.err().message(), r.result);
     *json_out = std::move(*f);
@@ -83,8 +83,8 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   // --pcap-out is created when the port starts; a FIFO there would block it.
   if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
     return bad_option("--pcap-out " + opt.pcap_out + ": " + why, r.result);
-  if (const std::string why = fifo_output_refusal(opt.write_path); !why.empty())
-    return bad_option("--write " + opt.write_path + ": " + why, r.result);
+  if (const std::string why = fifo_output_refusal(opt.write.path); !why.empty())
+    return bad_option("--write " + opt.write.path + ": " + why, r.result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
   auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");

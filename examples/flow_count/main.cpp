@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
                "default: --ipfix-idle-timeout, 15 s; 0: flows are kept for the whole run and a full table "
                "stays full)")
             ->transform(gnio::cli::duration());
-    gnio::cli::add_write_option(app, o.write_path);
+    gnio::cli::add_write_options(app, o.write);
     app.add_option("--filter", o.filter,
                    "count only packets that match EXPR (tcpdump syntax, pcap-filter(7)); the others are counted as "
                    "filtered. Runs in the kernels; on af_packet also on the socket (docs/pp.md, Filters)");

@@ -374,9 +374,9 @@ int finish(run_state& st, std::string* flow_rows) {
   st.ipfix.add_json(st.j);
   if (!rep.add_accounting(r.acc, "packet", r.sum.filtered)) rc = 1;
   st.j["filter_pushed_down"] = st.filter_pushed_down;
-  if (!st.o.write_path.empty()) {
+  if (!st.o.write.path.empty()) {
     const uint64_t written = s.get_port().rx_pcap_frames();
-    say("flow_count: wrote {} frame(s) to {}\n", written, gnio::printable(st.o.write_path));
+    say("flow_count: wrote {} frame(s) to {}\n", written, gnio::printable(st.o.write.path));
     st.j["written"] = written;
   }
   // The session tears down the lifecycle in reverse when it goes.

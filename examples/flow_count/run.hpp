@@ -84,8 +84,8 @@ struct flipper {
 };
 
 struct options {
-  std::string filter;      // --filter: tcpdump syntax
-  std::string write_path;  // --write: received frames --filter accepts, to a pcap file
+  std::string filter;              // --filter: tcpdump syntax
+  gnio::cli::write_options write;  // --write: received frames --filter accepts, to pcap files
   std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first

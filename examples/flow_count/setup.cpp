@@ -67,12 +67,12 @@ int open_gpus_and_port(run_state& st) {
   // --filter on the port's sockets too, where its backend can (af_packet).
   std::string why;
   const std::string dev = gnio::cli::add_rx_pcap(
-      gnio::cli::push_filter_down(port_dev, st.o.filter, &st.filter_pushed_down), st.o.write_path, &why);
+      gnio::cli::push_filter_down(port_dev, st.o.filter, &st.filter_pushed_down), st.o.write, &why);
   if (dev.empty()) return rep.refuse(why, "invalid_value", "options");
   auto p = gnio::port::open(ctxs.front()->g, dev);
   if (!p && st.sig.requested()) return rep.stopped_while(st.sig, "opening the port", p.err());
   if (!p) return rep.fail(p.err(), "port");
-  if (!st.o.write_path.empty())
+  if (!st.o.write.path.empty())
     if (auto e = p->set_rx_pcap_filter(st.filter.insns); e) return rep.fail(e, "port");
   st.p.emplace(std::move(*p));
   for (auto it = ctxs.begin(); it != ctxs.end();) {

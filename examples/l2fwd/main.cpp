@@ -49,8 +49,8 @@ struct options {
   uint32_t rx_slot = gnio::cli::default_rx_slot;
   double duration_s = 0, interval_s = 1.0;
   bool no_swap = false;
-  std::string filter;      // --filter: tcpdump syntax
-  std::string write_path;  // --write: received frames --filter accepts, to a pcap file
+  std::string filter;              // --filter: tcpdump syntax
+  gnio::cli::write_options write;  // --write: received frames --filter accepts, to pcap files
   gnio::cli::launch_options launch;
   gnio::metrics::options metrics;
   std::string command;
@@ -130,13 +130,13 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   bool pushed = false;
   std::string why;
   const std::string dev =
-      gnio::cli::add_rx_pcap(gnio::cli::push_filter_down(o.port_dev, o.filter, &pushed), o.write_path, &why);
+      gnio::cli::add_rx_pcap(gnio::cli::push_filter_down(o.port_dev, o.filter, &pushed), o.write, &why);
   if (dev.empty()) return rep.refuse(why, "invalid_value", "options");
   auto p = gnio::port::open(*g, dev);
   j["filter_pushed_down"] = pushed;
   if (!p && sig.requested()) return rep.stopped_while(sig, "opening the port", p.err());
   if (!p) return rep.fail(p.err(), "port");
-  if (!o.write_path.empty())
+  if (!o.write.path.empty())
     if (auto e = p->set_rx_pcap_filter(filter.insns); e) return rep.fail(e, "port");
   if (const std::string why = port_refusal(o.port_dev, p->caps()); !why.empty())
     return rep.fail(gnio::error(gnio::status::not_supported, why), "port");
@@ -250,9 +250,9 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
       sum.packets, sum.forwarded, st.tx_frames, st.tx_errors, sum.tx_failed, seconds,
       seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0);
   say("{}", rep.accounting_line(acc, o.filter.empty() ? std::nullopt : std::optional<uint64_t>(sum.filtered)));
-  if (!o.write_path.empty()) {
+  if (!o.write.path.empty()) {
     const uint64_t written = s->get_port().rx_pcap_frames();
-    say("l2fwd: wrote {} frame(s) to {}\n", written, gnio::printable(o.write_path));
+    say("l2fwd: wrote {} frame(s) to {}\n", written, gnio::printable(o.write.path));
     j["written"] = written;
   }
   if (per_burst)
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
                    "stop after this long: seconds, or 500ms, 10s, 1m as in gen:duration= (0: when the port's stream "
                    "ends, or Ctrl-C)")
         ->transform(gnio::cli::duration());
-    gnio::cli::add_write_option(app, o.write_path);
+    gnio::cli::add_write_options(app, o.write);
     app.add_option("--filter", o.filter,
                    "forward only frames that match EXPR (tcpdump syntax, pcap-filter(7)); the others are counted as "
                    "filtered and not sent. Runs in the kernel; on af_packet also on the socket (docs/pp.md, Filters)");

@@ -94,6 +94,9 @@ error pcap_mirror::begin() {
   dumper_ = d;
   errno_ = 0;
   created_ = false;
+  file_index_ = 0;
+  file_bytes_ = 24;
+  file_first_ns_ = 0;
   return {};
 }
 
@@ -117,10 +120,37 @@ void pcap_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::
   }
 }
 
+// Closes the file being written and opens the next; false (and errno_ set)
+// when that fails. Called with mu_ held.
+bool pcap_mirror::rotate(const std::string& port_name) noexcept {
+  pcap_dump_close(static_cast<pcap_dumper_t*>(dumper_));
+  dumper_ = nullptr;
+  const std::string next = path_ + std::to_string(file_index_ + 1);
+  errno = 0;
+  FILE* f = std::fopen(next.c_str(), "wbe");
+  pcap_dumper_t* d = f ? pcap_dump_fopen(static_cast<pcap_t*>(pcap_), f) : nullptr;
+  if (!d) {
+    errno_ = errno != 0 ? errno : EIO;
+    log(log_level::warn, "port {}: {}: cannot start the next file '{}': {}; no more frames are written", port_name,
+        label_, next, std::strerror(errno_));
+    return false;
+  }
+  dumper_ = d;
+  ++file_index_;
+  file_bytes_ = 24;  // the file header
+  file_first_ns_ = 0;
+  return true;
+}
+
 void pcap_mirror::write_frame(const uint8_t* data, uint32_t caplen, uint32_t wire_len, uint64_t ts_ns,
                               const std::string& port_name) noexcept {
   std::lock_guard lk(mu_);
   if (dumper_ == nullptr || errno_ != 0) return;
+  if (file_first_ns_ == 0) file_first_ns_ = ts_ns;
+  const bool full = rot_bytes_ != 0 && file_bytes_ > rot_bytes_;
+  const bool old = rot_ns_ != 0 && ts_ns >= file_first_ns_ + rot_ns_;
+  if ((full || old) && !rotate(port_name)) return;
+  if (file_first_ns_ == 0) file_first_ns_ = ts_ns;
   pcap_pkthdr h{};
   h.ts.tv_sec = static_cast<time_t>(ts_ns / 1'000'000'000u);
   // With nanosecond precision libpcap takes nanoseconds in tv_usec.
@@ -136,6 +166,7 @@ void pcap_mirror::write_frame(const uint8_t* data, uint32_t caplen, uint32_t wir
         path_, std::strerror(errno_));
     return;
   }
+  file_bytes_ += 16u + caplen;
   ++written_;
 }
 

@@ -48,6 +48,16 @@ class pcap_mirror {
   void write_frame(const uint8_t* data, uint32_t caplen, uint32_t wire_len, uint64_t ts_ns,
                    const std::string& port_name) noexcept;
   [[nodiscard]] uint64_t frames_written() const noexcept { return written_; }
+  // write_frame only: as tcpdump's -C and -G, before a frame is written the
+  // file is closed and the next one opened (PATH, then PATH1, PATH2, ...)
+  // when the current one holds more than max_bytes (0: no limit), or when the
+  // frame's time is rotate_ns or more past the current file's first frame
+  // (0: never). Before begin().
+  void set_rotation(uint64_t max_bytes, uint64_t rotate_ns) noexcept {
+    rot_bytes_ = max_bytes;
+    rot_ns_ = rotate_ns;
+  }
+  [[nodiscard]] uint32_t files_written() const noexcept { return dumper_ || written_ ? file_index_ + 1 : 0; }
 
   // At port stop: flushes and closes; the first write error, with its errno.
   error finish();
@@ -64,6 +74,11 @@ class pcap_mirror {
   bool nano_;
   std::mutex mu_;  // write_frame: lanes share the file
   uint64_t written_ = 0;
+  uint64_t rot_bytes_ = 0, rot_ns_ = 0;
+  uint32_t file_index_ = 0;     // PATH, PATH1, ...: the file being written
+  uint64_t file_bytes_ = 0;     // written to it so far (header included)
+  uint64_t file_first_ns_ = 0;  // its first frame's time (0: none yet)
+  bool rotate(const std::string& port_name) noexcept;
 };
 
 }  // namespace gnio::detail

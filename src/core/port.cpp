@@ -140,6 +140,16 @@ result<port> port::open(gpu& g, std::string_view dev) {
     std::erase_if(args->kv, [](const auto& kv) { return kv.first == "rx_pcap"; });
     if (auto e = st->rx_mirror.configure(std::move(path)); e) return e;
   }
+  uint64_t rot_bytes = 0, rot_s = 0;
+  for (const char* k : {"rx_pcap_size", "rx_pcap_seconds"}) {
+    if (!args->find(k)) continue;
+    if (!st->rx_mirror.configured())
+      return fail(status::invalid_value, "{}: {}= needs rx_pcap=FILE, the file it rotates", args->name, k);
+    uint64_t* v = std::string_view(k) == "rx_pcap_size" ? &rot_bytes : &rot_s;
+    if (auto e = backend::get_u64(*args, k, 1, uint64_t{1} << 50, v); e) return e;
+    std::erase_if(args->kv, [k](const auto& kv) { return kv.first == k; });
+  }
+  st->rx_mirror.set_rotation(rot_bytes, rot_s * 1'000'000'000ull);
   void* priv = nullptr;
   if (auto e = ops->open(*args, &priv); e) return e;
   st->priv = priv;

@@ -225,8 +225,48 @@ def check_write():
                     if not ok:
                         failures += 1
                         print(f"  {' '.join(cmd)}\n{text}")
+        failures += check_rotation(tmp, tcpdump)
     print(f"{checked - failures}/{checked} --write files equal tcpdump's")
     return 1 if failures else 0
+
+
+def check_rotation(tmp, tcpdump):
+    """--write-size and --write-seconds (tcpdump's -C and -G): the files, in
+    order, hold tcpdump -w's frames; each file but the last grew past the
+    size (and not by more than one frame), or each spans less than the time."""
+    data = env("GNIO_TEST_DATA_DIR", "dir")
+    failures = 0
+    for cap, flag, value in (("http.pcap", "--write-size", "0.01"), ("dns_icmp.pcap", "--write-seconds", "2"),
+                             ("QinQpacket.pcap", "--write-seconds", "300")):
+        path = os.path.join(data, cap)
+        want_path = os.path.join(tmp, "want.pcap")
+        subprocess.run([tcpdump, "-r", path, "-w", want_path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=LIMIT_S, check=True)
+        want = pcap_records(want_path)
+        base = os.path.join(tmp, "rot.pcap")
+        for f in os.listdir(tmp):
+            if f.startswith("rot.pcap"):
+                os.unlink(os.path.join(tmp, f))
+        for mode in ("pp", "flow_count", "l2fwd"):
+            j, text, cmd = run_program(mode, path, "", tmp, ["--write", base, flag, value])
+            files = [base] + [f"{base}{i}" for i in range(1, 10000) if os.path.exists(f"{base}{i}")]
+            parts = [pcap_records(f) for f in files]
+            got = [r for p in parts for r in p]
+            ok = len(files) > 1 and sorted(got) == sorted(want)
+            for p, f in zip(parts[:-1], files[:-1]):
+                if flag == "--write-size":
+                    size = os.path.getsize(f)
+                    ok = ok and float(value) * 1e6 < size <= float(value) * 1e6 + 16 + 65535
+                else:
+                    ok = ok and p and max(r[0] for r in p) - p[0][0] < int(value) * 1_000_000_000
+            print(f"{'ok  ' if ok else 'FAIL'} {mode:10} --write {cap} {flag} {value}: {len(files)} files, "
+                  f"{len(got)} frames, tcpdump -w {len(want)}")
+            if not ok:
+                failures += 1
+                print(f"  {' '.join(cmd)}\n{text}")
+            for f in files:
+                os.unlink(f)
+    return failures
 
 
 def check_bad_input():
