@@ -43,6 +43,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <gnio/backend/backend.hpp>
 #include <gnio/device/config.hpp>
 #include <gnio/gpu.hpp>
 
@@ -147,8 +148,30 @@ text& text::sample(const labels& l, double value) {
 // The port's families
 // ---------------------------------------------------------------------------
 
+std::string port_label(std::string_view device) {
+  auto a = gnio::backend::parse_devargs(device);
+  if (!a) {
+    const size_t colon = device.find(':');
+    return colon == std::string_view::npos || colon == 0 ? std::string("unknown")
+                                                         : std::string(device.substr(0, colon));
+  }
+  const auto& args = a.value();
+  auto what = [&]() -> std::string {
+    for (std::string_view key : {"if", "vdev", "port", "name"})
+      if (const std::string* v = args.find(key); v && !v->empty()) return *v;
+    for (std::string_view key : {"file", "rx"})  // a path: its file name only
+      if (const std::string* v = args.find(key); v && !v->empty()) {
+        const size_t slash = v->find_last_of('/');
+        return slash == std::string::npos ? *v : v->substr(slash + 1);
+      }
+    return "";
+  };
+  const std::string w = what();
+  return w.empty() ? args.name : args.name + ":" + w;
+}
+
 void add_port(text& t, std::string_view port, const port_stats& st, const std::vector<rxq_label>& rxq,
-              const std::vector<uint64_t>& processed, bool engine_failed) {
+              const std::vector<uint64_t>& taken, const std::vector<uint64_t>& filtered, bool engine_failed) {
   const std::string p(port);
   const size_t nq = st.rxq.size();
   auto q_labels = [&](size_t q) {
@@ -161,21 +184,27 @@ void add_port(text& t, std::string_view port, const port_stats& st, const std::v
     t.family(name, type, help);
     for (size_t q = 0; q < nq; ++q) t.sample(q_labels(q), get(q));
   };
-  auto proc = [&](size_t q) { return q < processed.size() ? processed[q] : uint64_t{0}; };
-  t.family("gnio_rx_frames_total", "counter", "Frames the port's source produced (the JSON's received).")
+  auto took = [&](size_t q) { return q < taken.size() ? taken[q] : uint64_t{0}; };
+  t.family("gnio_rx_frames_total", "counter",
+           "Frames the port's source produced, before they were steered to RX queues (the JSON's received).")
       .sample({{"port", p}}, st.rx_frames);
   per_q("gnio_rx_packets_total", "counter", "Frames delivered to the RX queue's ring.",
         [&](size_t q) { return st.rxq[q].delivered; });
-  per_q("gnio_rx_bytes_total", "counter", "Bytes of the frames delivered to the RX queue (on the wire).",
+  per_q("gnio_rx_bytes_total", "counter",
+        "Bytes of the frames delivered to the RX queue, as long as they were on the wire.",
         [&](size_t q) { return st.rxq[q].bytes; });
   per_q("gnio_rx_missed_total", "counter", "Frames dropped because the RX queue's ring was full.",
         [&](size_t q) { return st.rxq[q].missed; });
-  per_q("gnio_rx_truncated_total", "counter", "Frames cut to the RX slot size (--rx-slot).",
+  per_q("gnio_rx_truncated_total", "counter", "Frames delivered cut to the RX slot size (--rx-slot).",
         [&](size_t q) { return st.rxq[q].truncated; });
-  per_q("gnio_kernel_processed_total", "counter", "Frames the queue's kernel block (or CPU thread) processed.", proc);
-  per_q("gnio_rx_pending", "gauge", "Frames delivered to the RX queue that its kernel has not processed yet.",
-        [&](size_t q) { return st.rxq[q].delivered > proc(q) ? st.rxq[q].delivered - proc(q) : uint64_t{0}; });
-  t.family("gnio_rx_unsteered_total", "counter", "Frames with no RX queue for their traffic class.")
+  per_q("gnio_kernel_packets_total", "counter",
+        "Frames the queue's kernel (or pp's CPU thread) took from its ring: the JSON's processed plus filtered.", took);
+  per_q("gnio_kernel_filtered_packets_total", "counter",
+        "Frames the queue's kernel took and --filter refused (included in gnio_kernel_packets_total).",
+        [&](size_t q) { return q < filtered.size() ? filtered[q] : uint64_t{0}; });
+  per_q("gnio_rx_pending", "gauge", "Frames delivered to the RX queue that its kernel has not taken yet.",
+        [&](size_t q) { return st.rxq[q].delivered > took(q) ? st.rxq[q].delivered - took(q) : uint64_t{0}; });
+  t.family("gnio_rx_unsteered_total", "counter", "Frames dropped because no RX queue takes their traffic class.")
       .sample({{"port", p}}, st.rx_unsteered);
   t.family("gnio_rx_source_errors_total", "counter", "Read errors the port's source reported.")
       .sample({{"port", p}}, st.rx_errors);
@@ -183,20 +212,28 @@ void add_port(text& t, std::string_view port, const port_stats& st, const std::v
            "Frames the source dropped before the engine saw them (not in gnio_rx_frames_total).")
       .sample({{"port", p}}, st.rx_dropped);
   t.family("gnio_tx_packets_total", "counter", "Frames the port transmitted.").sample({{"port", p}}, st.tx_frames);
-  t.family("gnio_tx_bytes_total", "counter", "Bytes the port transmitted.").sample({{"port", p}}, st.tx_bytes);
+  t.family("gnio_tx_bytes_total", "counter", "Bytes of the frames the port transmitted.")
+      .sample({{"port", p}}, st.tx_bytes);
   t.family("gnio_tx_errors_total", "counter", "Frames the port failed to transmit.")
       .sample({{"port", p}}, st.tx_errors);
   t.family("gnio_tx_completed_total", "counter", "Descriptors of the TX queue the port completed.");
   for (size_t q = 0; q < st.txq.size(); ++q) t.sample({{"port", p}, {"queue", std::to_string(q)}}, st.txq[q].sent);
-  t.family("gnio_tx_bad_addr_total", "counter", "TX descriptors whose address was outside registered memory.");
+  t.family("gnio_tx_bad_addr_total", "counter",
+           "TX descriptors the port refused because their address was outside registered memory.");
   for (size_t q = 0; q < st.txq.size(); ++q) t.sample({{"port", p}, {"queue", std::to_string(q)}}, st.txq[q].bad_addr);
   t.family("gnio_engine_frames_total", "counter", "Frames the engine lane took from the backend.");
   for (size_t l = 0; l < st.lanes.size(); ++l) t.sample({{"port", p}, {"lane", std::to_string(l)}}, st.lanes[l].frames);
   t.family("gnio_engine_busy_seconds_total", "counter", "Time the engine lane spent on bursts that carried frames.");
   for (size_t l = 0; l < st.lanes.size(); ++l)
     t.sample({{"port", p}, {"lane", std::to_string(l)}}, static_cast<double>(st.lanes[l].busy_ns) / 1e9);
-  t.family("gnio_engine_errors_total", "counter", "Errors that ended the port's engine (the JSON's engine_error).")
+  t.family("gnio_engine_errors_total", "counter",
+           "Errors that ended the port's engine: 1 once it stopped on one (the JSON's engine_error).")
       .sample({{"port", p}}, uint64_t{engine_failed ? 1u : 0u});
+}
+
+void add_gpu_info_family(text& t) {
+  t.family("gnio_gpu_info", "gauge",
+           "Always 1: the GPU (or host executor) behind each context index that the gpu label of other series names.");
 }
 
 void add_gpu_info(text& t, std::string_view gpu, std::string_view device, std::string_view bus_id,
@@ -689,11 +726,13 @@ bool server::due() noexcept {
 
 void server::publish(const text& t, bool finished) {
   text head;
-  head.family("gnio_build_info", "gauge", "Always 1: the program and how gnio was built.")
+  head.family("gnio_build_info", "gauge",
+              "Always 1: the gnio version, the program and whether gnio was built with CUDA.")
       .sample(
           {{"version", GNIO_VERSION_STRING}, {"program", program_}, {"cuda", gnio::built_with_cuda() ? "yes" : "no"}},
           uint64_t{1});
-  head.family("gnio_run_elapsed_seconds", "gauge", "Seconds from the start of the run to these values.")
+  head.family("gnio_run_elapsed_seconds", "gauge",
+              "Seconds from the start of the run (when the metrics server started) to these values.")
       .sample({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
   head.family("gnio_run_finished", "gauge", "1 once the run ended and the values are the final ones (the JSON's).")
       .sample({}, uint64_t{finished ? 1u : 0u});

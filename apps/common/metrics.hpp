@@ -73,13 +73,24 @@ struct rxq_label {
   std::string gpu;  // index of the context (GPU or host executor) that consumes it
 };
 
-// The families every program has, from the port's counters: gnio_rx_*,
-// gnio_kernel_processed_total and gnio_rx_pending per RX queue (processed[q]
-// is what the kernel of queue q processed), gnio_tx_* per TX queue,
-// gnio_engine_*. engine_failed: the port's engine hit an error.
-void add_port(text& t, std::string_view port, const port_stats& st, const std::vector<rxq_label>& rxq,
-              const std::vector<uint64_t>& processed, bool engine_failed);
+// The port label of a device string: the backend and what it opens, without
+// the other settings, so that a series keeps its name across runs that tune
+// the port and a file path never becomes a label: "af_packet:eth0",
+// "af_xdp:eth0", "pcap:http.pcap" (the file's name), "dpdk:0", "pair:a",
+// "gen". A string that does not parse gives its backend name, or "unknown".
+[[nodiscard]] std::string port_label(std::string_view device);
 
+// The families every program has, from the port's counters: gnio_rx_*,
+// gnio_kernel_* and gnio_rx_pending per RX queue, gnio_tx_* per TX queue,
+// gnio_engine_*. port: port_label() of the device string. taken[q]: the
+// frames the kernel of queue q took from its ring; filtered[q]: those of
+// them --filter refused (empty: none). engine_failed: the port's engine hit
+// an error.
+void add_port(text& t, std::string_view port, const port_stats& st, const std::vector<rxq_label>& rxq,
+              const std::vector<uint64_t>& taken, const std::vector<uint64_t>& filtered, bool engine_failed);
+
+// The gnio_gpu_info family's HELP and TYPE; then add_gpu_info() per context.
+void add_gpu_info_family(text& t);
 // gnio_gpu_info{gpu,device,bus_id,executor} 1 for context index gpu.
 void add_gpu_info(text& t, std::string_view gpu, std::string_view device, std::string_view bus_id,
                   std::string_view executor);

@@ -21,24 +21,178 @@ std::string conv_key(const device::flow_key& k) {
   return std::string(reinterpret_cast<const char*>(&c), sizeof c);
 }
 
-// pp's own families (docs/monitoring.md): every counter of pp.hpp as
-// gnio_pp_<name>_total per traffic class and GPU context, from the blocks'
-// counters (the semaphore reports while running, the counter memory at the
-// end) and the CPU thread's (class tcp_ctrl, gpu "cpu").
-void add_pp_metrics(metrics::text& t, const std::vector<counters>& per_block, const pp_plan& plan,
-                    const counters* ctrl_c) {
+// pp's own families (docs/monitoring.md). The counters of pp.hpp are
+// grouped into families whose extra label splits one kind of thing (DNS
+// queries and responses, HTTP request methods, ...), so that a sum over a
+// family's label counts each frame once where the counters do not overlap.
+struct counter_metric {
+  std::string_view counter;  // k_counter_names
+  std::string_view family;
+  std::string_view label;  // "" when the family has no label of its own
+  std::string_view value;
+};
+
+constexpr counter_metric k_counter_metrics[] = {
+    {"packets", "gnio_pp_packets_total", "", ""},
+    {"bytes", "gnio_pp_bytes_total", "", ""},
+    {"ipv4", "gnio_pp_protocol_packets_total", "protocol", "ipv4"},
+    {"ipv6", "gnio_pp_protocol_packets_total", "protocol", "ipv6"},
+    {"arp", "gnio_pp_protocol_packets_total", "protocol", "arp"},
+    {"tcp", "gnio_pp_protocol_packets_total", "protocol", "tcp"},
+    {"udp", "gnio_pp_protocol_packets_total", "protocol", "udp"},
+    {"icmp", "gnio_pp_protocol_packets_total", "protocol", "icmp"},
+    {"icmpv6", "gnio_pp_protocol_packets_total", "protocol", "icmpv6"},
+    {"other", "gnio_pp_protocol_packets_total", "protocol", "other"},
+    {"vlan", "gnio_pp_encap_packets_total", "encap", "vlan"},
+    {"gre", "gnio_pp_encap_packets_total", "encap", "gre"},
+    {"erspan", "gnio_pp_encap_packets_total", "encap", "erspan"},
+    {"vxlan", "gnio_pp_encap_packets_total", "encap", "vxlan"},
+    {"geneve", "gnio_pp_encap_packets_total", "encap", "geneve"},
+    {"gtpu", "gnio_pp_encap_packets_total", "encap", "gtpu"},
+    {"ipip", "gnio_pp_encap_packets_total", "encap", "ipip"},
+    {"mpls", "gnio_pp_encap_packets_total", "encap", "mpls"},
+    {"pppoe", "gnio_pp_encap_packets_total", "encap", "pppoe"},
+    {"l2tp", "gnio_pp_encap_packets_total", "encap", "l2tp"},
+    {"encap_limit", "gnio_pp_encap_too_deep_packets_total", "", ""},
+    {"malformed", "gnio_pp_malformed_packets_total", "", ""},
+    {"fragments", "gnio_pp_ip_fragments_total", "", ""},
+    {"frag_reassembled", "gnio_pp_reassembly_datagrams_total", "result", "reassembled"},
+    {"frag_timed_out", "gnio_pp_reassembly_datagrams_total", "result", "timed_out"},
+    {"frag_overlapping", "gnio_pp_reassembly_refused_total", "reason", "overlapping"},
+    {"frag_duplicates", "gnio_pp_reassembly_refused_total", "reason", "duplicate"},
+    {"frag_over_limit", "gnio_pp_reassembly_refused_total", "reason", "over_limit"},
+    {"frag_bad", "gnio_pp_reassembly_refused_total", "reason", "bad"},
+    {"frag_pending", "gnio_pp_reassembly_pending_datagrams", "", ""},
+    {"dns_queries", "gnio_pp_dns_packets_total", "kind", "query"},
+    {"dns_responses", "gnio_pp_dns_packets_total", "kind", "response"},
+    {"dns_names_dropped", "gnio_pp_dns_names_dropped_total", "", ""},
+    {"udp_other", "gnio_pp_udp_other_packets_total", "", ""},
+    {"http_requests", "", "", ""},  // the sum of the methods' series
+    {"http_get", "gnio_pp_http_request_packets_total", "method", "GET"},
+    {"http_head", "gnio_pp_http_request_packets_total", "method", "HEAD"},
+    {"http_post", "gnio_pp_http_request_packets_total", "method", "POST"},
+    {"http_other_requests", "gnio_pp_http_request_packets_total", "method", "other"},
+    {"http_responses", "gnio_pp_http_response_packets_total", "", ""},
+    {"http_request_messages", "gnio_pp_http_messages_total", "kind", "request"},
+    {"http_response_messages", "gnio_pp_http_messages_total", "kind", "response"},
+    {"tcp_syn", "gnio_pp_tcp_segments_total", "flags", "syn"},
+    {"tcp_fin", "gnio_pp_tcp_segments_total", "flags", "fin"},
+    {"tcp_rst", "gnio_pp_tcp_segments_total", "flags", "rst"},
+    {"tcp_ack", "gnio_pp_tcp_segments_total", "flags", "ack"},
+    {"tcp_other", "gnio_pp_tcp_segments_total", "flags", "other"},
+    {"tcp_retransmitted", "gnio_pp_tcp_retransmitted_segments_total", "", ""},
+    {"tcp_gaps", "gnio_pp_tcp_gap_segments_total", "", ""},
+    {"stream_messages_dropped", "gnio_pp_stream_messages_dropped_total", "", ""},
+    {"stream_table_full", "gnio_pp_stream_table_full_segments_total", "", ""},
+    {"stream_reclaimed", "gnio_pp_stream_reclaimed_connections_total", "", ""},
+    {"icmp_echo_req", "gnio_pp_icmp_packets_total", "type", "echo_request"},
+    {"icmp_echo_reply", "gnio_pp_icmp_packets_total", "type", "echo_reply"},
+    {"icmp_other", "gnio_pp_icmp_packets_total", "type", "other"},
+    {"icmpv6_echo_req", "gnio_pp_icmpv6_packets_total", "type", "echo_request"},
+    {"icmpv6_echo_reply", "gnio_pp_icmpv6_packets_total", "type", "echo_reply"},
+    {"arp_requests", "gnio_pp_arp_packets_total", "op", "request"},
+    {"arp_replies", "gnio_pp_arp_packets_total", "op", "reply"},
+    {"icmp_echo_reply_sent", "gnio_pp_replies_sent_total", "reply", "icmp_echo_reply"},
+    {"arp_replies_sent", "gnio_pp_replies_sent_total", "reply", "arp_reply"},
+    {"http_pages_sent", "gnio_pp_replies_sent_total", "reply", "http_page"},
+    {"http_404_sent", "gnio_pp_replies_sent_total", "reply", "http_404"},
+    {"tx_failed", "gnio_pp_replies_failed_total", "", ""},
+    {"flow_table_full", "gnio_pp_flow_table_full_packets_total", "", ""},
+    {"filtered", "gnio_pp_filtered_packets_total", "", ""},
+};
+
+struct family_help {
+  std::string_view family;
+  std::string_view help;
+};
+
+constexpr family_help k_family_help[] = {
+    {"gnio_pp_packets_total", "Frames the pp kernels processed (those --filter let through)."},
+    {"gnio_pp_bytes_total", "Bytes of the frames the pp kernels processed, as long as they were on the wire."},
+    {"gnio_pp_protocol_packets_total",
+     "Processed frames with a header of the protocol at any depth; a frame counts under every protocol it carries "
+     "(other: none of tcp, udp, icmp, icmpv6, arp)."},
+    {"gnio_pp_encap_packets_total",
+     "Processed frames with the encapsulation (or a VLAN tag) at any depth; erspan frames are also gre."},
+    {"gnio_pp_encap_too_deep_packets_total",
+     "Frames nested deeper than 4 encapsulations, whose fifth and what it carries were left undecoded."},
+    {"gnio_pp_malformed_packets_total", "Frames the parser flagged: truncated, bad lengths or versions."},
+    {"gnio_pp_ip_fragments_total", "Frames that were IPv4 or IPv6 fragments."},
+    {"gnio_pp_reassembly_datagrams_total",
+     "IP datagrams whose reassembly ended: completed, or dropped after 30 s without their last piece."},
+    {"gnio_pp_reassembly_refused_total",
+     "Fragments reassembly refused: overlapping held data, exact duplicates, over the table's limits, or "
+     "contradicting their datagram."},
+    {"gnio_pp_reassembly_pending_datagrams", "IP datagrams in reassembly now (at the end: left incomplete)."},
+    {"gnio_pp_dns_packets_total", "Frames in which a DNS query or response completes."},
+    {"gnio_pp_dns_names_dropped_total", "DNS query names that did not fit the name table."},
+    {"gnio_pp_udp_other_packets_total", "UDP frames that are not DNS."},
+    {"gnio_pp_http_request_packets_total", "Frames in which an HTTP/1.x request completes, by its method."},
+    {"gnio_pp_http_response_packets_total", "Frames in which an HTTP/1.x response completes."},
+    {"gnio_pp_http_messages_total",
+     "HTTP/1.x messages that completed (three pipelined requests in one frame count three)."},
+    {"gnio_pp_tcp_segments_total",
+     "TCP segments by their flags: SYN, FIN or RST set, a pure ACK without payload, or anything else."},
+    {"gnio_pp_tcp_retransmitted_segments_total", "TCP segments with data already seen, which were not read again."},
+    {"gnio_pp_tcp_gap_segments_total", "TCP segments that came after a lost one."},
+    {"gnio_pp_stream_messages_dropped_total",
+     "Messages left uncounted because of a gap in their TCP stream or a short capture."},
+    {"gnio_pp_stream_table_full_segments_total",
+     "TCP segments whose connection found no room in the stream table (classified on their own)."},
+    {"gnio_pp_stream_reclaimed_connections_total",
+     "TCP connections given back to the stream table after they went quiet."},
+    {"gnio_pp_icmp_packets_total", "ICMP messages by type: echo request (8), echo reply (0), or other."},
+    {"gnio_pp_icmpv6_packets_total", "ICMPv6 echo requests (128) and replies (129)."},
+    {"gnio_pp_arp_packets_total", "ARP requests (operation 1) and replies (operation 2)."},
+    {"gnio_pp_replies_sent_total", "Replies the kernels sent: ICMP echo and ARP replies, HTTP pages and 404 pages."},
+    {"gnio_pp_replies_failed_total", "Replies that could not be sent because the TX ring was full."},
+    {"gnio_pp_flow_table_full_packets_total", "Frames that found the conversation table full."},
+    {"gnio_pp_filtered_packets_total", "Frames the pp kernels took and --filter refused."},
+};
+
+// Checked at compile time: every counter has one entry, and every family
+// its help.
+#define GNIO_PP_NAME(name) #name,
+constexpr std::string_view k_names[] = {GNIO_PP_COUNTERS(GNIO_PP_NAME)};
+#undef GNIO_PP_NAME
+consteval bool counter_metrics_complete() {
+  if (std::size(k_counter_metrics) != num_counters) return false;
+  for (std::string_view n : k_names) {
+    int entries = 0;
+    for (const auto& m : k_counter_metrics) entries += m.counter == n ? 1 : 0;
+    if (entries != 1) return false;
+  }
+  for (const auto& m : k_counter_metrics) {
+    bool found = m.family.empty();
+    for (const auto& h : k_family_help) found = found || h.family == m.family;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(counter_metrics_complete(), "k_counter_metrics needs one entry per counter and a help per family");
+
+// Every counter of pp.hpp in its family, per traffic class and GPU context,
+// from the blocks' counters (the semaphore reports while running, the
+// counter memory at the end) and the CPU thread's (class tcp_ctrl, gpu "cpu").
+void add_pp_metrics(metrics::text& t, std::string_view port, const std::vector<counters>& per_block,
+                    const pp_plan& plan, const counters* ctrl_c) {
   std::map<std::pair<std::string, std::string>, counters> groups;
   for (size_t blk = 0; blk < per_block.size(); ++blk)
     add_into(groups[{role_name(plan.blocks[blk].r), std::to_string(plan.blocks[blk].ctx)}], per_block[blk]);
   if (ctrl_c) add_into(groups[{"tcp_ctrl", "cpu"}], *ctrl_c);
-  for (uint32_t i = 0; i < num_counters; ++i) {
-    const std::string_view name = k_counter_names[i];
-    const bool gauge = name == "frag_pending";  // datagrams in reassembly now
-    t.family(gauge ? fmt::format("gnio_pp_{}", name) : fmt::format("gnio_pp_{}_total", name),
-             gauge ? "gauge" : "counter",
-             gauge ? "IP datagrams in reassembly (the JSON's frag_pending)."
-                   : fmt::format("The JSON's {}, per traffic class and GPU context (docs/pp.md).", name));
-    for (const auto& [k, c] : groups) t.sample({{"class", k.first}, {"gpu", k.second}}, at(c, i));
+  const std::string p(port);
+  for (const auto& h : k_family_help) {
+    const bool gauge = !h.family.ends_with("_total");
+    t.family(h.family, gauge ? "gauge" : "counter", h.help);
+    for (const counter_metric& m : k_counter_metrics) {
+      if (m.family != h.family) continue;
+      const auto i = static_cast<uint32_t>(std::find(std::begin(k_names), std::end(k_names), m.counter) - k_names);
+      for (const auto& [k, c] : groups) {
+        metrics::labels l{{"port", p}, {"class", k.first}, {"gpu", k.second}};
+        if (!m.label.empty()) l.emplace_back(m.label, std::string(m.value));
+        t.sample(l, at(c, i));
+      }
+    }
   }
 }
 
@@ -417,15 +571,23 @@ void publish_metrics(metrics::server& mx, const metrics_input& in, const std::ve
                      bool engine_failed, bool final) {
   metrics::text t;
   std::vector<metrics::rxq_label> labels;
-  for (const auto& q : in.plan->rxqs)
+  std::vector<uint64_t> filtered_q(st.rxq.size(), 0);
+  for (size_t q = 0; q < in.plan->rxqs.size(); ++q) {
+    const auto& rq = in.plan->rxqs[q];
     labels.push_back(
-        {q.cls, q.block >= 0 ? std::to_string(in.plan->blocks[static_cast<uint32_t>(q.block)].ctx) : "cpu"});
-  metrics::add_port(t, in.opt->port, st, labels, processed_q, engine_failed);
-  t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+        {rq.cls, rq.block >= 0 ? std::to_string(in.plan->blocks[static_cast<uint32_t>(rq.block)].ctx) : "cpu"});
+    if (q < filtered_q.size())
+      filtered_q[q] = rq.block >= 0 ? per_block[static_cast<uint32_t>(rq.block)].filtered
+                      : ctrl_c      ? ctrl_c->filtered
+                                    : 0;
+  }
+  const std::string port = metrics::port_label(in.opt->port);
+  metrics::add_port(t, port, st, labels, processed_q, filtered_q, engine_failed);
+  metrics::add_gpu_info_family(t);
   for (uint32_t k = 0; k < in.infos.size(); ++k)
     metrics::add_gpu_info(t, std::to_string(k), in.infos[k].name, in.infos[k].bus_id, to_string(in.infos[k].executor));
-  add_pp_metrics(t, per_block, *in.plan, ctrl_c);
-  t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the kernels.")
+  add_pp_metrics(t, port, per_block, *in.plan, ctrl_c);
+  t.family("gnio_pp_reports_total", "counter", "Semaphore reports the host read from the pp kernels.")
       .sample({}, in.reports);
   mx.publish(t, final);
 }

@@ -12,40 +12,47 @@ namespace flow_count::host {
 
 using gnio::app::warn;
 
-// --metrics (docs/monitoring.md): the port's families with each queue's
-// processed frames (its kernel's published consumer index while running,
-// the kernel's own count at the end), and flow_count's totals at the end.
-void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vector<uint64_t>& processed,
-                     bool engine_failed, const flow_count::totals* sum, size_t num_flows, uint64_t flows_expired,
-                     uint64_t table_flips) {
+// --metrics (docs/monitoring.md): the port's families with what each
+// queue's kernel took (its published consumer index while running, the
+// kernel's own count at the end) and refused with --filter (at the end), and
+// flow_count's totals at the end.
+void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vector<uint64_t>& taken,
+                     const std::vector<uint64_t>& filtered, bool engine_failed, const flow_count::totals* sum,
+                     size_t num_flows, uint64_t flows_expired, uint64_t table_flips) {
   const auto& ctxs = st.ctxs;
   gnio::metrics::text t;
   std::vector<gnio::metrics::rxq_label> labels(st.o.queues, {"all", "0"});
   for (size_t k = 0; k < ctxs.size(); ++k)
     for (uint32_t q : ctxs[k]->queue_ids) labels[q].gpu = std::to_string(k);
-  gnio::metrics::add_port(t, st.o.port_dev, ps, labels, processed, engine_failed);
-  t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+  const std::string port = gnio::metrics::port_label(st.o.port_dev);
+  gnio::metrics::add_port(t, port, ps, labels, taken, filtered, engine_failed);
+  gnio::metrics::add_gpu_info_family(t);
   for (size_t k = 0; k < ctxs.size(); ++k) {
     const gnio::gpu_info info = ctxs[k]->dev->info();
     gnio::metrics::add_gpu_info(t, std::to_string(k), info.name, info.bus_id, gnio::to_string(info.executor));
   }
   if (sum) {  // the kernels keep these until they return
-    t.family("gnio_flow_count_packets_total", "counter", "Packets counted in flows (the JSON's packets).")
-        .sample({}, sum->packets);
-    t.family("gnio_flow_count_bytes_total", "counter", "Bytes counted in flows (the JSON's bytes).")
-        .sample({}, sum->bytes);
-    t.family("gnio_flow_count_malformed_total", "counter", "Malformed packets (the JSON's malformed).")
-        .sample({}, sum->malformed);
-    t.family("gnio_flow_count_table_full_total", "counter", "Packets that found the flow table full.")
-        .sample({}, sum->table_full);
-    t.family("gnio_flow_count_flows", "gauge", "Flows in the table at the end (the JSON's flows).")
-        .sample({}, static_cast<uint64_t>(num_flows));
+    const gnio::metrics::labels p{{"port", port}};
+    t.family("gnio_flow_count_packets_total", "counter",
+             "Packets counted in flows: those the kernels processed (the JSON's packets).")
+        .sample(p, sum->packets);
+    t.family("gnio_flow_count_bytes_total", "counter",
+             "Bytes of the packets counted in flows, as long as the frames were on the wire (the JSON's bytes).")
+        .sample(p, sum->bytes);
+    t.family("gnio_flow_count_malformed_packets_total", "counter",
+             "Packets the parser flagged as malformed (the JSON's malformed).")
+        .sample(p, sum->malformed);
+    t.family("gnio_flow_count_table_full_packets_total", "counter",
+             "Packets that found the flow table full and were counted in no flow (the JSON's table_full).")
+        .sample(p, sum->table_full);
+    t.family("gnio_flow_count_flows", "gauge", "Flows in the table at the end of the run (the JSON's flows).")
+        .sample(p, static_cast<uint64_t>(num_flows));
     t.family("gnio_flow_count_flows_expired_total", "counter",
-             "Flows that ended during the run: FIN/RST or idle (the JSON's flows_expired).")
-        .sample({}, flows_expired);
+             "Flows that ended during the run, on FIN or RST or when idle (the JSON's flows_expired).")
+        .sample(p, flows_expired);
     t.family("gnio_flow_count_table_flips_total", "counter",
              "Times new packets were sent to the other flow table (the JSON's table_flips).")
-        .sample({}, table_flips);
+        .sample(p, table_flips);
   }
   st.mx->publish(t, sum != nullptr);
 }
@@ -56,7 +63,7 @@ void publish_live(run_state& st) {
   const auto ps = st.s->stats();
   std::vector<uint64_t> processed;
   for (const auto& q : ps.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-  publish_metrics(st, ps, processed, static_cast<bool>(st.s->get_port().engine_error()), nullptr, 0, 0, 0);
+  publish_metrics(st, ps, processed, {}, static_cast<bool>(st.s->get_port().engine_error()), nullptr, 0, 0, 0);
 }
 
 // The table before the last flip, which no block writes any more

@@ -366,10 +366,10 @@ int finish(run_state& st, std::string* flow_rows) {
   const json qs = fill_json(st, r);
   if (flow_rows) write_flow_rows(st, r, *flow_rows);
   if (st.mx) {
-    std::vector<uint64_t> processed;
-    for (const auto& q : qs) processed.push_back(q["processed"].get<uint64_t>());
-    publish_metrics(st, r.ps, processed, static_cast<bool>(r.engine_err), &r.sum, r.used.size(), r.flows_expired,
-                    r.flips);
+    std::vector<uint64_t> filtered_q(st.o.queues);
+    for (uint32_t q = 0; q < st.o.queues; ++q) filtered_q[q] = r.totals[q].filtered;
+    publish_metrics(st, r.ps, processed_q, filtered_q, static_cast<bool>(r.engine_err), &r.sum, r.used.size(),
+                    r.flows_expired, r.flips);
   }
   st.ipfix.add_json(st.j);
   if (!rep.add_accounting(r.acc, "packet", r.sum.filtered)) rc = 1;

@@ -167,9 +167,9 @@ int make_session(run_state& st);
 int alloc_memory(run_state& st);
 int launch_kernels(run_state& st);
 // loop.cpp
-void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vector<uint64_t>& processed,
-                     bool engine_failed, const flow_count::totals* sum, size_t num_flows, uint64_t flows_expired,
-                     uint64_t table_flips);
+void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vector<uint64_t>& taken,
+                     const std::vector<uint64_t>& filtered, bool engine_failed, const flow_count::totals* sum,
+                     size_t num_flows, uint64_t flows_expired, uint64_t table_flips);
 gnio::error read_totals(gpu_ctx& c);
 uint64_t active_slots(const run_state& st, const gpu_ctx& c, bool running);
 void run_loop(run_state& st);

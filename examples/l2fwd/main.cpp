@@ -71,22 +71,27 @@ std::string port_refusal(const std::string& port_dev, const gnio::port_caps& cap
   return fmt::format("port {} {}: l2fwd must receive and transmit{}", gnio::printable(port_dev), missing, hint);
 }
 
-// The Prometheus text (docs/monitoring.md): the port's families with each
-// queue's processed frames (its kernel's published consumer index while
-// running, the kernel's own count at the end), and l2fwd's totals at the end.
+// The Prometheus text (docs/monitoring.md): the port's families with what
+// each queue's kernel took (its published consumer index while running, the
+// kernel's own count at the end) and refused with --filter (at the end), and
+// l2fwd's totals at the end.
 void publish_metrics(gnio::metrics::server& mx, const options& o, const gnio::gpu_info& info,
-                     const gnio::port_stats& st, const std::vector<uint64_t>& processed, bool engine_failed,
-                     const l2fwd::totals* sum) {
+                     const gnio::port_stats& st, const std::vector<uint64_t>& taken,
+                     const std::vector<uint64_t>& filtered, bool engine_failed, const l2fwd::totals* sum) {
   gnio::metrics::text t;
-  gnio::metrics::add_port(t, o.port_dev, st, std::vector<gnio::metrics::rxq_label>(o.queues, {"all", "0"}), processed,
+  const std::string port = gnio::metrics::port_label(o.port_dev);
+  gnio::metrics::add_port(t, port, st, std::vector<gnio::metrics::rxq_label>(o.queues, {"all", "0"}), taken, filtered,
                           engine_failed);
-  t.family("gnio_gpu_info", "gauge", "Always 1: the GPU (or host executor) of each context.");
+  gnio::metrics::add_gpu_info_family(t);
   gnio::metrics::add_gpu_info(t, "0", info.name, info.bus_id, gnio::to_string(info.executor));
   if (sum) {  // the kernel keeps these until it returns
-    t.family("gnio_l2fwd_forwarded_total", "counter", "Frames handed to the TX ring (the JSON's forwarded).")
-        .sample({}, sum->forwarded);
-    t.family("gnio_l2fwd_tx_failed_total", "counter", "Frames dropped on a full TX ring (the JSON's tx_failed).")
-        .sample({}, sum->tx_failed);
+    const gnio::metrics::labels p{{"port", port}};
+    t.family("gnio_l2fwd_forwarded_packets_total", "counter",
+             "Frames the kernel handed to the TX ring to be sent back out (the JSON's forwarded).")
+        .sample(p, sum->forwarded);
+    t.family("gnio_l2fwd_tx_failed_packets_total", "counter",
+             "Frames the kernel dropped because the TX ring was full (the JSON's tx_failed).")
+        .sample(p, sum->tx_failed);
   }
   mx.publish(t, sum != nullptr);
 }
@@ -200,7 +205,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
       const auto st = s->stats();
       std::vector<uint64_t> processed;
       for (const auto& q : st.rxq) processed.push_back(std::min(q.consumed, q.delivered));
-      publish_metrics(*mx, o, info, st, processed, static_cast<bool>(s->get_port().engine_error()), nullptr);
+      publish_metrics(*mx, o, info, st, processed, {}, static_cast<bool>(s->get_port().engine_error()), nullptr);
     }
     if (double dt = 0; progress.due(&dt)) {
       const auto st = s->stats();
@@ -233,7 +238,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   auto per = s->read(*tot);
   if (!per) return rep.fail(per.err(), "read totals");
   l2fwd::totals sum{};
-  std::vector<uint64_t> processed;
+  std::vector<uint64_t> processed, filtered;
   for (const auto& t : *per) {
     sum.packets += t.packets;
     sum.bytes += t.bytes;
@@ -242,6 +247,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     sum.filtered += t.filtered;
     // A queue's block took its packets and the frames --filter refused.
     processed.push_back(t.packets + t.filtered);
+    filtered.push_back(t.filtered);
   }
   const gnio::accounting acc = s->account(processed);
   const auto engine_err = s->get_port().engine_error();
@@ -280,7 +286,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
-  if (mx) publish_metrics(*mx, o, info, st, processed, static_cast<bool>(engine_err), &sum);
+  if (mx) publish_metrics(*mx, o, info, st, processed, filtered, static_cast<bool>(engine_err), &sum);
 
   // Frames lost on the way out fail the run: a forwarder that drops is not
   // one that worked.

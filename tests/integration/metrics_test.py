@@ -136,7 +136,30 @@ def parse_text(text):
     return out
 
 
+def conventions_check(text, what):
+    """What promtool does not check: one HELP and TYPE per family, HELP a sentence, no _us/_ms units, a port label
+    of BACKEND or BACKEND:THING (no device settings, no path), and gnio_build_info."""
+    helps = re.findall(r"^# HELP (\S+) (.*)$", text, re.M)
+    types = re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M)
+    names = [n for n, _ in types]
+    assert len(names) == len(set(names)), f"{what}: a family has two TYPE lines: {sorted(names)}"
+    assert [n for n, _ in helps] == names, f"{what}: HELP and TYPE lines differ"
+    for name, h in helps:
+        assert len(h.split()) >= 4 and h.endswith("."), f"{what}: {name}'s HELP is not a sentence: {h!r}"
+        assert not re.search(r"_(us|ms|ns)(_|$)", name), f"{what}: {name} is not in base units"
+    for name, typ in types:
+        assert name.endswith("_total") == (typ == "counter"), f"{what}: {name} is a {typ}"
+    samples = parse_text(text)
+    ports = {v for (_, labels) in samples for k, v in labels if k == "port"}
+    for v in ports:
+        assert re.fullmatch(r"[a-z_]+(:[^,=/]+)?", v), f"{what}: port label {v!r} is more than BACKEND:THING"
+    info = [labels for (n, labels) in samples if n == "gnio_build_info"]
+    assert len(info) == 1 and {k for k, _ in info[0]} == {"version", "program", "cuda"} \
+        and dict(info[0])["cuda"] in ("yes", "no"), f"{what}: gnio_build_info {info}"
+
+
 def promtool_check(promtool, text, what):
+    conventions_check(text, what)
     r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), \
         f"{what}: promtool check metrics (status {r.returncode}):\n{r.stdout}{r.stderr}"
@@ -149,7 +172,7 @@ def programs(tmp, data):
         "pp": [env("GNIO_TOOL_BIN"), "pp", "--port", "pcap:file=" + pcap,
                "--gpu", GPU, "--stats-interval", "0.2"],
         "flow_count": [env("GNIO_FLOW_COUNT_BIN"), "--port", "pcap:file=" + pcap, "--exec", EXEC, "--queues", "2",
-                       "--top", "0"],
+                       "--top", "0", "--filter", "tcp"],
         "l2fwd": [env("GNIO_L2FWD_BIN"), "--port", f"pcap:file={pcap},tx={os.path.join(tmp, 'l2fwd_out.pcap')}",
                   "--gpu", GPU],
     }
@@ -197,7 +220,8 @@ def test_promtool(tmp):
             if k[0] in counter_families and k in prev:
                 assert v >= prev[k], f"{k[0]}{dict(k[1])} went down from {prev[k]} to {v} (scrape {i})"
         prev.update(now)
-    assert parse_text(final)[("gnio_pp_packets_total", frozenset({("class", "udp"), ("gpu", "0")}))] > 0
+    assert parse_text(final)[("gnio_pp_packets_total",
+                              frozenset({("port", "gen"), ("class", "udp"), ("gpu", "0")}))] > 0
     # The three programs on captures, with --metrics-linger: their final text.
     for name, (args, port, _) in programs(tmp, data).items():
         p = program(args, tmp, name)
@@ -239,16 +263,19 @@ def test_prometheus(tmp):
         got[name] = {}
     # Read everything the checks need, then end the lingering programs.
     pq = {r["metric"]["queue"]: r for r in query('gnio_rx_packets_total{job="pp"}')}
-    kq = {r["metric"]["queue"]: r for r in query('gnio_kernel_processed_total{job="pp"}')}
+    kq = {r["metric"]["queue"]: r for r in query('gnio_kernel_packets_total{job="pp"}')}
+    ports = {name: {r["metric"]["port"] for r in query(f'gnio_rx_frames_total{{job="{name}"}}')} for name in runs}
     vals = {
         "pp": {k: one(q) for k, q in {
             "received": 'gnio_rx_frames_total{job="pp"}',
             "packets": 'sum(gnio_pp_packets_total{job="pp"})',
             "bytes": 'sum(gnio_pp_bytes_total{job="pp"})',
-            "dns_queries": 'sum(gnio_pp_dns_queries_total{job="pp"})',
-            "dns_responses": 'sum(gnio_pp_dns_responses_total{job="pp"})',
-            "udp": 'sum(gnio_pp_udp_total{job="pp"})',
-            "tcp": 'sum(gnio_pp_tcp_total{job="pp"})',
+            "dns_queries": 'sum(gnio_pp_dns_packets_total{job="pp",kind="query"})',
+            "dns_responses": 'sum(gnio_pp_dns_packets_total{job="pp",kind="response"})',
+            "udp": 'sum(gnio_pp_protocol_packets_total{job="pp",protocol="udp"})',
+            "tcp": 'sum(gnio_pp_protocol_packets_total{job="pp",protocol="tcp"})',
+            "http_requests": 'sum(gnio_pp_http_request_packets_total{job="pp"})',
+            "filtered": 'sum(gnio_pp_filtered_packets_total{job="pp"})',
             "missed": 'sum(gnio_rx_missed_total{job="pp"})',
             "tx_frames": 'gnio_tx_packets_total{job="pp"}',
             "udp_class_packets": 'sum(gnio_pp_packets_total{job="pp",class="udp"})',
@@ -258,15 +285,18 @@ def test_prometheus(tmp):
             "bytes": 'gnio_flow_count_bytes_total{job="flow_count"}',
             "flows": 'gnio_flow_count_flows{job="flow_count"}',
             "received": 'gnio_rx_frames_total{job="flow_count"}',
-            "processed": 'sum(gnio_kernel_processed_total{job="flow_count"})',
+            "taken": 'sum(gnio_kernel_packets_total{job="flow_count"})',
+            "filtered": 'sum(gnio_kernel_filtered_packets_total{job="flow_count"})',
+            "malformed": 'gnio_flow_count_malformed_packets_total{job="flow_count"}',
         }.items()},
         "l2fwd": {k: one(q) for k, q in {
-            "forwarded": 'gnio_l2fwd_forwarded_total{job="l2fwd"}',
+            "forwarded": 'gnio_l2fwd_forwarded_packets_total{job="l2fwd"}',
             "tx_frames": 'gnio_tx_packets_total{job="l2fwd"}',
             "received": 'gnio_rx_frames_total{job="l2fwd"}',
         }.items()},
     }
-    fq = {r["metric"]["queue"]: int(float(r["value"][1])) for r in query('gnio_kernel_processed_total{job="flow_count"}')}
+    fq = {r["metric"]["queue"]: int(float(r["value"][1]))
+          for r in query('gnio_kernel_packets_total{job="flow_count"} - gnio_kernel_filtered_packets_total')}
     for name, p in procs.items():
         assert p.stop() == 0, f"{name}: {p.stderr_text()}"
     prom.stop()
@@ -284,7 +314,10 @@ def test_prometheus(tmp):
         if a != b:
             failures.append(f"{what}: prometheus {a}, JSON {b}")
 
-    for k in ("received", "packets", "bytes", "dns_queries", "dns_responses", "udp", "tcp", "missed", "tx_frames"):
+    for name in runs:
+        eq(f"{name} port label", ports[name], {"pcap:http.pcap"})
+    for k in ("received", "packets", "bytes", "dns_queries", "dns_responses", "udp", "tcp", "missed", "tx_frames",
+              "http_requests", "filtered"):
         eq(f"pp {k}", vals["pp"][k], j[k])
     eq("pp udp class packets", vals["pp"]["udp_class_packets"], j["per_class"]["udp"]["counters"]["packets"])
     eq("pp queues", sorted(pq), sorted(str(q["queue"]) for q in j["per_queue"]))
@@ -297,9 +330,11 @@ def test_prometheus(tmp):
     if j["dns_queries"] == 0 or j["packets"] == 0:
         failures.append(f"pp's capture counted no DNS queries: {j['packets']} packets, {j['dns_queries']} queries")
     f = load("flow_count")
-    for k in ("packets", "bytes", "flows", "received"):
+    for k in ("packets", "bytes", "flows", "received", "filtered", "malformed"):
         eq(f"flow_count {k}", vals["flow_count"][k], f[k])
-    eq("flow_count processed", vals["flow_count"]["processed"], sum(q["processed"] for q in f["per_queue"]))
+    if f["filtered"] == 0:
+        failures.append("flow_count's --filter tcp refused no frame of the capture")
+    eq("flow_count taken", vals["flow_count"]["taken"], sum(q["processed"] + q["filtered"] for q in f["per_queue"]))
     eq("flow_count per queue", fq, {str(q["queue"]): q["processed"] for q in f["per_queue"]})
     lj = load("l2fwd")
     for k in ("forwarded", "tx_frames", "received"):

@@ -290,8 +290,8 @@ EOF
 # A program's output without its periodic stats lines.
 show_log() { grep -Ev '^pp: [0-9.]+ s |^flow_count: [0-9.]+ s:' "$1" | tail -40 | sed 's/^/    | /' >&2; }
 
-metric_sum() {  # metric_sum FILE NAME: the sum of NAME's samples in a Prometheus text scrape
-  python3 -c 'import sys; print(sum(int(float(l.split()[-1])) for l in open(sys.argv[1]) if l.split("{")[0].split(" ")[0] == sys.argv[2]))' "$1" "$2"
+metric_sum() {  # metric_sum FILE NAME [LABEL="VALUE"]: the sum of NAME's samples (with that label) in a Prometheus text scrape
+  python3 -c 'import sys; print(sum(int(float(l.split()[-1])) for l in open(sys.argv[1]) if l.split("{")[0].split(" ")[0] == sys.argv[2] and sys.argv[3] in l))' "$1" "$2" "${3:-}"
 }
 
 json_get() {  # json_get FILE EXPR (python expression over j)
@@ -443,9 +443,13 @@ cmd_pp_clients() {
       "j['mac'].lower() == '$mac'"; do
       check "pp JSON: $expr" [ "$(json_get "$json" "$expr")" = True ]
     done
-    local m
-    for m in icmp_echo_req icmp_echo_reply_sent dns_queries http_pages_sent; do
-      check "metrics: gnio_pp_${m}_total equals the JSON's $m" [ "$(metric_sum "$NETNS_WORK/metrics.txt" "gnio_pp_${m}_total")" = "$(json_get "$json" "j['$m']")" ]
+    local m key name label
+    for m in "icmp_echo_req gnio_pp_icmp_packets_total type=\"echo_request\"" \
+      "icmp_echo_reply_sent gnio_pp_replies_sent_total reply=\"icmp_echo_reply\"" \
+      "dns_queries gnio_pp_dns_packets_total kind=\"query\"" \
+      "http_pages_sent gnio_pp_replies_sent_total reply=\"http_page\""; do
+      read -r key name label <<<"$m"
+      check "metrics: $name{$label} equals the JSON's $key" [ "$(metric_sum "$NETNS_WORK/metrics.txt" "$name" "$label")" = "$(json_get "$json" "j['$key']")" ]
     done
     netns_stop "$nfcapd" 30
     # With --http-server a connection the CPU thread answered has a record in
