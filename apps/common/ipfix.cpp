@@ -48,7 +48,8 @@ void put_record(std::vector<uint8_t>& b, const record& r, const layout& l) {
   if (l.vlan) put16(b, r.vlan_id);
   if (l.tunnel_id) put64(b, r.layer2_segment_id);
   put64(b, r.packets);
-  put64(b, r.octets);
+  if (l.ip_octets) put64(b, r.octets);
+  put64(b, r.layer2_octets);
   put64(b, r.start_ms);
   put64(b, r.end_ms);
   put8(b, static_cast<uint8_t>(r.reason));
@@ -72,7 +73,8 @@ std::vector<field> template_fields(uint8_t family, const layout& l) {
   if (l.vlan) f.push_back({ie_vlan_id, 2});
   if (l.tunnel_id) f.push_back({ie_layer2_segment_id, 8});
   f.push_back({ie_packet_delta_count, 8});
-  f.push_back({ie_octet_delta_count, 8});
+  if (l.ip_octets) f.push_back({ie_octet_delta_count, 8});  // RFC 7012: IP header and payload
+  f.push_back({ie_layer2_octet_delta_count, 8});            // the frames: Ethernet header to payload, no FCS
   f.push_back({ie_flow_start_milliseconds, 8});
   f.push_back({ie_flow_end_milliseconds, 8});
   f.push_back({ie_flow_end_reason, 1});
@@ -199,7 +201,7 @@ void flow_tracker::observe(flow_state& s, const device::flow_entry& e, uint64_t 
   if (e.key.family != 4 && e.key.family != 6) return;
   // A copy taken while the kernel runs may hold a packet's count without
   // its bytes yet: either counter growing is growth, caught up next scan.
-  if (e.packets > s.seen_packets || e.bytes > s.seen_bytes) {
+  if (e.packets > s.seen_packets || e.bytes > s.seen_bytes || e.ip_bytes > s.seen_ip_bytes) {
     if (!s.open) {
       s.open = true;
       s.start_ms = now;
@@ -207,6 +209,7 @@ void flow_tracker::observe(flow_state& s, const device::flow_entry& e, uint64_t 
     s.last_ms = now;
     s.seen_packets = e.packets;
     s.seen_bytes = e.bytes;
+    s.seen_ip_bytes = e.ip_bytes;
   }
   if (!s.open) return;
   end_reason why{};
@@ -216,13 +219,21 @@ void flow_tracker::observe(flow_state& s, const device::flow_entry& e, uint64_t 
   else return;
   record r = record_of(e, layout_);
   r.packets = s.seen_packets - s.sent_packets;
-  r.octets = s.seen_bytes - s.sent_bytes;
+  r.octets = s.seen_ip_bytes - s.sent_ip_bytes;
+  r.layer2_octets = s.seen_bytes - s.sent_bytes;
   r.start_ms = s.start_ms;
   r.end_ms = s.last_ms;
+  if (layout_.capture_times && e.first_ns != 0 && e.last_ns >= e.first_ns) {
+    const uint64_t start_ns = s.sent_packets == 0 || s.sent_last_ns == 0 ? e.first_ns : s.sent_last_ns;
+    r.start_ms = start_ns / 1'000'000;
+    r.end_ms = e.last_ns / 1'000'000;
+    s.sent_last_ns = e.last_ns;
+  }
   r.reason = why;
   out.push_back(r);
   s.sent_packets = s.seen_packets;
   s.sent_bytes = s.seen_bytes;
+  s.sent_ip_bytes = s.seen_ip_bytes;
   s.open = false;
 }
 

@@ -67,6 +67,7 @@ enum ie : uint16_t {
   ie_flow_start_milliseconds = 152,
   ie_flow_end_milliseconds = 153,
   ie_layer2_segment_id = 351,
+  ie_layer2_octet_delta_count = 352,
 };
 
 // flowEndReason (IANA element 136).
@@ -83,13 +84,18 @@ struct field {
   uint16_t length;
 };
 
-// Which optional elements the templates carry: flow_count's table keeps TCP
-// flags, a VLAN ID and the tunnel identifier per flow; pp's conversation
-// table keeps none of them (its keys hold a tunnel's kind, not its ID).
+// Which optional elements the templates carry, and where the record times
+// come from: flow_count's table keeps TCP flags, a VLAN ID, the tunnel
+// identifier, the IP bytes and the first and last capture time per flow
+// (flow_table_update); pp's conversation table keeps the IP bytes but none
+// of the others (its keys hold a tunnel's kind, not its ID), and its records
+// have the times of the scans.
 struct layout {
   bool tcp_flags = true;
   bool vlan = true;
-  bool tunnel_id = true;  // layer2SegmentId
+  bool tunnel_id = true;      // layer2SegmentId
+  bool ip_octets = true;      // octetDeltaCount (IP bytes) next to layer2OctetDeltaCount (frame bytes)
+  bool capture_times = true;  // flowStart/flowEnd from flow_entry::first_ns/last_ns rather than scan times
 };
 
 // One flow record, host order. Addresses are network order (IPv4 in the
@@ -103,7 +109,9 @@ struct record {
   uint16_t tcp_flags = 0;
   uint16_t vlan_id = 0;
   uint64_t layer2_segment_id = 0;
-  uint64_t packets = 0, octets = 0;
+  uint64_t packets = 0;
+  uint64_t octets = 0;                // octetDeltaCount: IP datagram bytes (flow_entry::ip_bytes)
+  uint64_t layer2_octets = 0;         // layer2OctetDeltaCount: frame bytes on the wire (flow_entry::bytes)
   uint64_t start_ms = 0, end_ms = 0;  // milliseconds since the Unix epoch
   end_reason reason = end_reason::forced_end;
 };
@@ -154,18 +162,23 @@ void add_options(CLI::App& app, options& o);
 // The export state of one flow: its counters at the last look, what records
 // already carried, and the open record's first and last growth.
 struct flow_state {
-  uint64_t seen_packets = 0, seen_bytes = 0;  // at the last look
-  uint64_t sent_packets = 0, sent_bytes = 0;  // in records already exported
-  uint64_t start_ms = 0, last_ms = 0;
+  uint64_t seen_packets = 0, seen_bytes = 0, seen_ip_bytes = 0;  // at the last look
+  uint64_t sent_packets = 0, sent_bytes = 0, sent_ip_bytes = 0;  // in records already exported
+  uint64_t start_ms = 0, last_ms = 0;                            // scan times: the timeouts' clock
+  uint64_t sent_last_ns = 0;  // capture time of the last packet the records already exported counted
   bool open = false;
 };
 
 // Turns successive copies of one flow table (slots never move or empty) into
 // records: counters that grew since the last record are exported when the
 // flow has been idle idle_timeout_s, when its record has been open
-// active_timeout_s, or on the final scan. Times are those of the scans (the
-// table holds no timestamps): flowStart is the scan that first saw the
-// record's first packet, flowEnd the last scan that saw its counters grow.
+// active_timeout_s, or on the final scan. The timeouts run on the scans'
+// clock. With layout::capture_times the record's flowStart and flowEnd are
+// capture times: the flow's first packet (a later record of the flow: the
+// last packet of the record before it, as the table keeps no per-record
+// first time) and its latest packet at this look; otherwise (pp, or packets
+// without timestamps) flowStart is the scan that first saw the record's
+// first packet and flowEnd the last scan that saw its counters grow.
 class flow_tracker {
  public:
   flow_tracker() = default;

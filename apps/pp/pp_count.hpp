@@ -279,18 +279,20 @@ GNIO_HOST_DEVICE inline void count_arp(const device::parsed_pkt& p, C& c) {
 }
 
 // The UDP conversation of every UDP tunnel a frame came through (tshark
-// gives those a udp.stream too).
+// gives those a udp.stream too). ip_bytes: the frame's outermost IP
+// datagram (ip_datagram_bytes), for IPFIX's octetDeltaCount.
 template <class C>
 GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, uint32_t len, uint32_t wire_len,
-                                                        const device::parsed_pkt& p, device::flow_entry* conv,
-                                                        uint32_t capacity, C& c) {
+                                                        uint32_t ip_bytes, const device::parsed_pkt& p,
+                                                        device::flow_entry* conv, uint32_t capacity, C& c) {
   using namespace device;
   if (conv == nullptr || capacity == 0) return;
   for (uint32_t i = 0; i < p.encap_count; ++i) {
     flow_key o{};
     if (!outer_udp_flow_key(frame, len, p, i, o)) continue;
     o.tunnel_id = 0;  // as count_conversation keys them
-    if (flow_table_add(conv, capacity, canonical_flow_key(o), wire_len, k_table_max_probe) < 0) c.flow_table_full += 1;
+    const flow_update u{wire_len, ip_bytes, 0, 0, 0};
+    if (flow_table_update(conv, capacity, canonical_flow_key(o), u, k_table_max_probe) < 0) c.flow_table_full += 1;
   }
 }
 
@@ -303,7 +305,7 @@ GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, ui
 // datagram; later fragments do not count (they have no ports).
 template <class C>
 GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uint32_t len, uint32_t wire_len,
-                                                device::flow_entry* conv, uint32_t capacity, C& c) {
+                                                uint32_t ip_bytes, device::flow_entry* conv, uint32_t capacity, C& c) {
   using namespace device;
   if (conv == nullptr || capacity == 0) return;
   if (p.l4 != l4_kind::tcp && p.l4 != l4_kind::udp) return;
@@ -314,7 +316,8 @@ GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uin
   k.src_port = p.src_port;
   k.dst_port = p.dst_port;
   k.tunnel_id = 0;
-  if (flow_table_add(conv, capacity, canonical_flow_key(k), wire_len, k_table_max_probe) < 0) c.flow_table_full += 1;
+  const flow_update u{wire_len, ip_bytes, 0, 0, 0};
+  if (flow_table_update(conv, capacity, canonical_flow_key(k), u, k_table_max_probe) < 0) c.flow_table_full += 1;
 }
 
 // SSDP (UDP port 1900): HTTP messages in UDP datagrams, one per datagram,
@@ -428,7 +431,8 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
                                                     uint64_t now = 0) {
   using namespace device;
   count_common(frame, len, wire_len, p, c);
-  count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
+  const uint32_t ip_bytes = conv != nullptr ? ip_datagram_bytes(p, frame, len, wire_len) : 0u;
+  count_tunnel_conversations(frame, len, wire_len, ip_bytes, p, conv, conv_capacity, c);
   count_arp(p, c);
   // A fragment held for reassembly shows only its IP header (the parser left
   // its transport protocol out of protos): nothing above IP counts until the
@@ -443,7 +447,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
   count_tcp(frame, len, p, is_dns, c, !stream);
   if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c, now);
   count_icmp(p, c);
-  count_conversation(p, len, wire_len, conv, conv_capacity, c);
+  count_conversation(p, len, wire_len, ip_bytes, conv, conv_capacity, c);
 }
 
 // Counts a fragment: fed to the block's reassembly table (one thread per
@@ -492,15 +496,17 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint
   if (q.l4 == l4_kind::udp && !is_dns) c.udp_other += 1;
   count_tcp(d, dlen, q, is_dns, c);
   count_icmp(q, c);
-  count_tunnel_conversations(frame, len, wire_len, p, conv, conv_capacity, c);
-  count_tunnel_conversations(d, dlen, wire_len, q, conv, conv_capacity, c);
+  // The frame's IP bytes: the completing fragment's datagram on the wire.
+  const uint32_t ip_bytes = conv != nullptr ? ip_datagram_bytes(p, frame, len, wire_len) : 0u;
+  count_tunnel_conversations(frame, len, wire_len, ip_bytes, p, conv, conv_capacity, c);
+  count_tunnel_conversations(d, dlen, wire_len, ip_bytes, q, conv, conv_capacity, c);
   // The datagram's flow with the identifier of the tunnel around it: m is q
   // with the fragment's encapsulations, now read as the whole datagram.
   m.is_fragment = false;
   m.malformed = q.malformed;
   m.error = q.error;
   m.encap_limit = q.encap_limit;
-  count_conversation(m, dlen, wire_len, conv, conv_capacity, c);
+  count_conversation(m, dlen, wire_len, ip_bytes, conv, conv_capacity, c);
 }
 
 // The kernel's fragment pass (one thread takes a round's fragments) re-reads

@@ -87,7 +87,7 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
     return bad_option("--write " + opt.write.path + ": " + why, r.result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
-  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false}, "pp");
+  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false, true, false}, "pp");
   if (!ipx_open) return bad_option(ipx_open.err().message(), r.result);
   r.ipx.emplace(std::move(*ipx_open));
   // From here on the JSON is written, also when the run fails.

@@ -2,6 +2,8 @@
 // flow_count's host-side flow table and its expiry (expiry.hpp).
 #include "expiry.hpp"
 
+#include <algorithm>
+
 namespace flow_count {
 
 namespace dev = gnio::device;
@@ -31,6 +33,10 @@ void flow_expiry::merge(const dev::flow_entry* table, size_t capacity, uint64_t 
     } else {
       r.e.packets += f.packets;
       r.e.bytes += f.bytes;
+      r.e.ip_bytes += f.ip_bytes;
+      // Capture times: the earliest and latest over the tables (0: none).
+      if (f.first_ns != 0 && (r.e.first_ns == 0 || f.first_ns < r.e.first_ns)) r.e.first_ns = f.first_ns;
+      r.e.last_ns = std::max(r.e.last_ns, f.last_ns);
       // The VLAN stays the first packet's, as in one device table.
       r.e.meta |= f.meta & dev::flow_meta_tcp_flags;
     }

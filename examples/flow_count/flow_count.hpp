@@ -139,14 +139,19 @@ struct body {
         parsed_pkt pp;
         if (!parse(p, len, pp) && pp.malformed) ++malformed;
         flow_key k = make_flow_key(pp);
-        // TCP flags and the outer VLAN go to the entry's meta word for IPFIX
-        // export (flow_table_add_meta says what that costs).
-        const uint32_t flags = pp.l4 == l4_kind::tcp ? pp.tcp.flags : 0u;
+        // TCP flags and the outer VLAN go to the entry's meta word, the IP
+        // bytes and the capture time to its own fields, for IPFIX export and
+        // the flow rows (flow_table_update says what that costs).
+        flow_update u{};
+        u.wire_bytes = wire;
+        u.ip_bytes = ip_datagram_bytes(pp, p, len, wire);
+        u.ts_ns = pkt_timestamp_ns(rq, first + i);
+        u.tcp_flags = pp.l4 == l4_kind::tcp ? pp.tcp.flags : 0u;
         const uint32_t vid = uint32_t{pp.outer_vlan} & flow_meta_vlan_mask;
-        const uint32_t vlan = pp.vlan_count ? flow_meta_tagged | (vid << flow_meta_vlan_shift) : 0u;
+        u.vlan_meta = pp.vlan_count ? flow_meta_tagged | (vid << flow_meta_vlan_shift) : 0u;
         // A bounded search: a full table costs each new flow's packets
         // flow_table_max_probe probes, not a walk of every slot.
-        const int added = flow_table_add_meta(tab, capacity, k, wire, flags, vlan, flow_table_max_probe);
+        const int added = flow_table_update(tab, capacity, k, u, flow_table_max_probe);
         if (added < 0) ++full;
         else if (added > 0) ++claimed;
         ++packets;

@@ -309,7 +309,8 @@ void write_flow_rows(run_state& st, const results& r, std::string& out) {
                 {"src_port", f->e.key.src_port},
                 {"dst_port", f->e.key.dst_port},
                 {"packets", f->e.packets},
-                {"bytes", f->e.bytes}};
+                {"bytes", f->e.bytes},
+                {"ip_bytes", f->e.ip_bytes}};
     if (f->e.key.proto == 6 && f->e.key.family) row["tcp_flags"] = f->e.meta & gnio::device::flow_meta_tcp_flags;
     if (f->e.meta & gnio::device::flow_meta_tagged)
       row["vlan"] = (f->e.meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;

@@ -4,9 +4,13 @@
 
 For each capture, flow_count --ipfix sends to a fresh nfcapd; `nfdump -o
 json` then has to hold the same IP flows as flow_count's JSON flow_rows:
-equal 5-tuples, packets, bytes, TCP flags and VLAN IDs, one record per flow,
-and nfcapd's own line must count the same flows, packets and bytes with no
-sequence errors (it checks our message sequence numbers). A live generator
+equal 5-tuples, packets, IP bytes (octetDeltaCount), TCP flags and VLAN IDs,
+one record per flow, and nfcapd's own line must count the same flows,
+packets and bytes with no sequence errors (it checks our message sequence
+numbers). On the captures without tunnels, nfdump's flows must also be what
+tshark reads from the capture: per 5-tuple the packets, the IP bytes (ip.len,
+40 + ipv6.plen) and the first and last seen times (frame.time_epoch, to the
+millisecond): the times are the packets' capture times, not the export's. A live generator
 run with short timeouts must split flows into several records that still sum
 to the JSON's counts; gnio pp --ipfix must export its conversations; a bad
 collector is a usage error (exit 2). A 65,536-flow end-of-run flush to nfcapd
@@ -27,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.environ.get("GNIO_SOURCE_DIR", "."), "tests", "support"))
 from nfcapd import Collector, record_key, tcp_flags_bits  # noqa: E402
@@ -79,7 +84,7 @@ def json_flows(j):
         k = (proto, norm(r["src"]), norm(r["dst"]), r["src_port"], r["dst_port"])
         v = out[k]
         v[0] += r["packets"]
-        v[1] += r["bytes"]
+        v[1] += r["ip_bytes"]  # octetDeltaCount: IP bytes (the frames' are layer2OctetDeltaCount, which nfdump 1.7 drops)
         v[2] |= r.get("tcp_flags", 0) & 0xff
         v[3] = r.get("vlan", 0)
         v[4] += 1
@@ -97,6 +102,61 @@ def nfdump_flows(records):
         v[2] |= tcp_flags_bits(r.get("tcp_flags", "........")) if proto == 6 else 0
         v[3] = int(r.get("src_vlan", 0))
         v[4] += 1
+    return out
+
+
+# Captures of plain IP flows, where tshark's 5-tuples are flow_count's.
+TSHARK_CAPTURES = {"http.pcap", "dns_udp.pcap", "test_loopback.pcap"}
+
+
+def ms_of(text):
+    """Milliseconds since the epoch of a decimal seconds string, truncated as the exporter truncates ns."""
+    sec, _, frac = text.partition(".")
+    return int(sec) * 1000 + int((frac + "000")[:3])
+
+
+def nfdump_ms(text):
+    """nfdump -o json's local time "2004-05-13T10:17:08.222" as milliseconds since the epoch."""
+    base, _, frac = text.partition(".")
+    return int(time.mktime(time.strptime(base, "%Y-%m-%dT%H:%M:%S"))) * 1000 + int((frac + "000")[:3])
+
+
+def tshark_flows(capture):
+    """Per 5-tuple, as tshark reads the capture: [packets, IP bytes, first ms, last ms]."""
+    fields = ["frame.time_epoch", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ip.proto", "ipv6.nxt", "tcp.srcport",
+              "tcp.dstport", "udp.srcport", "udp.dstport", "ip.len", "ipv6.plen"]
+    r = subprocess.run(["tshark", "-r", capture, "-T", "fields", "-E", "occurrence=f", "-E", "separator=|",
+                        "-o", "gui.column.format:\"Time\",\"%Yt\""] + sum((["-e", f] for f in fields), []),
+                       capture_output=True, text=True, timeout=120)
+    out = {}
+    for line in r.stdout.splitlines():
+        t, s4, d4, s6, d6, p4, p6, ts, td, us, ud, ilen, plen = line.split("|")
+        if not (s4 or s6):
+            continue
+        proto = int(p4 or p6 or 0)
+        sp, dp = (ts, td) if proto == 6 else (us, ud) if proto == 17 else ("0", "0")
+        k = (proto, norm(s4 or s6), norm(d4 or d6), int(sp or 0), int(dp or 0))
+        v = out.setdefault(k, [0, 0, None, None])
+        v[0] += 1
+        v[1] += int(ilen) if s4 else 40 + int(plen)
+        ms = ms_of(t)
+        v[2] = ms if v[2] is None else min(v[2], ms)
+        v[3] = ms if v[3] is None else max(v[3], ms)
+    return out
+
+
+def nfdump_times(records):
+    """Per 5-tuple: [packets, bytes, first ms, last ms] as nfdump read them."""
+    out = {}
+    for r in records:
+        proto, src, dst, sp, dp = record_key(r)
+        k = (proto, norm(src), norm(dst), sp, dp)
+        v = out.setdefault(k, [0, 0, None, None])
+        v[0] += int(r["in_packets"])
+        v[1] += int(r["in_bytes"])
+        first, last = nfdump_ms(r["first"]), nfdump_ms(r["last"])
+        v[2] = first if v[2] is None else min(v[2], first)
+        v[3] = last if v[3] is None else max(v[3], last)
     return out
 
 
@@ -132,6 +192,11 @@ def test_capture(tmp, capture):
     check(summary is not None and summary["flows"] == ip_rows and summary["packets"] == packets
           and summary["bytes"] == nbytes and summary["sequence_errors"] == 0,
           f"{capture}: nfcapd counts {summary} = {ip_rows} flows, {packets} packets, {nbytes} bytes, no sequence errors")
+    if capture in TSHARK_CAPTURES:
+        ts, nf = tshark_flows(os.path.join(DATA, capture)), nfdump_times(records)
+        bad = {k: (nf.get(k), ts.get(k)) for k in set(ts) | set(nf) if nf.get(k) != ts.get(k)}
+        check(not bad, f"{capture}: nfdump's packets, IP bytes, first and last seen = tshark's for all {len(ts)} "
+                       f"5-tuples (differing, nfdump vs tshark: {bad})")
 
 
 def test_live_timeouts(tmp):
@@ -177,7 +242,7 @@ def test_pp(tmp):
             a, b = (r["src"], r["src_port"]), (r["dst"], r["dst_port"])
             k = (r["proto"],) + (a + b if (ipaddress.ip_address(a[0]).packed, a[1]) <= (ipaddress.ip_address(b[0]).packed, b[1]) else b + a)
             conv[k][0] += r["packets"]
-            conv[k][1] += r["bytes"]
+            conv[k][1] += r["ip_bytes"]
     got = {}
     for r in records:
         proto, src, dst, sp, dp = record_key(r)
@@ -205,8 +270,9 @@ def test_burst_default_buffers(tmp):
     check(j["flows"] == flows and ipx["records"] == flows, f"burst: {j['flows']} flows, {ipx['records']} records")
     check(ipx.get("records_sent") == flows and ipx.get("records_not_sent") == 0,
           f"burst: the JSON has every record sent ({ipx.get('records_sent')} sent, {ipx.get('records_not_sent')} not)")
-    got, want = nfdump_totals(records), (flows, j["packets"], j["bytes"])
-    check(got == want, f"burst: nfdump's records, packets, bytes {got} == flow_count's {want}")
+    check(not j["flows_truncated"], "burst: the JSON lists every flow")
+    got, want = nfdump_totals(records), (flows, j["packets"], sum(r["ip_bytes"] for r in j["flow_rows"]))
+    check(got == want, f"burst: nfdump's records, packets, IP bytes {got} == flow_count's {want}")
     check(c.summary is not None and c.summary["socket_drops"] == 0 and c.summary["sequence_errors"] == 0,
           f"burst: nfcapd's socket dropped nothing, no sequence errors ({c.summary})")
 
@@ -277,6 +343,11 @@ def test_churn(tmp):
     check(j["ipfix"]["records"] == rows and len(records) == rows,
           f"churn: one record per row ({j['ipfix']['records']} sent, {len(records)} read, {rows} rows)")
     check(got == want, "churn: nfdump's flows, packets and bytes are the JSON's rows")
+    # Each flow's two packets are 1 us apart in the capture, flow i at i * 2 us: every record's first and last
+    # seen are those capture times (to the ms), not the times of the run.
+    ts, nf = tshark_flows(pcap), nfdump_times(records)
+    check(nf == ts, f"churn: nfdump's packets, IP bytes, first and last seen = tshark's for {len(ts)} flows "
+                    f"({sum(1 for k in ts if nf.get(k) != ts[k])} differ)")
 
 
 def test_bad_collector():

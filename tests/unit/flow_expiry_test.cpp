@@ -63,6 +63,35 @@ TEST(FlowExpiry, TablesAreAddedByKey) {
   EXPECT_TRUE(x.finished().empty());
 }
 
+// IP bytes add up across tables, and the capture times are the earliest and
+// latest of them: the table a flip took back may hold later packets of a
+// queue than the one in use holds of another, and a table without
+// timestamps (0) changes nothing.
+TEST(FlowExpiry, TablesKeepIpBytesAndTheEarliestAndLatestCaptureTime) {
+  flow_expiry x(0, nullptr, 0);
+  std::vector<dev::flow_entry> a(4), b(4), c(4);
+  a[0] = entry(1, 17, 2);
+  a[0].ip_bytes = 172;
+  a[0].first_ns = 5'000;
+  a[0].last_ns = 9'000;
+  b[1] = entry(1, 17, 1);
+  b[1].ip_bytes = 86;
+  b[1].first_ns = 3'000;
+  b[1].last_ns = 4'000;
+  c[2] = entry(1, 17, 1);
+  c[2].ip_bytes = 86;
+  x.merge(a.data(), a.size(), 1000);
+  x.merge(b.data(), b.size(), 2000);
+  x.merge(c.data(), c.size(), 3000);
+  ASSERT_EQ(x.live(), 1u);
+  x.for_each_live([](const flow_count::flow_row& r) {
+    EXPECT_EQ(r.e.packets, 4u);
+    EXPECT_EQ(r.e.ip_bytes, 344u);
+    EXPECT_EQ(r.e.first_ns, 3'000u);
+    EXPECT_EQ(r.e.last_ns, 9'000u);
+  });
+}
+
 // FIN or RST ends a TCP flow at the first harvest without its packets, not
 // at the one that saw the FIN (the closing ACKs still belong to it); the
 // same flags on UDP mean nothing.

@@ -4,6 +4,7 @@
 // reported (not walked), and every key a bounded add placed is found again.
 // slot_find_or_claim (gnio/device/slot_table.hpp) with another key type:
 // threads claiming the same keys at once place each key once.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -205,3 +206,78 @@ TEST(SlotTable, ConcurrentClaimsOfOtherKeysPlaceEachKeyOnce) {
 }
 
 }  // namespace
+
+// flow_table_update keeps the IP bytes and the earliest and latest capture
+// time whatever order the packets come in, from threads at once too; a packet
+// without a timestamp (0) leaves the times alone.
+TEST(FlowTable, UpdateKeepsIpBytesAndTheFirstAndLastCaptureTime) {
+  constexpr uint32_t capacity = 64;
+  std::vector<flow_entry> t(capacity);
+  const flow_key k = key_of(3);
+  constexpr uint64_t t0 = 1'700'000'000'000'000'000ull;
+  constexpr uint32_t threads = 4, per_thread = 2000;
+  std::vector<std::thread> ts;
+  for (uint32_t w = 0; w < threads; ++w)
+    ts.emplace_back([&, w] {
+      for (uint32_t i = 0; i < per_thread; ++i) {
+        gnio::device::flow_update u{};
+        u.wire_bytes = 74;
+        u.ip_bytes = 60;
+        // Each thread walks its own times backwards and forwards.
+        u.ts_ns = i % 7 == 3 ? 0 : t0 + 1000 * ((i * 7919 + w * 31) % (threads * per_thread)) + 1;
+        ASSERT_GE(gnio::device::flow_table_update(t.data(), capacity, k, u), 0);
+      }
+    });
+  for (auto& th : ts) th.join();
+  const flow_entry* e = nullptr;
+  for (const auto& x : t)
+    if (x.state == gnio::device::flow_slot_used) e = &x;
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->packets, uint64_t{threads} * per_thread);
+  EXPECT_EQ(e->bytes, uint64_t{threads} * per_thread * 74);
+  EXPECT_EQ(e->ip_bytes, uint64_t{threads} * per_thread * 60);
+  uint64_t lo = ~uint64_t{0}, hi = 0;
+  for (uint32_t w = 0; w < threads; ++w)
+    for (uint32_t i = 0; i < per_thread; ++i) {
+      if (i % 7 == 3) continue;
+      const uint64_t v = t0 + 1000 * ((i * 7919 + w * 31) % (threads * per_thread)) + 1;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  EXPECT_EQ(e->first_ns, lo);
+  EXPECT_EQ(e->last_ns, hi);
+}
+
+// The outermost IP datagram's length from its header, without the Ethernet
+// header, VLAN tags and padding: what softflowd and IPFIX's octetDeltaCount
+// count.
+TEST(FlowTable, IpDatagramBytesSkipLayer2AndPadding) {
+  // Ethernet, one 802.1Q tag, IPv4 with total length 28 (UDP with no
+  // payload), padded to the 60-byte minimum frame.
+  std::vector<uint8_t> f(60, 0);
+  f[12] = 0x81;
+  f[13] = 0x00;
+  f[15] = 5;  // VID 5
+  f[16] = 0x08;
+  f[17] = 0x00;
+  uint8_t* ip = f.data() + 18;
+  ip[0] = 0x45;
+  ip[3] = 28;
+  ip[8] = 64;
+  ip[9] = 17;
+  ip[12] = 10;
+  ip[15] = 1;
+  ip[16] = 10;
+  ip[19] = 2;
+  uint8_t* udp = ip + 20;
+  udp[1] = 53;
+  udp[3] = 53;
+  udp[5] = 8;
+  gnio::device::parsed_pkt p{};
+  (void)gnio::device::parse(f.data(), static_cast<uint32_t>(f.size()), p);
+  ASSERT_EQ(p.l3, gnio::device::l3_kind::ipv4);
+  EXPECT_EQ(gnio::device::ip_datagram_bytes(p, f.data(), 60, 64), 28u);  // wire 64: the FCS is not IP either
+  // Not IP: 0.
+  gnio::device::parsed_pkt none{};
+  EXPECT_EQ(gnio::device::ip_datagram_bytes(none, f.data(), 60, 60), 0u);
+}

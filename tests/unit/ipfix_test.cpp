@@ -43,7 +43,8 @@ ipfix::record v4_record(uint8_t last_octet, uint64_t packets) {
   r.vlan_id = 100;
   r.layer2_segment_id = ipfix::layer2_segment_id(gnio::device::encap_kind::vxlan, 0x123456);
   r.packets = packets;
-  r.octets = packets * 100;
+  r.octets = packets * 86;
+  r.layer2_octets = packets * 100;
   r.start_ms = 1'700'000'000'123;
   r.end_ms = 1'700'000'001'456;
   r.reason = ipfix::end_reason::idle_timeout;
@@ -94,9 +95,11 @@ TEST(Ipfix, TemplateMessageLayout) {
   EXPECT_EQ(rd16(m, 18), m.size() - 16);
   // Template 256 (IPv4): ID, field count, then (element ID, length) pairs; the
   // enterprise bit is clear (IANA elements).
+  // octetDeltaCount (1) counts IP bytes and layer2OctetDeltaCount (352) the
+  // frames, as RFC 7012 and IANA define them.
   const std::vector<std::pair<uint16_t, uint16_t>> v4 = {{8, 4},   {12, 4},  {7, 2},   {11, 2}, {4, 1},
                                                          {6, 2},   {58, 2},  {351, 8}, {2, 8},  {1, 8},
-                                                         {152, 8}, {153, 8}, {136, 1}};
+                                                         {352, 8}, {152, 8}, {153, 8}, {136, 1}};
   size_t at = 20;
   EXPECT_EQ(rd16(m, at), 256);
   ASSERT_EQ(rd16(m, at + 2), v4.size());
@@ -123,11 +126,17 @@ TEST(Ipfix, TemplateWithoutOptionalFields) {
   l.tcp_flags = false;
   l.vlan = false;
   l.tunnel_id = false;
+  l.ip_octets = false;
+  l.capture_times = false;
+  bool layer2_octets = false;
   for (const auto& f : ipfix::template_fields(4, l)) {
     EXPECT_NE(f.id, ipfix::ie_tcp_control_bits);
     EXPECT_NE(f.id, ipfix::ie_vlan_id);
     EXPECT_NE(f.id, ipfix::ie_layer2_segment_id);
+    EXPECT_NE(f.id, ipfix::ie_octet_delta_count);  // pp's table has frame bytes only
+    layer2_octets = layer2_octets || f.id == ipfix::ie_layer2_octet_delta_count;
   }
+  EXPECT_TRUE(layer2_octets);
   EXPECT_EQ(ipfix::record_bytes(4, l), 46u);
   EXPECT_EQ(ipfix::record_bytes(6, l), 70u);
   uint32_t seq = 0;
@@ -135,8 +144,9 @@ TEST(Ipfix, TemplateWithoutOptionalFields) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(rd16(m[0], 18), 52u);  // 4 + 46, padded to 52
   EXPECT_EQ(m[0].size(), 16u + 52u);
-  EXPECT_EQ(ipfix::record_bytes(4, ipfix::layout{}), 58u);
-  EXPECT_EQ(ipfix::record_bytes(6, ipfix::layout{}), 82u);
+  EXPECT_EQ(rd64(m[0], 20 + 4 + 4 + 2 + 2 + 1 + 8), 100u);  // layer2OctetDeltaCount after packetDeltaCount
+  EXPECT_EQ(ipfix::record_bytes(4, ipfix::layout{}), 66u);
+  EXPECT_EQ(ipfix::record_bytes(6, ipfix::layout{}), 90u);
 }
 
 TEST(Ipfix, DataRecordBytes) {
@@ -148,10 +158,10 @@ TEST(Ipfix, DataRecordBytes) {
   EXPECT_EQ(seq, 1001u);         // grew by the one record
   EXPECT_EQ(rd32(m, 8), 1000u);  // the message carries the count before it
   EXPECT_EQ(rd32(m, 12), 3u);
-  // 58-byte record + 4-byte set header = 62, padded to 64.
+  // 66-byte record + 4-byte set header = 70, padded to 72.
   EXPECT_EQ(rd16(m, 16), 256);
-  EXPECT_EQ(rd16(m, 18), 64);
-  EXPECT_EQ(m.size(), 16u + 64u);
+  EXPECT_EQ(rd16(m, 18), 72);
+  EXPECT_EQ(m.size(), 16u + 72u);
   EXPECT_EQ(rd16(m, 2), m.size());
   const std::vector<uint8_t> want = {
       192,  0,    2,    1,                          // sourceIPv4Address
@@ -162,15 +172,16 @@ TEST(Ipfix, DataRecordBytes) {
       0x00, 0x64,                                   // vlanId 100
       0x01, 0,    0,    0,    0, 0x12, 0x34, 0x56,  // layer2SegmentId: VXLAN (0x01), VNI 0x123456
       0,    0,    0,    0,    0, 0,    0,    5,     // packetDeltaCount
-      0,    0,    0,    0,    0, 0,    0x01, 0xf4,  // octetDeltaCount 500
+      0,    0,    0,    0,    0, 0,    0x01, 0xae,  // octetDeltaCount 430 (IP bytes)
+      0,    0,    0,    0,    0, 0,    0x01, 0xf4,  // layer2OctetDeltaCount 500 (frame bytes)
   };
   ASSERT_GE(m.size(), 20 + want.size());
   EXPECT_EQ(std::vector<uint8_t>(m.begin() + 20, m.begin() + 20 + want.size()), want);
   EXPECT_EQ(rd64(m, 20 + want.size()), 1'700'000'000'123u);
   EXPECT_EQ(rd64(m, 28 + want.size()), 1'700'000'001'456u);
   EXPECT_EQ(m[36 + want.size()], 1);  // flowEndReason idle timeout
-  EXPECT_EQ(m[78], 0);                // padding is zero
-  EXPECT_EQ(m[79], 0);
+  EXPECT_EQ(m[86], 0);                // padding is zero
+  EXPECT_EQ(m[87], 0);
 }
 
 TEST(Ipfix, MessagesStayUnderTheLimitAndSequenceCountsRecords) {
@@ -246,7 +257,8 @@ TEST(Ipfix, TrackerTimeouts) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].reason, ipfix::end_reason::active_timeout);
   EXPECT_EQ(out[0].packets, 11u);
-  EXPECT_EQ(out[0].octets, 660u);
+  EXPECT_EQ(out[0].layer2_octets, 660u);
+  EXPECT_EQ(out[0].octets, 0u);  // the entry has no IP bytes
   EXPECT_EQ(out[0].start_ms, 0u);
   EXPECT_EQ(out[0].end_ms, 10'000u);
   EXPECT_EQ(out[0].vlan_id, 5u);
@@ -261,7 +273,7 @@ TEST(Ipfix, TrackerTimeouts) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].reason, ipfix::end_reason::idle_timeout);
   EXPECT_EQ(out[0].packets, 2u);
-  EXPECT_EQ(out[0].octets, 120u);
+  EXPECT_EQ(out[0].layer2_octets, 120u);
   EXPECT_EQ(out[0].start_ms, 11'000u);
   EXPECT_EQ(out[0].end_ms, 11'000u);
   out.clear();
@@ -274,6 +286,48 @@ TEST(Ipfix, TrackerTimeouts) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].reason, ipfix::end_reason::forced_end);
   EXPECT_EQ(out[0].packets, 1u);
+}
+
+// With capture times in the entry (flow_table_update), a record's start and
+// end are the capture times of its packets, not the scans', and octets are
+// the IP bytes: a first record from the flow's first packet, a later one from
+// the last packet of the record before it.
+TEST(Ipfix, TrackerTakesCaptureTimesAndIpBytes) {
+  ipfix::options o;
+  o.active_timeout_s = 10;
+  o.idle_timeout_s = 3;
+  const ipfix::flow_tracker t(o, ipfix::layout{});
+  gnio::device::flow_entry e{};
+  e.state = gnio::device::flow_slot_used;
+  e.key.family = 4;
+  e.key.proto = 17;
+  ipfix::flow_state s;
+  std::vector<ipfix::record> out;
+  const uint64_t t0 = 1'100'000'000'000'000'000ull;  // a capture of 2004, in ns
+  e.packets = 2;
+  e.bytes = 2 * 74;
+  e.ip_bytes = 2 * 60;
+  e.first_ns = t0 + 5'000'000;
+  e.last_ns = t0 + 250'000'000;
+  t.observe(s, e, 1'700'000'000'000, nullptr, out);  // scanned years later
+  const auto forced = ipfix::end_reason::active_timeout;
+  t.observe(s, e, 1'700'000'001'000, &forced, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].start_ms, t0 / 1'000'000 + 5);
+  EXPECT_EQ(out[0].end_ms, t0 / 1'000'000 + 250);
+  EXPECT_EQ(out[0].octets, 120u);
+  EXPECT_EQ(out[0].layer2_octets, 148u);
+  out.clear();
+  e.packets = 3;
+  e.bytes += 1514;
+  e.ip_bytes += 1500;
+  e.last_ns = t0 + 900'000'000;
+  t.observe(s, e, 1'700'000'002'000, &forced, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].start_ms, t0 / 1'000'000 + 250);
+  EXPECT_EQ(out[0].end_ms, t0 / 1'000'000 + 900);
+  EXPECT_EQ(out[0].octets, 1500u);
+  EXPECT_EQ(out[0].layer2_octets, 1514u);
 }
 
 // observe(): the state kept by the caller (flow_count's host table, by key),
@@ -304,7 +358,7 @@ TEST(Ipfix, TrackerObserveClosesWithTheCallersReason) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].reason, ipfix::end_reason::end_of_flow);
   EXPECT_EQ(out[0].packets, 4u);
-  EXPECT_EQ(out[0].octets, 240u);
+  EXPECT_EQ(out[0].layer2_octets, 240u);
   EXPECT_EQ(out[0].start_ms, 1000u);
   EXPECT_EQ(out[0].end_ms, 2000u);
   EXPECT_EQ(out[0].tcp_flags, gnio::device::tcp_fin | gnio::device::tcp_ack);

@@ -24,8 +24,49 @@ struct flow_entry {
   uint32_t meta;   // flow_meta_* bits (flow_table_add_meta), 0 from flow_table_add
   flow_key key;
   uint64_t packets;
-  uint64_t bytes;
+  uint64_t bytes;  // frames on the wire
+  // flow_table_update only (0 from flow_table_add and flow_table_add_meta):
+  uint64_t ip_bytes;  // the outermost IP datagrams (ip_datagram_bytes), IPFIX's octetDeltaCount
+  uint64_t first_ns;  // capture time of the earliest packet, ns since the Unix epoch (0: none had one)
+  uint64_t last_ns;   // capture time of the latest packet
 };
+
+// A packet's share of its flow_entry, for flow_table_update.
+struct flow_update {
+  uint32_t wire_bytes;  // the frame's length on the wire (flow_entry::bytes)
+  uint32_t ip_bytes;    // ip_datagram_bytes (flow_entry::ip_bytes)
+  uint64_t ts_ns;       // its capture timestamp (pkt_timestamp_ns); 0: none
+  uint32_t tcp_flags;   // ORed into the meta word (flow_meta_tcp_flags)
+  uint32_t
+      vlan_meta;  // flow_meta_tagged | vid << flow_meta_vlan_shift, or 0: stored by the packet that claims the slot
+};
+
+// The bytes of a frame's outermost IP datagram, header and payload, as its
+// header gives them (IPv4 total length, IPv6 40 + payload length), at most
+// what the frame holds past the header on the wire: what IPFIX's
+// octetDeltaCount counts (RFC 7012, IANA element 1) and softflowd exports,
+// without the Ethernet header, VLAN tags and padding. For a tunnelled packet
+// it is the outer datagram, which carries the inner one. 0 without IP.
+GNIO_HOST_DEVICE inline uint32_t ip_datagram_bytes(const parsed_pkt& p, const uint8_t* frame, uint32_t len,
+                                                   uint32_t wire_len) {
+  uint32_t off = p.l3_off;
+  l3_kind kind = p.l3;
+  for (uint32_t i = 0; i < p.encap_count && i < max_encap; ++i) {
+    if (p.encap[i].outer_l3 == l3_kind::ipv4 || p.encap[i].outer_l3 == l3_kind::ipv6) {
+      off = p.encap[i].outer_l3_off;
+      kind = p.encap[i].outer_l3;
+      break;
+    }
+  }
+  if (kind != l3_kind::ipv4 && kind != l3_kind::ipv6) return 0;
+  if (off + 6u > len || off >= wire_len) return 0;
+  const uint32_t field =
+      uint32_t{frame[off + (kind == l3_kind::ipv4 ? 2u : 4u)]} << 8 | frame[off + (kind == l3_kind::ipv4 ? 3u : 5u)];
+  const uint32_t n = kind == l3_kind::ipv4 ? field : 40u + field;
+  const uint32_t room = wire_len - off;
+  // 0 (IPv4 with TSO, an IPv6 jumbogram) or past the frame: what the frame holds.
+  return n == 0 || (kind == l3_kind::ipv6 && field == 0) || n > room ? room : n;
+}
 
 // flow_entry::meta as flow_table_add_meta fills it: the TCP flags (tcp_fin ..
 // tcp_ns) of every packet of the flow ORed together, and the outer VLAN of
@@ -103,6 +144,34 @@ GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capa
   dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
   dev_atomic_ref<uint32_t> meta(e->meta);
   const uint32_t add = (tcp_flags & flow_meta_tcp_flags) | (fresh ? vlan_meta : 0u);
+  if (add != 0 && (meta.load(cuda::std::memory_order_relaxed) & add) != add)
+    meta.fetch_or(add, cuda::std::memory_order_relaxed);
+  return fresh ? 1 : 0;
+}
+
+// flow_table_add_meta's work, plus the IP bytes and the capture times: an
+// atomic add to ip_bytes, and first_ns/last_ns kept as the minimum and
+// maximum timestamp with a relaxed load of each first, so that a packet in
+// time order costs one atomic max and an earlier one (rare: another queue's
+// or thread's packet) a compare-and-swap. Zeroed entries need no set-up: a
+// first_ns of 0 means none yet.
+GNIO_HOST_DEVICE inline int flow_table_update(flow_entry* table, uint32_t capacity, const flow_key& k,
+                                              const flow_update& u, uint32_t max_probe = ~0u) {
+  bool fresh = false;
+  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
+  if (e == nullptr) return -1;
+  dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
+  dev_atomic_ref<uint64_t>(e->bytes).fetch_add(u.wire_bytes, cuda::std::memory_order_relaxed);
+  if (u.ip_bytes != 0) dev_atomic_ref<uint64_t>(e->ip_bytes).fetch_add(u.ip_bytes, cuda::std::memory_order_relaxed);
+  if (u.ts_ns != 0) {
+    dev_atomic_ref<uint64_t> last(e->last_ns), first(e->first_ns);
+    if (last.load(cuda::std::memory_order_relaxed) < u.ts_ns) last.fetch_max(u.ts_ns, cuda::std::memory_order_relaxed);
+    uint64_t cur = first.load(cuda::std::memory_order_relaxed);
+    while ((cur == 0 || u.ts_ns < cur) && !first.compare_exchange_weak(cur, u.ts_ns, cuda::std::memory_order_relaxed,
+                                                                       cuda::std::memory_order_relaxed)) {}
+  }
+  dev_atomic_ref<uint32_t> meta(e->meta);
+  const uint32_t add = (u.tcp_flags & flow_meta_tcp_flags) | (fresh ? u.vlan_meta : 0u);
   if (add != 0 && (meta.load(cuda::std::memory_order_relaxed) & add) != add)
     meta.fetch_or(add, cuda::std::memory_order_relaxed);
   return fresh ? 1 : 0;
