@@ -96,6 +96,7 @@ bool run_report::add_accounting(const gnio::accounting& a, std::string_view what
 int run_report::write_json(gnio::atomic_file& f, int rc, std::string_view tail_name, const std::string& tail) {
   (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
   if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(t, "io_failed", "output");
+  stamp();
   std::string text = j_.dump(2, ' ', false, json::error_handler_t::replace);
   // An object with members ends with "\n}" at this indentation.
   if (!tail.empty() && text.size() > 2 && text.ends_with("\n}")) {

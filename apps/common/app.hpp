@@ -20,6 +20,8 @@
 #include <gnio/signals.hpp>
 #include <gnio/status.hpp>
 
+#include "result_schema.hpp"
+
 namespace gnio::app {
 
 using json = nlohmann::json;
@@ -67,7 +69,12 @@ class every {
 
 class run_report {
  public:
-  run_report(std::string program, json& j) : program_(std::move(program)), j_(j) {}
+  // `schema` goes into j now and again when the JSON is written (a step may
+  // have built j anew).
+  run_report(std::string program, json& j, result_schema::id schema = {})
+      : program_(std::move(program)), j_(j), schema_(schema) {
+    stamp();
+  }
 
   [[nodiscard]] const std::string& program() const noexcept { return program_; }
   [[nodiscard]] json& j() noexcept { return j_; }
@@ -102,8 +109,13 @@ class run_report {
   int write_json(gnio::atomic_file& f, int rc, std::string_view tail_name = {}, const std::string& tail = {});
 
  private:
+  void stamp() {
+    if (!schema_.schema.empty()) result_schema::stamp(j_, schema_);
+  }
+
   std::string program_;
   json& j_;
+  result_schema::id schema_;
 };
 
 }  // namespace gnio::app

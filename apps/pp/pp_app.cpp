@@ -41,6 +41,7 @@
 #include "pp_plan.hpp"
 #include "pp_report.hpp"
 #include "pp_run.hpp"
+#include "result_schema.hpp"
 
 namespace gnio::pp {
 
@@ -271,6 +272,7 @@ int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* r
   json local;
   json& j = result ? *result : local;
   j = json::object();
+  result_schema::stamp(j, result_schema::pp_result);
   std::optional<atomic_file> json_out;
   int rc = 1;
   try {
@@ -285,6 +287,12 @@ int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* r
       // No memory even for that: the message above stands alone.
     }
     rc = 1;
+  }
+  try {
+    // The final report builds the document anew: the stamp goes on last.
+    result_schema::stamp(j, result_schema::pp_result);
+  } catch (...) {
+    // No memory even for that: the document goes out as it is.
   }
   if (!json_out) return rc;
   try {

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   // SIGXFSZ are ignored: writes fail with an errno instead.
   gnio::stop_signals sig;
   json j = json::object();
-  gnio::app::run_report rep("flow_count", j);
+  gnio::app::run_report rep("flow_count", j, gnio::result_schema::flow_count_result);
   std::optional<gnio::atomic_file> json_out;
   std::string flow_rows;                      // the JSON's flow_rows, as text (run, run_report::write_json)
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics

@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
   // SIGXFSZ are ignored: writes fail with an errno instead.
   gnio::stop_signals sig;
   json j = json::object();
-  gnio::app::run_report rep("l2fwd", j);
+  gnio::app::run_report rep("l2fwd", j, gnio::result_schema::l2fwd_result);
   std::optional<gnio::atomic_file> json_out;
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;

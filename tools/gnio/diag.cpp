@@ -26,6 +26,8 @@
 #include <gnio/console.hpp>
 #include <gnio/gnio.hpp>
 
+#include "result_schema.hpp"
+
 namespace gnio::tool {
 namespace {
 
@@ -323,7 +325,8 @@ int run_doctor(const std::string& for_path, bool want_gpu, bool as_json) {
     if (c.required && c.result == "fail") usable = false;
 
   if (as_json) {
-    json j{{"schema", "gnio-doctor/1"},
+    json j{{"schema", result_schema::doctor.schema},
+           {"version", result_schema::doctor.version},
            {"gnio", {{"version", GNIO_VERSION_STRING}, {"cuda", built_with_cuda()}}},
            {"for", for_path.empty() ? json(nullptr) : json(for_path)},
            {"gpu_required", want_gpu},
@@ -361,7 +364,8 @@ int run_caps(const std::string& gpu_sel, const std::string& dev, bool as_json) {
   int supported = 0;
   for (const auto& v : verdicts) supported += v.code == status::success;
   if (as_json) {
-    json j{{"schema", "gnio-caps/1"},
+    json j{{"schema", result_schema::caps.schema},
+           {"version", result_schema::caps.version},
            {"port",
             {{"device", dev},
              {"backend", backend_name},
@@ -414,7 +418,8 @@ int run_explain(const std::string& what, bool as_json) {
   }
   const auto& d = describe(s);
   if (as_json) {
-    gnio::console::out(json{{"schema", "gnio-explain/1"},
+    gnio::console::out(json{{"schema", result_schema::explain.schema},
+                            {"version", result_schema::explain.version},
                             {"code", static_cast<int>(s)},
                             {"name", std::string(d.name)},
                             {"meaning", std::string(d.meaning)},
@@ -478,7 +483,11 @@ void add_diag_commands(CLI::App& app, int* exit_code) {
                           {"meaning", std::string(d.meaning)},
                           {"layer", std::string(to_string(d.where))},
                           {"next", std::string(d.next)}});
-        gnio::console::out(json{{"schema", "gnio-explain-all/1"}, {"statuses", list}}.dump(2) + "\n");
+        gnio::console::out(json{{"schema", result_schema::explain_all.schema},
+                                {"version", result_schema::explain_all.version},
+                                {"statuses", list}}
+                               .dump(2) +
+                           "\n");
       } else {
         for (const auto& d : all_statuses())
           say("{:>2} {:<22} {:<8} {}\n", static_cast<int>(d.code), d.name, to_string(d.where), d.meaning);

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <gnio/backends.hpp>
 #include <gnio/console.hpp>
@@ -16,6 +17,7 @@
 #include "cli.hpp"
 #include "diag.hpp"
 #include "pp_app.hpp"
+#include "result_schema.hpp"
 
 int main(int argc, char** argv) {
   // Before any CUDA call: a kernel first launched beside a persistent one must not wait for a lazy load.
@@ -36,7 +38,22 @@ int main(int argc, char** argv) {
     version->callback([version_text] { gnio::console::out(version_text + "\n"); });
 
     auto* backends = app.add_subcommand("backends", "list the port backends and their device-string options");
+    static bool backends_json = false;
+    backends->add_flag("--json", backends_json, "print JSON (schema: docs/schema/backends.schema.json)");
     backends->callback([] {
+      if (backends_json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& b : gnio::list_backends())
+          list.push_back({{"name", b.name},
+                          {"available", b.available},
+                          {"summary", b.summary},
+                          {"options", b.options},
+                          {"why_not", b.why_not}});
+        nlohmann::json j{{"backends", list}, {"common_options", gnio::common_backend_options()}};
+        gnio::result_schema::stamp(j, gnio::result_schema::backends);
+        gnio::console::out(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        return;
+      }
       auto lines = [](std::string_view text) {
         while (!text.empty()) {
           auto nl = text.find('\n');
