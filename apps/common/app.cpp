@@ -48,7 +48,8 @@ kernels_end run_kernels(gnio::session& s, const gnio::stop_signals& sig, std::ch
       break;
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (sig.signal() != 0 || (duration_s > 0 && elapsed >= duration_s)) {
+    // requested(): a stop signal, or a --jsonl reader that went away (jsonl.hpp).
+    if (sig.requested() || (duration_s > 0 && elapsed >= duration_s)) {
       r.stopped_early = true;
       r.err = s.stop(stop_deadline);
       break;
@@ -93,18 +94,24 @@ bool run_report::add_accounting(const gnio::accounting& a, std::string_view what
   return false;
 }
 
-int run_report::write_json(gnio::atomic_file& f, int rc, std::string_view tail_name, const std::string& tail) {
-  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
+std::string run_report::text(int indent, std::string_view tail_name, const std::string& tail) {
   if (const std::string t = gnio::console::failure_text(); !t.empty()) set_error(t, "io_failed", "output");
   stamp();
-  std::string text = j_.dump(2, ' ', false, json::error_handler_t::replace);
-  // An object with members ends with "\n}" at this indentation.
-  if (!tail.empty() && text.size() > 2 && text.ends_with("\n}")) {
-    text.resize(text.size() - 2);
-    text += fmt::format(",\n  \"{}\": ", tail_name);
+  std::string text = j_.dump(indent, ' ', false, json::error_handler_t::replace);
+  // An object with members ends with "\n}" at an indentation, with "}" on one line.
+  const std::string_view end = indent >= 0 ? "\n}" : "}";
+  if (!tail.empty() && text.size() > 2 && text.ends_with(end)) {
+    text.resize(text.size() - end.size());
+    text += indent >= 0 ? fmt::format(",\n  \"{}\": ", tail_name) : fmt::format(",\"{}\":", tail_name);
     text += tail;
-    text += "\n}";
+    text += end;
   }
+  return text;
+}
+
+int run_report::write_json(gnio::atomic_file& f, int rc, std::string_view tail_name, const std::string& tail) {
+  (void)gnio::console::flush();  // what stdout printed comes before a JSON on /dev/stdout
+  const std::string text = this->text(2, tail_name, tail);
   if (gnio::error e = f.commit(text + "\n"); e) {
     warn("{}: --json: {}\n", program_, e.what());
     return rc == 0 ? 1 : rc;

@@ -107,6 +107,9 @@ class run_report {
   // added last without building it as a json value. Returns rc, or 1 when rc
   // was 0 and the JSON could not be written.
   int write_json(gnio::atomic_file& f, int rc, std::string_view tail_name = {}, const std::string& tail = {});
+  // The text write_json writes (indent as json::dump's; -1: one line), with
+  // the console's failures so far in it.
+  [[nodiscard]] std::string text(int indent, std::string_view tail_name = {}, const std::string& tail = {});
 
  private:
   void stamp() {

@@ -145,7 +145,9 @@ void run_loop(run_state& r) {
     if (opt.stats_interval > 0 && std::chrono::duration<double>(now - r.last_line).count() >= opt.stats_interval) {
       counters cls[4];
       class_totals(r, cls);
-      r.con.out("{}", stats_line(elapsed, std::chrono::duration<double>(now - r.last_line).count(), cls, r.prev_cls));
+      const double dt = std::chrono::duration<double>(now - r.last_line).count();
+      r.con.out("{}", stats_line(elapsed, dt, cls, r.prev_cls));
+      if (r.jsonl) r.jsonl->line("interval", interval_json(elapsed, dt, cls, r.prev_cls));
       std::copy(cls, cls + 4, r.prev_cls);
       r.last_line = now;
     }
@@ -255,11 +257,14 @@ int finish_run(run_state& r) {
 // filled with everything known, the error too. *json_out is prepared here,
 // once the options are accepted, so that a bad --json fails before the run.
 int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::optional<atomic_file>* json_out,
-              metrics::server* mx) {
+              metrics::server* mx, jsonl::stream* jl) {
   run_state r(opt, stop, result, mx);
+  r.jsonl = jl;
   if (const int rc = check_options(opt, &r.cfg, result); rc != 0) return rc;
   if (const int rc = compile_filter_option(r); rc != 0) return rc;
   if (const int rc = prepare_outputs(r, json_out); rc != 0) return rc;
+  if (!opt.jsonl_path.empty())
+    if (const std::string why = jl->open(opt.jsonl_path); !why.empty()) return bad_option(why, result);
   for (auto step : {open_gpus_and_port, plan_run, create_queues, make_session, alloc_memory, setup_ctrl, start_run})
     if (const int rc = step(r); rc != 0) return rc;
   run_loop(r);
@@ -274,9 +279,10 @@ int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* r
   j = json::object();
   result_schema::stamp(j, result_schema::pp_result);
   std::optional<atomic_file> json_out;
+  jsonl::stream jl("pp", result_schema::pp_stream, stop);
   int rc = 1;
   try {
-    rc = run_steps(opt, stop, &j, &json_out, mx);
+    rc = run_steps(opt, stop, &j, &json_out, mx, &jl);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -293,6 +299,17 @@ int run_and_write(const options& opt, std::atomic<bool>* stop, nlohmann::json* r
     result_schema::stamp(j, result_schema::pp_result);
   } catch (...) {
     // No memory even for that: the document goes out as it is.
+  }
+  try {
+    // The last line is the result as --json has it; the --json file adds
+    // how the stream went.
+    if (jl.is_open()) {
+      jl.final_line(j.dump(-1, ' ', false, json::error_handler_t::replace));
+      jl.add_json(j);
+    }
+  } catch (...) {
+    gnio::console::err("pp: --jsonl: the final line could not be written: " + gnio::console::current_exception_text() +
+                       "\n");
   }
   if (!json_out) return rc;
   try {
@@ -357,6 +374,9 @@ void add_command(CLI::App& app) {
       ->transform(gnio::cli::duration())
       ->capture_default_str();
   sub->add_option("--json", opt->json_path, "write the final stats as JSON to FILE (also when the run fails)");
+  sub->add_option("--jsonl", opt->jsonl_path,
+                  "write one JSON object per line to FILE ('-': stdout, the text then goes to stderr): one per "
+                  "stats interval and the final results (docs/results.md)");
   sub->add_option("--pcap-out", opt->pcap_out, "write every transmitted frame to FILE (pcap)");
   gnio::cli::add_write_options(*sub, opt->write);
   sub->add_option("--filter", opt->filter,

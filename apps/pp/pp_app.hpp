@@ -33,6 +33,7 @@ struct options {
   bool reply_all = false;         // answer every ICMP echo request, not only those to ip
   double stats_interval = 1.0;    // seconds between stats lines (0 = none)
   std::string json_path;          // final stats as JSON
+  std::string jsonl_path;         // --jsonl: stats lines and the final JSON as JSON Lines ("-": stdout)
   std::string pcap_out;           // everything transmitted, as a pcap file
   double duration = 0;            // stop after this many seconds (0 = end of stream or stop)
   uint32_t batch = 512;           // max packets per recv

@@ -523,6 +523,39 @@ std::string stats_line(double t, double dt, const counters cls[4], const counter
       ic.icmp_echo_reply_sent, a.packets, a.arp_requests, a.arp_replies, a.arp_replies_sent, a.packets - a.arp);
 }
 
+json interval_json(double t, double dt, const counters cls[4], const counters prev[4]) {
+  auto gbps = [&](int i) { return dt > 0 ? (cls[i].bytes - prev[i].bytes) * 8.0 / dt / 1e9 : 0.0; };
+  const counters& u = cls[0];
+  const counters& tc = cls[1];
+  const counters& ic = cls[2];
+  const counters& a = cls[3];
+  return {
+      {"t", t},
+      {"dt", dt},
+      {"udp",
+       {{"packets", u.packets}, {"gbps", gbps(0)}, {"dns_queries", u.dns_queries}, {"dns_responses", u.dns_responses}}},
+      {"tcp",
+       {{"packets", tc.packets},
+        {"gbps", gbps(1)},
+        {"http_requests", tc.http_requests},
+        {"http_responses", tc.http_responses},
+        {"tcp_syn", tc.tcp_syn},
+        {"tcp_fin", tc.tcp_fin},
+        {"tcp_rst", tc.tcp_rst}}},
+      {"icmp",
+       {{"packets", ic.packets},
+        {"gbps", gbps(2)},
+        {"icmp_echo_req", ic.icmp_echo_req},
+        {"icmp_echo_reply", ic.icmp_echo_reply},
+        {"icmp_echo_reply_sent", ic.icmp_echo_reply_sent}}},
+      {"arp",
+       {{"packets", a.packets},
+        {"arp_requests", a.arp_requests},
+        {"arp_replies", a.arp_replies},
+        {"arp_replies_sent", a.arp_replies_sent},
+        {"other", a.packets - a.arp}}}};
+}
+
 std::string dns_name_text(std::string_view labels) {
   if (labels.size() == 1 && labels[0] == '\0') return ".";
   std::string out;

@@ -65,6 +65,9 @@ void add_into(counters& dst, const counters& src);
 
 // One stats line: per class, packets and Gb/s since prev (dt seconds ago).
 [[nodiscard]] std::string stats_line(double t, double dt, const counters cls[4], const counters prev[4]);
+// The same figures as members of a --jsonl interval line (t, dt, and per
+// class udp, tcp, icmp, arp: packets so far, gbps over dt, its counters).
+[[nodiscard]] json interval_json(double t, double dt, const counters cls[4], const counters prev[4]);
 
 // What each RX queue's consumer took from it: its block's packets and
 // filtered frames, or the CPU thread's (ctrl) for the TCP control queue;

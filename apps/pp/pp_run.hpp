@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jsonl.hpp"
+
 #include <gnio/atomic_file.hpp>
 #include <gnio/gnio.hpp>
 
@@ -55,9 +57,10 @@ struct run_state {
   run_state& operator=(const run_state&) = delete;
 
   const options& opt;
-  std::atomic<bool>* stop;  // may be null
-  json* result;             // never null
-  metrics::server* mx;      // may be null
+  std::atomic<bool>* stop;         // may be null
+  json* result;                    // never null
+  metrics::server* mx;             // may be null
+  jsonl::stream* jsonl = nullptr;  // --jsonl, when given
   const console con;
   app_config cfg{};
   std::optional<ipfix::session> ipx;

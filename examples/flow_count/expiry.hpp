@@ -31,6 +31,7 @@ struct flow_row {
   gnio::device::flow_entry e{};
   uint64_t first_ms = 0, last_ms = 0;
   flow_end end = flow_end::live;
+  bool streamed = false;  // its --jsonl flow line is written (flow_count's report)
 };
 
 // The host table's hash and equality: a key has no padding (reserved is

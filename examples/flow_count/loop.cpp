@@ -83,6 +83,7 @@ gnio::error take_back(const run_state& st, gpu_ctx& c, uint64_t ms) {
   if (ms - c.expired_ms >= st.flip_ms) {
     c.expiry->expire(ms, false);
     c.expired_ms = ms;
+    stream_finished(st, c);
   }
   for (size_t off = 0; off < tab.bytes; off += c.zeros.bytes)
     if (auto e = c.dev->copy_to_block(tab, off, c.zeros.host_ptr, std::min(c.zeros.bytes, tab.bytes - off)); e)
@@ -139,9 +140,19 @@ void progress_line(run_state& st, std::chrono::steady_clock::time_point now, dou
     slots_used += active_slots(st, *c, true);
     for (const auto& t : c->totals) table_full += t.table_full;
   }
+  const double mpps = (ps.rx_delivered - st.last_delivered) / dt / 1e6;
+  const uint64_t slots = uint64_t{st.o.table_cap} * st.ctxs.size();
   warn("flow_count: {:.1f} s: {} delivered ({:.2f} Mpps), {} missed, table {}/{} slots used, {} table_full\n", elapsed,
-       ps.rx_delivered, (ps.rx_delivered - st.last_delivered) / dt / 1e6, ps.rx_missed, slots_used,
-       uint64_t{st.o.table_cap} * st.ctxs.size(), table_full);
+       ps.rx_delivered, mpps, ps.rx_missed, slots_used, slots, table_full);
+  if (st.jsonl)
+    st.jsonl->line("interval", {{"t", elapsed},
+                                {"dt", dt},
+                                {"delivered", ps.rx_delivered},
+                                {"mpps", mpps},
+                                {"missed", ps.rx_missed},
+                                {"table_slots_used", slots_used},
+                                {"table_slots", slots},
+                                {"table_full", table_full}});
   st.last = now;
   st.last_delivered = ps.rx_delivered;
 }
@@ -210,7 +221,8 @@ void run_loop(run_state& st) {
     if (st.mx && st.mx->due()) publish_live(st);
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - st.t0).count();
-    if (sig.signal() != 0 || (st.o.duration_s > 0 && elapsed >= st.o.duration_s)) {
+    // requested(): a stop signal, or --jsonl's reader went away (jsonl.hpp).
+    if (sig.requested() || (st.o.duration_s > 0 && elapsed >= st.o.duration_s)) {
       st.stopped_early = true;
       st.ipfix.stopping();
       if (auto e = s.stop(std::chrono::seconds(5)); e && !st.run_err) st.run_err = e;

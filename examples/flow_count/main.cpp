@@ -23,6 +23,7 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "ipfix.hpp"
+#include "jsonl.hpp"
 #include "metrics.hpp"
 #include "run.hpp"
 
@@ -38,9 +39,10 @@ using gnio::app::warn;
 // without --json) receives the JSON array of per-flow rows as text, kept
 // apart from the JSON: run_report::write_json adds them last.
 int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, gnio::metrics::server* mx,
-        gnio::ipfix::session& ipfix, std::string* flow_rows) {
+        gnio::ipfix::session& ipfix, std::string* flow_rows, gnio::jsonl::stream* jl) {
   namespace h = flow_count::host;
   h::run_state st(o, sig, rep, mx, ipfix);
+  st.jsonl = jl->is_open() ? jl : nullptr;
   for (auto* step :
        {h::begin, h::open_gpus_and_port, h::check_memory, h::make_session, h::alloc_memory, h::launch_kernels})
     if (const int rc = step(st); rc != 0) return rc;
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   json j = json::object();
   gnio::app::run_report rep("flow_count", j, gnio::result_schema::flow_count_result);
   std::optional<gnio::atomic_file> json_out;
+  gnio::jsonl::stream jl("flow_count", gnio::result_schema::flow_count_stream, sig.flag());
   std::string flow_rows;                      // the JSON's flow_rows, as text (run, run_report::write_json)
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
@@ -132,6 +135,9 @@ int main(int argc, char** argv) {
     gnio::ipfix::add_options(app, o.ipfix);
     auto* json_opt =
         app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    app.add_option("--jsonl", o.jsonl_path,
+                   "write one JSON object per line to FILE ('-': stdout, the text then goes to stderr): one per "
+                   "--stats-interval, one per flow as it ends, and the results (docs/results.md)");
     gnio::metrics::add_options(app, o.metrics);
     gnio::cli::add_version_flag(app, "flow_count");
     // Usage errors exit with 2, --help with 0.
@@ -160,6 +166,11 @@ int main(int argc, char** argv) {
       }
       json_out = std::move(*f);
     }
+    if (!o.jsonl_path.empty())
+      if (const std::string why = jl.open(o.jsonl_path); !why.empty()) {
+        warn("flow_count: {}\n", why);
+        return gnio::console::finish("flow_count", 2);
+      }
     // The collector is resolved before anything runs: a bad one is a usage error.
     auto ipfix = gnio::ipfix::session::open(o.ipfix, gnio::ipfix::layout{}, "flow_count");
     if (!ipfix) {
@@ -174,7 +185,7 @@ int main(int argc, char** argv) {
       return gnio::console::finish("flow_count", 2);
     }
     if (mx) warn("flow_count: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, rep, mx.get(), *ipfix, json_out ? &flow_rows : nullptr);
+    rc = run(o, sig, rep, mx.get(), *ipfix, json_out || jl.is_open() ? &flow_rows : nullptr, &jl);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -185,6 +196,16 @@ int main(int argc, char** argv) {
       // No memory even for that: the message above stands alone.
     }
     rc = 1;
+  }
+  if (jl.is_open()) {
+    try {
+      // The last line is the result as --json has it; the --json file adds how the stream went.
+      jl.final_line(rep.text(-1, "flow_rows", flow_rows));
+      jl.add_json(j);
+    } catch (...) {
+      gnio::console::err("flow_count: --jsonl: the final line could not be written: " +
+                         gnio::console::current_exception_text() + "\n");
+    }
   }
   if (json_out) {
     try {

@@ -59,6 +59,37 @@ struct results {
   uint64_t truncated = 0;
 };
 
+}  // namespace
+
+json flow_row_json(const flow_count::flow_row& f) {
+  json row = {{"proto", proto_text(f.e.key.proto, f.e.key.family)},
+              {"family", f.e.key.family},
+              {"src", addr_text(f.e.key, f.e.key.src)},
+              {"dst", addr_text(f.e.key, f.e.key.dst)},
+              {"src_port", f.e.key.src_port},
+              {"dst_port", f.e.key.dst_port},
+              {"packets", f.e.packets},
+              {"bytes", f.e.bytes},
+              {"ip_bytes", f.e.ip_bytes}};
+  if (f.e.key.proto == 6 && f.e.key.family) row["tcp_flags"] = f.e.meta & gnio::device::flow_meta_tcp_flags;
+  if (f.e.meta & gnio::device::flow_meta_tagged)
+    row["vlan"] = (f.e.meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
+  if (f.end != flow_count::flow_end::live) row["expired"] = flow_count::to_string(f.end);
+  if (f.e.key.tunnel != gnio::device::encap_kind::none) {
+    row["tunnel"] = gnio::device::to_string(f.e.key.tunnel);
+    row["tunnel_id"] = f.e.key.tunnel_id;
+  }
+  return row;
+}
+
+void stream_finished(const run_state& st, gpu_ctx& c) {
+  if (!st.jsonl || !c.expiry) return;
+  const auto& done = c.expiry->finished();
+  for (; c.streamed < done.size(); ++c.streamed) st.jsonl->line("flow", flow_row_json(done[c.streamed]));
+}
+
+namespace {
+
 // The time and the launches, into the JSON.
 void end_run(run_state& st, results& r) {
   // A stop signal from here on came while the results were being put
@@ -129,12 +160,16 @@ int collect_flows(run_state& st, results& r) {
       c.expiry->merge(c.flows.data(), table_cap, end_ms);
     }
     c.expiry->expire(end_ms, true);
+    stream_finished(st, c);
     r.flows_expired += c.expiry->finished().size();
     r.ended_end_of_flow += c.expiry->ended_end_of_flow();
     r.ended_idle += c.expiry->ended_idle();
     r.flips += c.flip.flips;
     r.flip_stalls += c.flip.stalls;
-    for (const auto& f : c.expiry->finished()) r.flows.push_back(f);
+    for (const auto& f : c.expiry->finished()) {
+      r.flows.push_back(f);
+      r.flows.back().streamed = st.jsonl != nullptr;
+    }
     c.expiry->for_each_live([&](const flow_count::flow_row& f) { add_live(st, r, f); });
   }
   for (const auto& t : r.totals) {
@@ -302,23 +337,7 @@ void write_flow_rows(run_state& st, const results& r, std::string& out) {
       signalled = true;
       break;
     }
-    json row = {{"proto", proto_text(f->e.key.proto, f->e.key.family)},
-                {"family", f->e.key.family},
-                {"src", addr_text(f->e.key, f->e.key.src)},
-                {"dst", addr_text(f->e.key, f->e.key.dst)},
-                {"src_port", f->e.key.src_port},
-                {"dst_port", f->e.key.dst_port},
-                {"packets", f->e.packets},
-                {"bytes", f->e.bytes},
-                {"ip_bytes", f->e.ip_bytes}};
-    if (f->e.key.proto == 6 && f->e.key.family) row["tcp_flags"] = f->e.meta & gnio::device::flow_meta_tcp_flags;
-    if (f->e.meta & gnio::device::flow_meta_tagged)
-      row["vlan"] = (f->e.meta >> gnio::device::flow_meta_vlan_shift) & gnio::device::flow_meta_vlan_mask;
-    if (f->end != flow_count::flow_end::live) row["expired"] = flow_count::to_string(f->end);
-    if (f->e.key.tunnel != gnio::device::encap_kind::none) {
-      row["tunnel"] = gnio::device::to_string(f->e.key.tunnel);
-      row["tunnel_id"] = f->e.key.tunnel_id;
-    }
+    const json row = flow_row_json(*f);
     out += written == 0 ? "\n    " : ",\n    ";
     out += row.dump(-1, ' ', false, json::error_handler_t::replace);
     ++written;
@@ -366,6 +385,11 @@ int finish(run_state& st, std::string* flow_rows) {
   print_console(st, r);
   const json qs = fill_json(st, r);
   if (flow_rows) write_flow_rows(st, r, *flow_rows);
+  // The flows that were live at the end of the run end with it: their
+  // --jsonl flow lines, most packets first, before the final line.
+  if (st.jsonl)
+    for (const auto* f : r.used)
+      if (!f->streamed) st.jsonl->line("flow", flow_row_json(*f));
   if (st.mx) {
     std::vector<uint64_t> filtered_q(st.o.queues);
     for (uint32_t q = 0; q < st.o.queues; ++q) filtered_q[q] = r.totals[q].filtered;

@@ -23,6 +23,7 @@
 #include "expiry.hpp"
 #include "flow_count.hpp"
 #include "ipfix.hpp"
+#include "jsonl.hpp"
 #include "launch_report.hpp"
 #include "metrics.hpp"
 
@@ -86,7 +87,7 @@ struct flipper {
 struct options {
   std::string filter;              // --filter: tcpdump syntax
   gnio::cli::write_options write;  // --write: received frames --filter accepts, to pcap files
-  std::string port_dev, exec = "auto", gpu_sel, json_path, pkt_mem_text = "auto", poll = "adaptive";
+  std::string port_dev, exec = "auto", gpu_sel, json_path, jsonl_path, pkt_mem_text = "auto", poll = "adaptive";
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first
   uint32_t rx_slot = gnio::cli::default_rx_slot;
@@ -112,6 +113,7 @@ struct gpu_ctx {
   flipper flip;
   std::optional<flow_count::flow_expiry> expiry;
   uint64_t expired_ms = 0;  // the last flow_expiry::expire (ipfix::now_ms)
+  size_t streamed = 0;      // expiry->finished() rows whose --jsonl flow line is written
 };
 
 // A run's state, filled in step by step. Members go in reverse: the session
@@ -129,6 +131,7 @@ struct run_state {
   json& j;
   gnio::metrics::server* mx;  // may be null
   gnio::ipfix::session& ipfix;
+  gnio::jsonl::stream* jsonl = nullptr;  // --jsonl, when given
 
   // From the options (begin).
   std::string gpu_sel;
@@ -173,6 +176,10 @@ void publish_metrics(run_state& st, const gnio::port_stats& ps, const std::vecto
 gnio::error read_totals(gpu_ctx& c);
 uint64_t active_slots(const run_state& st, const gpu_ctx& c, bool running);
 void run_loop(run_state& st);
+// report.cpp: one flow row as the JSON and the --jsonl flow lines have it.
+json flow_row_json(const flow_count::flow_row& f);
+// The --jsonl flow lines of the context's flows that ended since the last call.
+void stream_finished(const run_state& st, gpu_ctx& c);
 // report.cpp: everything after the loop. flow_rows (null without --json)
 // receives the JSON array of per-flow rows as text.
 int finish(run_state& st, std::string* flow_rows);

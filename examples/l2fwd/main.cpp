@@ -28,6 +28,7 @@
 
 #include "app.hpp"
 #include "cli.hpp"
+#include "jsonl.hpp"
 #include "metrics.hpp"
 #include "launch_report.hpp"
 #include "l2fwd.hpp"
@@ -43,7 +44,7 @@ using gnio::app::say;
 using gnio::app::warn;
 
 struct options {
-  std::string port_dev, gpu_sel = "auto", json_path, poll = "adaptive";
+  std::string port_dev, gpu_sel = "auto", json_path, jsonl_path, poll = "adaptive";
   // Large batches pay for the wait on each batch's transmission (see the README).
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512;
   uint32_t rx_slot = gnio::cli::default_rx_slot;
@@ -100,7 +101,8 @@ void publish_metrics(gnio::metrics::server& mx, const options& o, const gnio::gp
 // the report's JSON with everything known (the error too, when a step
 // fails) and returns the exit status. The session tears everything down in
 // reverse when it goes, or keeps it whole when a kernel would not stop.
-int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, gnio::metrics::server* mx) {
+int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, gnio::metrics::server* mx,
+        gnio::jsonl::stream& jl) {
   json& j = rep.j();
   const uint32_t queues = o.queues;
   j["command"] = o.command;
@@ -209,8 +211,16 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     }
     if (double dt = 0; progress.due(&dt)) {
       const auto st = s->stats();
+      const double mpps = (st.tx_frames - last_tx) / dt / 1e6;
       warn("l2fwd: {:.1f} s: {} received, {} sent ({:.2f} Mpps), {} missed\n", elapsed, st.rx_delivered, st.tx_frames,
-           (st.tx_frames - last_tx) / dt / 1e6, st.rx_missed);
+           mpps, st.rx_missed);
+      if (jl.is_open())
+        jl.line("interval", {{"t", elapsed},
+                             {"dt", dt},
+                             {"received", st.rx_delivered},
+                             {"sent", st.tx_frames},
+                             {"mpps", mpps},
+                             {"missed", st.rx_missed}});
       last_tx = st.tx_frames;
     }
   });
@@ -321,6 +331,7 @@ int main(int argc, char** argv) {
   json j = json::object();
   gnio::app::run_report rep("l2fwd", j, gnio::result_schema::l2fwd_result);
   std::optional<gnio::atomic_file> json_out;
+  gnio::jsonl::stream jl("l2fwd", gnio::result_schema::l2fwd_stream, sig.flag());
   std::unique_ptr<gnio::metrics::server> mx;  // --metrics
   int rc = 0;
   try {
@@ -369,6 +380,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     auto* json_opt =
         app.add_option("--json", o.json_path, "write the results as JSON to FILE (also when the run fails)");
+    app.add_option("--jsonl", o.jsonl_path,
+                   "write one JSON object per line to FILE ('-': stdout, the text then goes to stderr): one per "
+                   "--stats-interval and the results (docs/results.md)");
     gnio::metrics::add_options(app, o.metrics);
     gnio::cli::add_version_flag(app, "l2fwd");
     // Usage errors exit with 2, --help with 0.
@@ -390,6 +404,11 @@ int main(int argc, char** argv) {
       }
       json_out = std::move(*f);
     }
+    if (!o.jsonl_path.empty())
+      if (const std::string why = jl.open(o.jsonl_path); !why.empty()) {
+        warn("l2fwd: {}\n", why);
+        return gnio::console::finish("l2fwd", 2);
+      }
     // --metrics: bound before the run, so that a bad address or a port in use is a usage error.
     std::string why;
     mx = gnio::metrics::server::start(o.metrics, "l2fwd", &why);
@@ -398,7 +417,7 @@ int main(int argc, char** argv) {
       return gnio::console::finish("l2fwd", 2);
     }
     if (mx) warn("l2fwd: metrics on http://{}/metrics\n", mx->address());
-    rc = run(o, sig, rep, mx.get());
+    rc = run(o, sig, rep, mx.get(), jl);
   } catch (...) {
     // Reported with its type; the JSON is still written, below.
     const std::string what = gnio::console::current_exception_text();
@@ -409,6 +428,16 @@ int main(int argc, char** argv) {
       // No memory even for that: the message above stands alone.
     }
     rc = 1;
+  }
+  if (jl.is_open()) {
+    try {
+      // The last line is the result as --json has it; the --json file adds how the stream went.
+      jl.final_line(rep.text(-1));
+      jl.add_json(j);
+    } catch (...) {
+      gnio::console::err(
+          "l2fwd: --jsonl: the final line could not be written: " + gnio::console::current_exception_text() + "\n");
+    }
   }
   if (json_out) {
     try {

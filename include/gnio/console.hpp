@@ -41,6 +41,11 @@ bool write(stream s, std::string_view text) noexcept;
 inline bool out(std::string_view text) noexcept { return write(stream::out, text); }
 inline bool err(std::string_view text) noexcept { return write(stream::err, text); }
 
+// From now on, text for stdout goes to stderr: stdout carries data the
+// program writes itself (a --jsonl stream on "-"). What stdout's buffer
+// holds is written first.
+void text_to_stderr() noexcept;
+
 // Writes what stdout holds in its buffer. Returns false when either stream
 // has failed.
 bool flush() noexcept;

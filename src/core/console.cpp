@@ -27,7 +27,8 @@ pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 int g_errno[2] = {0, 0};   // first failure per stream (out, err)
 char g_buf[k_out_buffer];  // stdout's buffer
 size_t g_len = 0;
-int g_tty = -1;  // stdout is a terminal: -1 not yet known
+int g_tty = -1;             // stdout is a terminal: -1 not yet known
+bool g_out_to_err = false;  // text_to_stderr()
 
 struct lock {
   lock() noexcept { pthread_mutex_lock(&g_mu); }
@@ -71,7 +72,7 @@ bool flush_out_locked() noexcept {
 
 bool write(stream s, std::string_view text) noexcept {
   lock lk;
-  if (s == stream::err) {
+  if (s == stream::err || g_out_to_err) {
     // What stdout printed before comes first, as with a line-buffered terminal.
     (void)flush_out_locked();
     return write_all(1, text.data(), text.size());
@@ -86,6 +87,12 @@ bool write(stream s, std::string_view text) noexcept {
   g_len += text.size();
   if (g_tty == 1 && text.find('\n') != std::string_view::npos) return flush_out_locked();
   return true;
+}
+
+void text_to_stderr() noexcept {
+  lock lk;
+  (void)flush_out_locked();
+  g_out_to_err = true;
 }
 
 bool flush() noexcept {

@@ -142,8 +142,97 @@ def main():
     sys.exit("usage: schema_test.py json | jsonl")
 
 
+def read_lines(path_or_text, what, schema_file):
+    """Every line of a --jsonl stream, each validated; the parsed objects."""
+    text = path_or_text
+    objs = []
+    bad = 0
+    schema = STORE[schema_file]
+    resolver = jsonschema.RefResolver(base_uri="", referrer=schema, store=STORE)
+    want = schema["properties"]["schema"]["const"]
+    for n, line in enumerate(text.splitlines()):
+        try:
+            o = json.loads(line)
+            jsonschema.validate(o, schema, resolver=resolver, cls=jsonschema.Draft202012Validator)
+            if o["schema"] != want or not isinstance(o.get("version"), str):
+                raise ValueError(f"schema {o.get('schema')!r}")
+            objs.append(o)
+        except (ValueError, jsonschema.ValidationError) as e:
+            bad += 1
+            if bad <= 3:
+                print(f"  line {n + 1}: {getattr(e, 'message', e)}: {line[:200]}")
+    check(f"{what}: all {len(objs) + bad} lines valid against {schema_file}", bad == 0 and objs)
+    return objs
+
+
+def check_stream(what, objs, doc, flows_expected=None):
+    types = [o["type"] for o in objs]
+    check(f"{what}: the last line is the only final one", types and types[-1] == "final" and
+          types.count("final") == 1, str(types[-3:]))
+    # The final line's result is the --json document, less how the stream went.
+    file_doc = {k: v for k, v in doc.items() if not k.startswith("jsonl_")}
+    check(f"{what}: the final line's result equals the --json document", objs[-1]["result"] == file_doc,
+          str(set(objs[-1]["result"]) ^ set(file_doc)))
+    check(f"{what}: --json counts the lines", doc.get("jsonl_lines") == len(objs), str(doc.get("jsonl_lines")))
+    if flows_expected is not None:
+        n = types.count("flow")
+        check(f"{what}: one flow line per flow ({flows_expected})", n == flows_expected, str(n))
+    return types
+
+
 def check_jsonl():
-    return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.json")
+        lines = os.path.join(tmp, "out.jsonl")
+        tx = os.path.join(tmp, "tx.pcap")
+        # A live source for a second and a half: interval lines, then the final one.
+        gen = [
+            ("pp", "pp-stream.schema.json", [env("GNIO_TOOL_BIN"), "pp", "--gpu", GPU]),
+            ("flow_count", "flow_count-stream.schema.json", [env("GNIO_FLOW_COUNT_BIN"), "--exec", EXEC]),
+            ("l2fwd", "l2fwd-stream.schema.json", [env("GNIO_L2FWD_BIN"), "--gpu", GPU]),
+        ]
+        for name, schema, base in gen:
+            cmd = base + ["--port", "gen:size=64,flows=64", "--duration", "1.5", "--stats-interval", "0.3",
+                          "--jsonl", lines, "--json", out]
+            run(cmd)
+            with open(out) as f:
+                doc = json.load(f)
+            with open(lines) as f:
+                objs = read_lines(f.read(), f"{name} --jsonl FILE", schema)
+            types = check_stream(f"{name} --jsonl FILE", objs, doc, 64 if name == "flow_count" else None)
+            check(f"{name} --jsonl FILE: interval lines come first, one per interval", types.count("interval") >= 3 and
+                  types[:types.count("interval")] == ["interval"] * types.count("interval"), str(types[:6]))
+            # "-": the lines alone on stdout, the text on stderr.
+            r = run(base + ["--port", f"pcap:file={os.path.join(DATA, 'http.pcap')}" + (f",tx={tx}" if name == "l2fwd"
+                                                                                           else ""),
+                            "--stats-interval", "0", "--jsonl", "-", "--json", out])
+            with open(out) as f:
+                doc = json.load(f)
+            objs = read_lines(r.stdout, f"{name} --jsonl -", schema)
+            check_stream(f"{name} --jsonl -", objs, doc, doc.get("flows") if name == "flow_count" else None)
+            check(f"{name} --jsonl -: the text went to stderr", f"{name}:" in r.stderr, r.stderr[:200])
+
+            # A reader that goes away after the first line ends a run that would
+            # last a minute, cleanly: exit 0, the --json written and saying so.
+            p = subprocess.Popen(base + ["--port", "gen:size=64", "--duration", "60", "--stats-interval", "0.1",
+                                         "--jsonl", "-", "--json", out],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            first = p.stdout.readline()
+            p.stdout.close()
+            try:
+                rc = p.wait(timeout=LIMIT_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rc = None
+            err = p.stderr.read()
+            with open(out) as f:
+                doc = json.load(f)
+            check(f"{name} --jsonl - | (a reader that leaves): exit 0 soon, results written",
+                  rc == 0 and first.startswith("{") and doc.get("jsonl_error") == "Broken pipe" and
+                  doc.get("stopped_early") is True and doc.get("seconds", 99) < 30 and "error" not in doc,
+                  f"rc {rc}, {err[-300:]}")
+            validate(f"{name} --json after the reader left", doc, schema.replace("-stream", ""))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
