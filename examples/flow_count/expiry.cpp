@@ -39,6 +39,7 @@ void flow_expiry::merge(const dev::flow_entry* table, size_t capacity, uint64_t 
       r.e.last_ns = std::max(r.e.last_ns, f.last_ns);
       // The VLAN stays the first packet's, as in one device table.
       r.e.meta |= f.meta & dev::flow_meta_tcp_flags;
+      flow_count::merge_times(r.e, f);
     }
     r.last_ms = now_ms;
     it->second.merged = merges_;

@@ -60,6 +60,13 @@ struct flow_key_equal {
   }
 };
 
+// Into a row's entry, the capture times of another part of the same flow
+// (another table or GPU): the earlier first_ns and later last_ns, 0 being none.
+inline void merge_times(gnio::device::flow_entry& into, const gnio::device::flow_entry& from) noexcept {
+  if (from.first_ns != 0 && (into.first_ns == 0 || from.first_ns < into.first_ns)) into.first_ns = from.first_ns;
+  if (from.last_ns > into.last_ns) into.last_ns = from.last_ns;
+}
+
 class flow_expiry {
  public:
   // idle_ms: a flow with no packet for this long ends (0: never). ipfix

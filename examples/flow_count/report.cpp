@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,22 @@ std::string addr_text(const gnio::device::flow_key& k, const uint8_t* a) {
   if (k.family == 4) inet_ntop(AF_INET, a, buf, sizeof buf);
   else if (k.family == 6) inet_ntop(AF_INET6, a, buf, sizeof buf);
   return buf;
+}
+
+// A capture time as RFC 3339 UTC with nanoseconds: "2004-05-13T10:17:07.311224000Z".
+std::string time_text(uint64_t ns) {
+  const time_t s = static_cast<time_t>(ns / 1'000'000'000u);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ns % 1'000'000'000u);
+}
+
+// A capture time of day for the console table: "10:17:07.311224" (UTC), "-" for none.
+std::string time_of_day(uint64_t ns) {
+  if (ns == 0) return "-";
+  const std::string t = time_text(ns);
+  return t.substr(11, 15);
 }
 
 std::string proto_text(uint8_t p, uint8_t family) {
@@ -79,6 +96,13 @@ json flow_row_json(const flow_count::flow_row& f) {
     row["tunnel"] = gnio::device::to_string(f.e.key.tunnel);
     row["tunnel_id"] = f.e.key.tunnel_id;
   }
+  // Capture times, when the port gave its packets one.
+  if (f.e.first_ns != 0) {
+    row["first_seen_ns"] = f.e.first_ns;
+    row["last_seen_ns"] = f.e.last_ns;
+    row["first_seen"] = time_text(f.e.first_ns);
+    row["last_seen"] = time_text(f.e.last_ns);
+  }
   return row;
 }
 
@@ -128,6 +152,7 @@ void add_live(const run_state& st, results& r, const flow_count::flow_row& row) 
     r.flows[it->second].e.packets += row.e.packets;
     r.flows[it->second].e.bytes += row.e.bytes;
     r.flows[it->second].e.meta |= row.e.meta & gnio::device::flow_meta_tcp_flags;
+    flow_count::merge_times(r.flows[it->second].e, row.e);
   }
 }
 
@@ -247,16 +272,17 @@ void print_console(run_state& st, results& r) {
   if (const std::string w = st.ipfix.loss_warning(); !w.empty()) warn("flow_count: {}\n", w);
   if (sum.packets == 0 && !st.stopped_early) say("flow_count: the port delivered no packets (empty capture?)\n");
   if (r.used.empty()) return;
-  say("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14}\n", "#", "proto", "source", "port", "destination", "port",
-      "packets", "bytes");
+  say("{:>4}  {:<6} {:>39} {:>5}   {:>39} {:>5} {:>12} {:>14} {:>15} {:>15}\n", "#", "proto", "source", "port",
+      "destination", "port", "packets", "bytes", "first seen UTC", "last seen UTC");
   for (uint32_t i = 0; i < std::min<size_t>(o.top, r.used.size()); ++i) {
     const auto& f = *r.used[i];
     const std::string tunnel = f.e.key.tunnel == gnio::device::encap_kind::none
                                    ? std::string()
                                    : fmt::format("  {} {}", gnio::device::to_string(f.e.key.tunnel), f.e.key.tunnel_id);
-    say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14}{}\n", i + 1, proto_text(f.e.key.proto, f.e.key.family),
-        addr_text(f.e.key, f.e.key.src), f.e.key.src_port, addr_text(f.e.key, f.e.key.dst), f.e.key.dst_port,
-        f.e.packets, f.e.bytes, tunnel);
+    say("{:>4}  {:<6} {:>39} {:>5} > {:>39} {:>5} {:>12} {:>14} {:>15} {:>15}{}\n", i + 1,
+        proto_text(f.e.key.proto, f.e.key.family), addr_text(f.e.key, f.e.key.src), f.e.key.src_port,
+        addr_text(f.e.key, f.e.key.dst), f.e.key.dst_port, f.e.packets, f.e.bytes, time_of_day(f.e.first_ns),
+        time_of_day(f.e.last_ns), tunnel);
   }
 }
 

@@ -163,6 +163,50 @@ name_entry* add_name(std::vector<name_entry>& t, uint32_t i, bool* fresh, uint32
 // every name is claimed by exactly one thread, lands in one slot, and every
 // thread's lookups return that slot; names that found the bound full are
 // full for every thread.
+// Capture times: threads adding the packets of a few flows, each thread its
+// share of every flow's timestamps out of order, leave each entry with the
+// earliest and latest; a packet without a timestamp (0) leaves them alone,
+// and flow_table_add_meta records none.
+TEST(FlowTable, FirstAndLastSeenAreTheEarliestAndLatestCaptureTimes) {
+  constexpr uint32_t capacity = 64, flows = 8, per_flow = 4000, threads = 4;
+  std::vector<flow_entry> t(capacity);
+  std::vector<std::thread> ts;
+  for (uint32_t th = 0; th < threads; ++th)
+    ts.emplace_back([&, th] {
+      for (uint32_t n = th; n < per_flow; n += threads)
+        for (uint32_t f = 0; f < flows; ++f) {
+          // Times from 1000 + f to 1000 + f + (per_flow - 1) * 10, in a scrambled order.
+          const uint64_t ts_ns = 1000 + f + uint64_t{(n * 7919u) % per_flow} * 10;
+          gnio::device::flow_update u{};
+          u.wire_bytes = 60;
+          u.ts_ns = n % 5 == 1 ? 0 : ts_ns;
+          ASSERT_GE(gnio::device::flow_table_update(t.data(), capacity, key_of(f), u), 0);
+        }
+    });
+  for (auto& x : ts) x.join();
+  uint32_t seen = 0;
+  for (const auto& e : t) {
+    if (e.state != gnio::device::flow_slot_used) continue;
+    ++seen;
+    const uint64_t f = e.key.src_port - 1024u;
+    EXPECT_EQ(e.packets, per_flow);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t n = 0; n < per_flow; ++n)
+      if (n % 5 != 1) {
+        lo = std::min<uint64_t>(lo, 1000 + f + uint64_t{(n * 7919u) % per_flow} * 10);
+        hi = std::max<uint64_t>(hi, 1000 + f + uint64_t{(n * 7919u) % per_flow} * 10);
+      }
+    EXPECT_EQ(e.first_ns, lo) << "flow " << f;
+    EXPECT_EQ(e.last_ns, hi) << "flow " << f;
+  }
+  EXPECT_EQ(seen, flows);
+
+  std::vector<flow_entry> u(capacity);
+  ASSERT_EQ(gnio::device::flow_table_add_meta(u.data(), capacity, key_of(1), 60, 0, 0), 1);
+  for (const auto& e : u)
+    if (e.state == gnio::device::flow_slot_used) EXPECT_EQ(e.first_ns + e.last_ns, 0u);
+}
+
 TEST(SlotTable, ConcurrentClaimsOfOtherKeysPlaceEachKeyOnce) {
   constexpr uint32_t capacity = 1024, names = 900, threads = 4, max_probe = 64;
   std::vector<name_entry> t(capacity);
