@@ -18,7 +18,11 @@ stream::~stream() {
   if (own_fd_ && fd_ >= 0) ::close(fd_);
 }
 
-std::string stream::open(const std::string& path) {
+std::string stream::open(const std::string& path, const std::vector<gnio::named_file>& others) {
+  if (path.empty()) return "--jsonl: give a file name, or - for stdout";
+  for (const auto& o : others)
+    if (path != "-" && gnio::same_file(path, o.path))
+      return fmt::format("--jsonl {} is the same file as {}{}; writing there would destroy it", path, o.label, o.path);
   if (path == "-") {
     gnio::console::text_to_stderr();
     fd_ = STDOUT_FILENO;

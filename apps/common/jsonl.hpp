@@ -22,8 +22,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include <gnio/atomic_file.hpp>
 
 #include "result_schema.hpp"
 
@@ -39,8 +42,9 @@ class stream {
   stream& operator=(const stream&) = delete;
 
   // Opens path for writing (created or truncated; a FIFO waits for its
-  // reader), or takes stdout for "-". Returns "" or what went wrong.
-  [[nodiscard]] std::string open(const std::string& path);
+  // reader), or takes stdout for "-". None of `others` (the port's files,
+  // --json) may be the same file. Returns "" or what went wrong.
+  [[nodiscard]] std::string open(const std::string& path, const std::vector<gnio::named_file>& others = {});
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
 
   // {"schema":...,"version":...,"type":TYPE, then members' members} as one line.

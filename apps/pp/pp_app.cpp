@@ -253,6 +253,14 @@ int finish_run(run_state& r) {
   return rc;
 }
 
+// The files --jsonl must not be: the port's, --pcap-out's and --json's.
+std::vector<named_file> jsonl_others(const options& opt) {
+  std::vector<named_file> others = device_files(opt.port);
+  if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
+  if (!opt.json_path.empty()) others.push_back({"--json ", opt.json_path});
+  return others;
+}
+
 // run() without the JSON file: options, the run, and *result (never null)
 // filled with everything known, the error too. *json_out is prepared here,
 // once the options are accepted, so that a bad --json fails before the run.
@@ -264,7 +272,8 @@ int run_steps(const options& opt, std::atomic<bool>* stop, json* result, std::op
   if (const int rc = compile_filter_option(r); rc != 0) return rc;
   if (const int rc = prepare_outputs(r, json_out); rc != 0) return rc;
   if (!opt.jsonl_path.empty())
-    if (const std::string why = jl->open(opt.jsonl_path); !why.empty()) return bad_option(why, result);
+    if (const std::string why = jl->open(opt.jsonl_path, jsonl_others(opt)); !why.empty())
+      return bad_option(why, result);
   for (auto step : {open_gpus_and_port, plan_run, create_queues, make_session, alloc_memory, setup_ctrl, start_run})
     if (const int rc = step(r); rc != 0) return rc;
   run_loop(r);

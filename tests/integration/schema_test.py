@@ -18,6 +18,7 @@
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -232,6 +233,16 @@ def check_jsonl():
                   doc.get("stopped_early") is True and doc.get("seconds", 99) < 30 and "error" not in doc,
                   f"rc {rc}, {err[-300:]}")
             validate(f"{name} --json after the reader left", doc, schema.replace("-stream", ""))
+
+            # --jsonl onto the capture the port reads is refused before it is touched.
+            cap = os.path.join(tmp, "in.pcap")
+            shutil.copy(os.path.join(DATA, "dns_udp.pcap"), cap)
+            before = open(cap, "rb").read()
+            r = subprocess.run(base + ["--port", f"pcap:file={cap}" + (f",tx={tx}" if name == "l2fwd" else ""),
+                                       "--jsonl", cap], capture_output=True, text=True, timeout=LIMIT_S)
+            check(f"{name} --jsonl onto the port's capture: refused with status 2, the capture intact",
+                  r.returncode == 2 and "same file" in r.stderr and open(cap, "rb").read() == before,
+                  f"rc {r.returncode}: {r.stderr[-200:]}")
     return 1 if failures else 0
 
 
