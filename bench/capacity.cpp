@@ -45,6 +45,7 @@
 
 #include "capacity.hpp"
 #include "machine.hpp"
+#include "result_schema.hpp"
 
 using gnio::device::rx_cqe;
 
@@ -440,6 +441,7 @@ int main(int argc, char** argv) {
                      {"runs", runs}};
     if (h2d && pcie.gbps > 0) j["h2d_gbps"] = pcie.gbps;
     std::ofstream f(json_path);
+    gnio::result_schema::stamp(j, gnio::result_schema::bench_capacity);
     f << j.dump(2) << "\n";
     if (!f) {
       fmt::print(stderr, "capacity: cannot write {}\n", json_path);

@@ -32,6 +32,7 @@
 #include <gnio/device/rx.hpp>
 #include <gnio/gnio.hpp>
 #include "machine.hpp"
+#include "result_schema.hpp"
 
 namespace {
 
@@ -182,6 +183,7 @@ int main(int argc, char** argv) {
         {"runs", runs},
         {"engine_ns_per_frame_median", median}};
     std::ofstream f(json_path);
+    gnio::result_schema::stamp(j, gnio::result_schema::bench_engine_cost);
     f << j.dump(2) << "\n";
     if (!f) {
       fmt::print(stderr, "engine_cost: cannot write {}\n", json_path);

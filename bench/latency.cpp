@@ -64,6 +64,7 @@
 #include "latency_common.hpp"
 #include "pp_app.hpp"
 #include "machine.hpp"
+#include "result_schema.hpp"
 
 using nlohmann::json;
 
@@ -756,6 +757,7 @@ int main(int argc, char** argv) {
       c.samples, c.warmup, c.interval_us, c.load_pps, c.load_burst, c.batch, c.batch_timeout_us);
 
   json j;
+  gnio::result_schema::stamp(j, gnio::result_schema::bench_latency);
   j["command"] = cmdline;
   j["machine"] = {{"host", un.nodename},
                   {"cpu", bench::cpu_model()},

@@ -52,6 +52,7 @@
 #include <gnio/gnio.hpp>
 
 #include "machine.hpp"
+#include "result_schema.hpp"
 
 namespace {
 
@@ -396,6 +397,7 @@ int main(int argc, char** argv) {
         {"gnio_version", GNIO_VERSION_STRING},
         {"runs", rows}};
     std::ofstream f(json_path);
+    gnio::result_schema::stamp(j, gnio::result_schema::bench_tx_timing);
     f << j.dump(2) << "\n";
     if (!f) {
       fmt::print(stderr, "tx_timing: cannot write {}\n", json_path);

@@ -38,6 +38,11 @@ inline constexpr id caps{"gnio.caps", "2.0"};
 inline constexpr id explain{"gnio.explain", "2.0"};
 inline constexpr id explain_all{"gnio.explain-all", "2.0"};
 inline constexpr id backends{"gnio.backends", "1.0"};
+// --json of the benchmark programs in bench/.
+inline constexpr id bench_capacity{"gnio.bench.capacity", "1.0"};
+inline constexpr id bench_engine_cost{"gnio.bench.engine_cost", "1.0"};
+inline constexpr id bench_latency{"gnio.bench.latency", "1.0"};
+inline constexpr id bench_tx_timing{"gnio.bench.tx_timing", "1.0"};
 
 // Sets j's `schema` and `version` members (j is an object or null).
 inline void stamp(nlohmann::json& j, const id& s) {
