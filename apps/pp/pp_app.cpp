@@ -253,11 +253,12 @@ int finish_run(run_state& r) {
   return rc;
 }
 
-// The files --jsonl must not be: the port's, --pcap-out's and --json's.
+// The files --jsonl must not be: the port's, --pcap-out's, --json's and --write's.
 std::vector<named_file> jsonl_others(const options& opt) {
   std::vector<named_file> others = device_files(opt.port);
   if (!opt.pcap_out.empty()) others.push_back({"--pcap-out ", opt.pcap_out});
   if (!opt.json_path.empty()) others.push_back({"--json ", opt.json_path});
+  if (!opt.write.path.empty()) others.push_back({"--write ", opt.write.path});
   return others;
 }
 

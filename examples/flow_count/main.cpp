@@ -50,10 +50,11 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   return h::finish(st, flow_rows);
 }
 
-// The files --jsonl must not be: the port's and --json's.
-std::vector<gnio::named_file> jsonl_others(const std::string& port_dev, const std::string& json_path) {
-  std::vector<gnio::named_file> others = gnio::device_files(port_dev);
-  if (!json_path.empty()) others.push_back({"--json ", json_path});
+// The files --jsonl must not be: the port's, --json's and --write's.
+std::vector<gnio::named_file> jsonl_others(const options& o) {
+  std::vector<gnio::named_file> others = gnio::device_files(o.port_dev);
+  if (!o.json_path.empty()) others.push_back({"--json ", o.json_path});
+  if (!o.write.path.empty()) others.push_back({"--write ", o.write.path});
   return others;
 }
 
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
       json_out = std::move(*f);
     }
     if (!o.jsonl_path.empty())
-      if (const std::string why = jl.open(o.jsonl_path, jsonl_others(o.port_dev, o.json_path)); !why.empty()) {
+      if (const std::string why = jl.open(o.jsonl_path, jsonl_others(o)); !why.empty()) {
         warn("flow_count: {}\n", why);
         return gnio::console::finish("flow_count", 2);
       }
