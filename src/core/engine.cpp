@@ -144,10 +144,10 @@ void stage_out(port_state& p, rxq_state& q) {
   q.inflight.push_back({q.w.produced(), *t});
 }
 
-// Publishes q's entries whose bytes are in place: all of them, or for a
-// staged queue those whose copy finished (wait: all, after waiting).
 // rx_pcap=: the entries [from, upto) of q, those rx_filter accepts, from
-// their host bytes (the area, its staging copy, or the RX pool).
+// their host bytes (the area, its staging copy, or the RX pool). Called
+// before they are published: once the kernel sees a frame it may change it
+// in place (l2fwd swaps its MAC addresses).
 void mirror_rx(port_state& p, rxq_state& q, uint64_t from, uint64_t upto) {
   const uint8_t* base = q.pool     ? static_cast<const uint8_t*>(p.pool.host_ptr)
                         : q.staged ? static_cast<const uint8_t*>(q.stage.host_ptr)
@@ -163,9 +163,13 @@ void mirror_rx(port_state& p, rxq_state& q, uint64_t from, uint64_t upto) {
   }
 }
 
+// Publishes q's entries whose bytes are in place: all of them, or for a
+// staged queue those whose copy finished (wait: all, after waiting).
 void publish(port_state& p, rxq_state& q, bool wait) {
   const uint64_t before = q.w.published();
+  const bool mirror = p.rx_mirror.writing();
   if (!q.staged) {
+    if (mirror && q.w.produced() > before) mirror_rx(p, q, before, q.w.produced());
     q.w.publish();
   } else {
     // A copy costs microseconds of CPU in the CUDA driver, whatever its size.
@@ -191,12 +195,12 @@ void publish(port_state& p, rxq_state& q, bool wait) {
         }
         continue;
       }
+      if (mirror && q.inflight.front().upto > q.w.published())
+        mirror_rx(p, q, q.w.published(), q.inflight.front().upto);
       q.w.publish(q.inflight.front().upto);
       q.inflight.pop_front();
     }
   }
-  // Before the kernel can release them: the entries are still ours to read.
-  if (p.rx_mirror.writing() && q.w.published() > before) mirror_rx(p, q, before, q.w.published());
   q.delivered.add(q.w.published() - before);
 }
 

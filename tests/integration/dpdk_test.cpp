@@ -210,6 +210,10 @@ TEST(Dpdk, FlowCountByReferenceAndByCopyAgreeWithTheCapture) {
     ASSERT_EQ(runs.size(), 2u);
     for (const char* k : {"packets", "bytes", "flows", "tcp_conversations", "udp_conversations", "malformed"})
       EXPECT_EQ(runs[0].at(k), runs[1].at(k)) << k;
+    // The rows without their times: net_pcap stamps frames when it reads them.
+    for (auto& r : runs)
+      for (auto& row : r.at("flow_rows"))
+        for (const char* k : {"first_seen", "first_seen_ns", "last_seen", "last_seen_ns"}) row.erase(k);
     EXPECT_EQ(runs[0].at("flow_rows"), runs[1].at("flow_rows"));
   }
 }
