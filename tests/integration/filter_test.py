@@ -63,13 +63,8 @@ CAPTURES = [
 ]
 
 
-def env(name, kind="file"):
-    v = os.environ.get(name, "")
-    ok = os.path.isdir(v) if kind == "dir" else (os.path.isfile(v) and os.access(v, os.X_OK))
-    if not ok:
-        sys.exit(f"{name} is '{v}', which is not {'a directory' if kind == 'dir' else 'an executable file'} "
-                 "(ctest sets it: run the tests with ctest, or set it as tests/CMakeLists.txt does)")
-    return v
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from testenv import env  # noqa: E402
 
 
 def captures(tmp):
@@ -96,15 +91,7 @@ def tcpdump_count(tcpdump, path, expr, tmp):
     out = os.path.join(tmp, "tcpdump.pcap")
     subprocess.run([tcpdump, "-r", path, "-w", out, expr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=LIMIT_S, check=True)
-    with open(out, "rb") as f:
-        data = f.read()
-    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
-    n, off = 0, 24
-    while off + 16 <= len(data):
-        caplen = struct.unpack(order + "I", data[off + 8:off + 12])[0]
-        off += 16 + caplen
-        n += 1
-    return n
+    return len(pcap_records(out))
 
 
 def run_program(mode, path, expr, tmp, extra=None):

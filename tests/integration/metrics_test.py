@@ -48,13 +48,8 @@ EXEC = "cuda" if os.environ.get("GNIO_TEST_EXEC") == "cuda" else "host"
 GPU = "0" if EXEC == "cuda" else "host"
 
 
-def env(name, kind="file"):
-    v = os.environ.get(name, "")
-    ok = os.path.isdir(v) if kind == "dir" else (os.path.isfile(v) and os.access(v, os.X_OK))
-    if not ok:
-        sys.exit(f"{name} is '{v}', which is not {'a directory' if kind == 'dir' else 'an executable file'} "
-                 "(ctest sets it: run the tests with ctest, or set it as tests/CMakeLists.txt does)")
-    return v
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from testenv import env  # noqa: E402
 
 
 def free_port():
