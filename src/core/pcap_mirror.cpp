@@ -100,23 +100,29 @@ error pcap_mirror::begin() {
   return {};
 }
 
+// One record; false (errno_ set, and said once) when the write failed, after
+// which nothing more is written.
+bool pcap_mirror::dump(const pcap_pkthdr& h, const uint8_t* data, const std::string& port_name) noexcept {
+  FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
+  errno = 0;
+  pcap_dump(static_cast<u_char*>(dumper_), &h, data);
+  if (!std::ferror(f)) return true;
+  // errno now is the failed fwrite's; finish() reports it.
+  errno_ = errno != 0 ? errno : EIO;
+  log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
+      path_, std::strerror(errno_));
+  return false;
+}
+
 void pcap_mirror::write(const backend::tx_frame* frames, uint32_t n, const std::string& port_name) noexcept {
   if (dumper_ == nullptr || errno_ != 0 || n == 0) return;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   pcap_pkthdr h{};
   h.ts.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(now).count();
   h.ts.tv_usec = std::chrono::duration_cast<std::chrono::microseconds>(now).count() % 1000000;
-  FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
-  for (uint32_t i = 0; i < n && errno_ == 0; ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     h.caplen = h.len = frames[i].len;
-    errno = 0;
-    pcap_dump(static_cast<u_char*>(dumper_), &h, frames[i].data);
-    if (std::ferror(f)) {
-      // errno now is the failed fwrite's; finish() reports it.
-      errno_ = errno != 0 ? errno : EIO;
-      log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
-          path_, std::strerror(errno_));
-    }
+    if (!dump(h, frames[i].data, port_name)) break;
   }
 }
 
@@ -157,15 +163,7 @@ void pcap_mirror::write_frame(const uint8_t* data, uint32_t caplen, uint32_t wir
   h.ts.tv_usec = static_cast<suseconds_t>(nano_ ? ts_ns % 1'000'000'000u : (ts_ns % 1'000'000'000u) / 1000u);
   h.caplen = caplen;
   h.len = wire_len < caplen ? caplen : wire_len;
-  FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
-  errno = 0;
-  pcap_dump(static_cast<u_char*>(dumper_), &h, data);
-  if (std::ferror(f)) {
-    errno_ = errno != 0 ? errno : EIO;
-    log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
-        path_, std::strerror(errno_));
-    return;
-  }
+  if (!dump(h, data, port_name)) return;
   file_bytes_ += 16u + caplen;
   ++written_;
 }

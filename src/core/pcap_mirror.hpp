@@ -14,6 +14,8 @@
 #include <string>
 
 #include "gnio/backend/backend.hpp"
+
+struct pcap_pkthdr;
 #include "gnio/status.hpp"
 
 namespace gnio::detail {
@@ -79,6 +81,7 @@ class pcap_mirror {
   uint64_t file_bytes_ = 0;     // written to it so far (header included)
   uint64_t file_first_ns_ = 0;  // its first frame's time (0: none yet)
   bool rotate(const std::string& port_name) noexcept;
+  bool dump(const pcap_pkthdr& h, const uint8_t* data, const std::string& port_name) noexcept;
 };
 
 }  // namespace gnio::detail
