@@ -129,15 +129,18 @@ struct body {
       flow_entry* const tab = table[which];
       uint64_t full = 0, claimed = 0;
       for (uint32_t i = thread_rank(); i < num; i += block_threads()) {
-        const uint8_t* p = pkt_addr(rq, first + i);
-        const uint32_t len = pkt_len(rq, first + i);
+        // Headers from the entry's inline copy when the queue has one: the
+        // frame's buffer is read only for headers that reach past it.
+        const frame_ref f = pkt_frame(rq, first + i);
+        const uint32_t len = f.len;
         const uint32_t wire = pkt_wire_len(rq, first + i);
-        if (!bpf_match(filter, p, len, wire)) {
+        if (!bpf_match(filter, f, wire)) {
           ++filtered;
           continue;
         }
         parsed_pkt pp;
-        if (!parse(p, len, pp) && pp.malformed) ++malformed;
+        const uint8_t* p = nullptr;  // where pp's header offsets point
+        if (!parse(f, pp, &p) && pp.malformed) ++malformed;
         flow_key k = make_flow_key(pp);
         // TCP flags and the outer VLAN go to the entry's meta word, the IP
         // bytes and the capture time to its own fields, for IPFIX export and

@@ -35,6 +35,12 @@ struct rxq_config {
   // The GPU whose kernels consume this queue and whose memory holds it; null:
   // the port's own. Lets one port spread its queues over several GPUs.
   gpu* owner = nullptr;
+  // Inline headers: each completion entry carries a copy of its frame's
+  // first inline_bytes bytes (0, or a multiple of 32 up to 224;
+  // device::rxq::inline_bytes), so a kernel doing header-only work reads no
+  // packet buffer (device::pkt_frame). Costs the backend a copy of that many
+  // bytes per frame; worth it where the kernel reads entries across PCIe.
+  uint32_t inline_bytes = 0;
 };
 
 struct txq_config {

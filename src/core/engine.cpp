@@ -154,9 +154,8 @@ void mirror_rx(port_state& p, rxq_state& q, uint64_t from, uint64_t upto) {
                                    : static_cast<const uint8_t*>(q.pkts.host_ptr);
   if (!base) return;
   const device::bpf_prog f{p.rx_filter.data(), static_cast<uint32_t>(p.rx_filter.size())};
-  const uint32_t mask = q.w.num_descs() - 1;
   for (uint64_t i = from; i < upto; ++i) {
-    const device::rx_cqe& c = q.cq_host[i & mask];
+    const device::rx_cqe& c = q.w.entry(i);
     const uint8_t* frame = base + c.buf;
     if (!device::bpf_match(f, frame, c.len, c.wire_len)) continue;
     p.rx_mirror.write_frame(frame, c.len, c.wire_len, c.ts_ns, p.name);

@@ -100,6 +100,9 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   if (!owner) return owner.err();
   q->owner = std::move(owner).value();
   const bool host_exec = q->owner->info.executor == executor_kind::host;
+  if (!device::rx_inline_valid(cfg.inline_bytes))
+    return fail(status::invalid_value, "create_rxq: inline_bytes={} must be a multiple of {} in [0, {}]",
+                cfg.inline_bytes, device::rx_inline_unit, device::rx_inline_max);
   if (cfg.host_consumer && cfg.pkt_mem != mem_type::automatic && cfg.pkt_mem != mem_type::cpu_gpu)
     return fail(status::invalid_value, "create_rxq: a host-consumed queue needs host-visible packet memory (cpu_gpu)");
   // Frames by reference in the backend's RX pool (mapped pinned memory every
@@ -111,7 +114,7 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   queue_memory mem{*q->owner, {}};
   error e;
   if ((!q->pool && (e = mem.take(q->pkts, area, pm))) ||
-      (e = mem.take(q->cq, sizeof(device::rx_cqe) * cfg.num_descs, mem_type::cpu_gpu)) ||
+      (e = mem.take(q->cq, uint64_t{device::rx_cqe_stride(cfg.inline_bytes)} * cfg.num_descs, mem_type::cpu_gpu)) ||
       (e = mem.take(q->cons, 64, mem_type::cpu_gpu)) || (e = mem.take(q->next, 64, private_mem)) ||
       (e = mem.take(q->eos, 64, mem_type::cpu_gpu)) ||
       // An area the host cannot write is filled through pinned staging at
@@ -138,6 +141,8 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   wl.area = q->pool ? nullptr : static_cast<uint8_t*>(q->pkts.host_ptr ? q->pkts.host_ptr : q->stage.host_ptr);
   wl.num_descs = cfg.num_descs;
   wl.max_frame = q->pool ? s.pool_buf_bytes : cfg.stride;
+  wl.inline_bytes = cfg.inline_bytes;
+  wl.bytes = q->pool ? static_cast<const uint8_t*>(s.pool.host_ptr) : wl.area;
   q->w.init(wl);
   q->view.pkts = static_cast<uint8_t*>(q->pool ? s.pool.exec_ptr : q->pkts.exec_ptr);
   q->view.cq = static_cast<const device::rx_cqe*>(q->cq.exec_ptr);
@@ -148,6 +153,7 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   q->view.log2_descs = static_cast<uint32_t>(std::countr_zero(cfg.num_descs));
   q->view.stride = wl.max_frame;
   q->view.queue_id = q->id;
+  q->view.inline_bytes = cfg.inline_bytes;
   if (cfg.host_consumer) {
     q->host_view = q->view;
     q->host_view.pkts = static_cast<uint8_t*>(q->pool ? s.pool.host_ptr : q->pkts.host_ptr);

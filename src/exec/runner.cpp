@@ -30,7 +30,8 @@ struct watched_rxq {
   const uint32_t* eos = nullptr;
   uint32_t num_descs = 0;
   uint32_t log2_descs = 0;
-  uint32_t port_queue = 0;  // the queue's id in its port (messages)
+  uint32_t cqe_stride = sizeof(device::rx_cqe);  // bytes between entries (device::rxq::cqe_stride)
+  uint32_t port_queue = 0;                       // the queue's id in its port (messages)
   std::string port;
 };
 
@@ -285,8 +286,9 @@ uint32_t count_ready(const detail::watched_rxq& q, uint64_t from, uint32_t max) 
   while (n < max) {
     const uint64_t idx = from + n;
     // Pairs with the release store of rx_cqe::owner in backend::rx_ring_writer::publish().
-    const uint32_t own = device::sys_atomic_ref<const uint32_t>(q.cq[idx & (q.num_descs - 1u)].owner)
-                             .load(cuda::std::memory_order_acquire);
+    const auto* e = reinterpret_cast<const device::rx_cqe*>(reinterpret_cast<const uint8_t*>(q.cq) +
+                                                            (idx & (q.num_descs - 1u)) * uint64_t{q.cqe_stride});
+    const uint32_t own = device::sys_atomic_ref<const uint32_t>(e->owner).load(cuda::std::memory_order_acquire);
     if (own != device::rx_phase(idx, q.log2_descs)) break;
     ++n;
   }
@@ -407,6 +409,7 @@ std::vector<detail::watched_rxq> watched_queues(detail::runner_state& s) {
       w.eos = static_cast<const uint32_t*>(q->eos.host_ptr);
       w.num_descs = q->view.num_descs;
       w.log2_descs = q->view.log2_descs;
+      w.cqe_stride = q->view.cqe_stride();
       w.port_queue = q->id;
       w.port = p->name;
       out.push_back(std::move(w));

@@ -24,6 +24,14 @@ GNIO_HOST_DEVICE inline uint64_t fnv64(const uint8_t* p, uint32_t n) {
   return h;
 }
 
+// The same over a frame whose first bytes may be a completion's inline copy
+// (gnio::device::pkt_frame): equal to fnv64(buffer) only if the copy is.
+GNIO_HOST_DEVICE inline uint64_t fnv64(const gnio::device::frame_ref& f) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < f.len; ++i) h = (h ^ f.at(i)) * 1099511628211ull;
+  return h;
+}
+
 using gnio::device::dev_atomic_ref;
 
 // Records length and hash of every packet by its stream position.
@@ -49,7 +57,8 @@ struct record_body {
         if (idx < cap) {
           rec[idx].len = pkt_len(q, idx);
           rec[idx].wire_len = pkt_wire_len(q, idx);
-          rec[idx].fnv = fnv64(pkt_addr(q, idx), pkt_len(q, idx));
+          // The entry's inline headers (when the queue has them), then the buffer.
+          rec[idx].fnv = fnv64(pkt_frame(q, idx));
           rec[idx].buf = q.cqe(idx).buf;
           rec[idx].batch = static_cast<uint32_t>(first);
         }

@@ -353,7 +353,7 @@ struct dut {
   std::optional<gnio::kernel_runner> runner;
 
   dut(gnio::gpu& gpu, const std::string& dev, uint32_t ring_descs, uint64_t capacity, bool with_tx = false,
-      gnio::mem_type pkt_mem = gnio::mem_type::automatic)
+      gnio::mem_type pkt_mem = gnio::mem_type::automatic, uint32_t inline_bytes = 0)
       : g(gpu), cap(capacity), ring(ring_descs) {
     auto pr = gnio::port::open(g, dev);
     EXPECT_TRUE(pr.ok()) << pr.err().what();
@@ -362,6 +362,7 @@ struct dut {
     gnio::rxq_config rc;
     rc.num_descs = ring_descs;
     rc.pkt_mem = pkt_mem;
+    rc.inline_bytes = inline_bytes;
     auto q = p.create_rxq(rc);
     EXPECT_TRUE(q.ok()) << q.err().what();
     rxq = *q;
@@ -525,11 +526,13 @@ class ring_conformance : public testing::TestWithParam<kind> {
   void TearDown() override { g = {}; }
 
   // Runs a record kernel over n frames of the source through a ring of `ring` slots.
+  // inline_bytes: the queue's inline headers, which the record kernel hashes
+  // in place of the buffer's first bytes.
   void run_records(size_t n, uint32_t ring, const std::string& extra = "",
-                   gnio::mem_type pkt_mem = gnio::mem_type::automatic) {
+                   gnio::mem_type pkt_mem = gnio::mem_type::automatic, uint32_t inline_bytes = 0) {
     auto src = make_source(GetParam(), n, extra);
     const size_t total = src->expected.size();
-    dut d(g, src->dev, ring, total, false, pkt_mem);
+    dut d(g, src->dev, ring, total, false, pkt_mem, inline_bytes);
     if (src->k == kind::pair) {
       std::string name = src->dev.substr(src->dev.find("name=") + 5);
       name = name.substr(0, name.find(','));
@@ -584,6 +587,20 @@ TEST_P(ring_conformance, gpu_packet_memory_is_filled_by_copies_before_publish) {
   // staging and asynchronous copies, and are published only once copied.
   // A small ring wraps often, so the copies cross the area's end.
   run_records(1000, 16, "overflow=wait", gnio::mem_type::gpu);
+}
+
+TEST_P(ring_conformance, inline_headers_are_each_frames_first_bytes) {
+  // Every producer fills the entry's copy of the frame's first bytes: the
+  // kernel hashes them from the entry and the rest from the buffer. Frames
+  // shorter and longer than the copy; a small ring wraps often.
+  for (const uint32_t inl : {64u, 224u}) {
+    SCOPED_TRACE("inline_bytes=" + std::to_string(inl));
+    run_records(1000, 16, "overflow=wait", gnio::mem_type::automatic, inl);
+  }
+}
+
+TEST_P(ring_conformance, inline_headers_with_gpu_packet_memory_come_from_the_staged_bytes) {
+  run_records(1000, 16, "overflow=wait", gnio::mem_type::gpu, 128);
 }
 
 TEST_P(ring_conformance, full_ring_drops_and_counts_never_overwrites) {
@@ -1094,6 +1111,13 @@ TEST(lifecycle, bad_queue_sizes_are_refused) {
   c.stride = 1u << 20;
   c.num_descs = 1u << 20;
   EXPECT_EQ(p.create_rxq(c).code(), gnio::status::too_big);
+  for (uint32_t inl : {1u, 48u, 256u}) {
+    gnio::rxq_config ci;
+    ci.inline_bytes = inl;
+    auto r = p.create_rxq(ci);
+    EXPECT_EQ(r.code(), gnio::status::invalid_value) << inl;
+    if (!r) EXPECT_NE(std::string(r.err().what()).find("inline_bytes"), std::string::npos) << r.err().what();
+  }
   EXPECT_EQ(p.num_rxq(), 0u);
   EXPECT_FALSE(p.close());
 }

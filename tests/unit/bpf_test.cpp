@@ -26,7 +26,8 @@ gd::bpf_verdict verify(const prog& p, uint32_t* pc = nullptr) {
 }
 uint32_t run(const prog& p, const bytes& f, uint32_t wire = 0) {
   EXPECT_EQ(verify(p), gd::bpf_verdict::ok);
-  return gd::bpf_run(p.data(), static_cast<uint32_t>(p.size()), f.data(), static_cast<uint32_t>(f.size()),
+  return gd::bpf_run(p.data(), static_cast<uint32_t>(p.size()),
+                     gd::whole_frame(f.data(), static_cast<uint32_t>(f.size())),
                      wire ? wire : static_cast<uint32_t>(f.size()));
 }
 

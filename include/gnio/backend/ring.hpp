@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include <cuda/atomic>
 
@@ -42,6 +43,12 @@ class rx_ring_writer {
     uint8_t* area = nullptr;         // host address frames are written at; null for a pool ring
     uint32_t num_descs = 0;          // power of two
     uint32_t max_frame = 0;          // longer frames are cut to this (a multiple of 64)
+    // Inline headers (device::rxq::inline_bytes): each entry is followed by
+    // a copy of its frame's first inline_bytes bytes, read from `bytes` (the
+    // host address completions' buf offsets refer into: the area, or the
+    // pool) when the entry is filled. 0: none, entries are 32 bytes apart.
+    uint32_t inline_bytes = 0;
+    const uint8_t* bytes = nullptr;
   };
 
   // Bytes of area a ring needs: num_descs + 1 frames of max_frame (see above).
@@ -55,6 +62,8 @@ class rx_ring_writer {
     log2_ = 0;
     while ((1u << log2_) < l.num_descs) ++log2_;
     area_bytes_ = l.area ? area_bytes(l.num_descs, l.max_frame) : 0;
+    stride_ = device::rx_cqe_stride(l.inline_bytes);
+    if (!l_.bytes) l_.bytes = l.area;
     prod_ = published_ = cons_cache_ = reclaimed_ = head_ = head_off_ = 0;
     pending_off_ = pending_len_ = 0;
   }
@@ -123,7 +132,7 @@ class rx_ring_writer {
     // here instead would be correct too, but ThreadSanitizer does not model
     // fences and would report every entry the host executor reads.)
     for (uint64_t i = published_; i < upto; ++i)
-      device::sys_atomic_ref<uint32_t>(l_.cq[i & mask_].owner)
+      device::sys_atomic_ref<uint32_t>(entry(i).owner)
           .store(device::rx_phase(i, log2_), cuda::std::memory_order_release);
     published_ = upto;
   }
@@ -143,7 +152,7 @@ class rx_ring_writer {
   uint32_t reclaim(F&& f) {
     const uint64_t c = consumed();
     const uint32_t n = static_cast<uint32_t>(c - reclaimed_);
-    for (uint64_t i = reclaimed_; i < c; ++i) f(l_.cq[i & mask_].buf);
+    for (uint64_t i = reclaimed_; i < c; ++i) f(entry(i).buf);
     reclaimed_ = c;
     return n;
   }
@@ -154,11 +163,15 @@ class rx_ring_writer {
   [[nodiscard]] uint64_t area_size() const noexcept { return area_bytes_; }
   [[nodiscard]] uint32_t num_descs() const noexcept { return l_.num_descs; }
   [[nodiscard]] uint32_t max_frame() const noexcept { return l_.max_frame; }
+  // Entry idx of the ring (any index; wraps).
+  [[nodiscard]] device::rx_cqe& entry(uint64_t idx) const noexcept {
+    return *reinterpret_cast<device::rx_cqe*>(reinterpret_cast<uint8_t*>(l_.cq) + (idx & mask_) * uint64_t{stride_});
+  }
 
  private:
   void fill(uint32_t buf, uint32_t len, uint32_t wire_len, uint64_t ts_ns, uint32_t rss_hash, uint16_t cls,
             uint16_t flags) noexcept {
-    device::rx_cqe& c = l_.cq[prod_ & mask_];
+    device::rx_cqe& c = entry(prod_);
     c.len = len;
     c.wire_len = wire_len < len ? len : wire_len;
     c.ts_ns = ts_ns;
@@ -166,11 +179,16 @@ class rx_ring_writer {
     c.rss_hash = rss_hash;
     c.cls = cls;
     c.flags = static_cast<uint16_t>(flags | (wire_len > len ? device::rx_flag_truncated : 0));
+    if (l_.inline_bytes != 0 && l_.bytes != nullptr) {
+      // The frame's first bytes, written before publish() stores the owner
+      // word, whose release covers them as it covers the fields.
+      std::memcpy(&c + 1, l_.bytes + buf, len < l_.inline_bytes ? len : l_.inline_bytes);
+    }
     ++prod_;
   }
 
   layout l_{};
-  uint32_t mask_ = 0, log2_ = 0;
+  uint32_t mask_ = 0, log2_ = 0, stride_ = sizeof(device::rx_cqe);
   uint64_t area_bytes_ = 0;
   uint64_t prod_ = 0;        // next entry to fill
   uint64_t published_ = 0;   // entries below this are visible to the kernel

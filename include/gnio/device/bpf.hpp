@@ -29,6 +29,7 @@
 #pragma once
 
 #include "gnio/device/config.hpp"
+#include "gnio/device/pkt/load.hpp"
 
 namespace gnio::device {
 
@@ -218,8 +219,9 @@ GNIO_HOST_DEVICE constexpr bpf_verdict bpf_verify(const bpf_insn* insns, uint32_
 // wire_len bytes on the wire). Returns the program's ret value: 0 means no
 // match. A program that failed verification must never come here; the
 // interpreter still refuses to leave it (pc past the end returns 0).
-GNIO_HOST_DEVICE inline uint32_t bpf_run(const bpf_insn* insns, uint32_t num_insns, const uint8_t* pkt, uint32_t len,
+GNIO_HOST_DEVICE inline uint32_t bpf_run(const bpf_insn* insns, uint32_t num_insns, const frame_ref& pkt,
                                          uint32_t wire_len) {
+  const uint32_t len = pkt.len;
   uint32_t a = 0, x = 0;
   uint32_t m[bpf_scratch_words] = {};
   uint64_t pc = 0;  // 64 bits: no jump of an unverified program wraps back
@@ -239,16 +241,15 @@ GNIO_HOST_DEVICE inline uint32_t bpf_run(const bpf_insn* insns, uint32_t num_ins
           v = wire_len;
         } else if (mode == bpf_msh) {
           if (in.k >= len) return 0;
-          v = 4u * (pkt[in.k] & 0x0fu);
+          v = 4u * (pkt.at(in.k) & 0x0fu);
         } else {
           // abs or ind: a big-endian load, bounds checked in 64 bits.
           const uint64_t off = uint64_t{in.k} + (mode == bpf_ind ? x : 0u);
           const uint16_t size = in.code & 0x18;
           const uint32_t n = size == bpf_w ? 4u : size == bpf_h ? 2u : 1u;
           if (off + n > len) return 0;
-          const uint8_t* p = pkt + off;
           v = 0;
-          for (uint32_t i = 0; i < n; ++i) v = (v << 8) | p[i];
+          for (uint32_t i = 0; i < n; ++i) v = (v << 8) | pkt.at(static_cast<uint32_t>(off) + i);
         }
         if (cls == bpf_ld) a = v;
         else x = v;
@@ -311,9 +312,12 @@ GNIO_HOST_DEVICE inline uint32_t bpf_run(const bpf_insn* insns, uint32_t num_ins
 
 // True when the frame passes the filter (a program with no instructions
 // passes every frame).
-GNIO_HOST_DEVICE inline bool bpf_match(const bpf_prog& f, const uint8_t* pkt, uint32_t len, uint32_t wire_len) {
+GNIO_HOST_DEVICE inline bool bpf_match(const bpf_prog& f, const frame_ref& pkt, uint32_t wire_len) {
   if (f.num_insns == 0) return true;
-  return bpf_run(f.insns, f.num_insns, pkt, len, wire_len) != 0;
+  return bpf_run(f.insns, f.num_insns, pkt, wire_len) != 0;
+}
+GNIO_HOST_DEVICE inline bool bpf_match(const bpf_prog& f, const uint8_t* pkt, uint32_t len, uint32_t wire_len) {
+  return bpf_match(f, whole_frame(pkt, len), wire_len);
 }
 
 }  // namespace gnio::device

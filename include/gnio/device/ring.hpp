@@ -5,7 +5,9 @@
 //
 // RX: the backend writes packet bytes into a buffer of the queue's packet
 // memory, then the completion entry, which names that buffer by its offset
-// (buffers by reference: the buffer need not be the ring position's), then
+// (buffers by reference: the buffer need not be the ring position's) and,
+// when the queue asks for inline headers, carries a copy of the frame's
+// first bytes right after its fields (rxq::inline_bytes), then
 // stores the entry's owner word with RELEASE; the kernel loads the owner word,
 // then an ACQUIRE fence, then reads the entry and the bytes. The owner word
 // carries a phase bit that flips every lap, so an entry left over from the
@@ -27,11 +29,13 @@
 
 #include "gnio/device/config.hpp"
 
-// The layout of rx_cqe, rxq, tx_desc and txq, and the protocol on them. 3:
-// a TX descriptor may carry a not-before time (tx_desc_flag_not_before,
+// The layout of rx_cqe, rxq, tx_desc and txq, and the protocol on them. 4:
+// a completion entry may be followed by a copy of the frame's first bytes
+// (rxq::inline_bytes; entries are rxq::cqe_stride() bytes apart); 3: a TX
+// descriptor may carry a not-before time (tx_desc_flag_not_before,
 // txq::times); 2: completions name their buffer (rx_cqe::buf); 1 (gnio
 // 0.1): slot = ring position. A producer and a consumer must agree on it.
-#define GNIO_RING_ABI_VERSION 3
+#define GNIO_RING_ABI_VERSION 4
 
 namespace gnio::device {
 
@@ -74,6 +78,21 @@ struct alignas(32) rx_cqe {
 };
 static_assert(sizeof(rx_cqe) == 32, "rx_cqe layout is part of the ABI");
 
+// Inline headers: a queue may ask for the first inline_bytes bytes of every
+// frame to be copied into its completion entry, right after the rx_cqe
+// fields, so that a kernel doing header-only work reads the entry and the
+// headers together and never the frame's buffer (one dependent read across
+// PCIe fewer). A multiple of rx_inline_unit, at most rx_inline_max.
+inline constexpr uint32_t rx_inline_unit = 32;
+inline constexpr uint32_t rx_inline_max = 224;
+GNIO_HOST_DEVICE constexpr bool rx_inline_valid(uint32_t bytes) noexcept {
+  return bytes % rx_inline_unit == 0 && bytes <= rx_inline_max;
+}
+// Bytes from one completion entry to the next.
+GNIO_HOST_DEVICE constexpr uint32_t rx_cqe_stride(uint32_t inline_bytes) noexcept {
+  return static_cast<uint32_t>(sizeof(rx_cqe)) + inline_bytes;
+}
+
 // Expected owner value for ring position idx: 1 on the first lap, 0 on the
 // second, ... A zero-filled ring therefore starts empty.
 GNIO_HOST_DEVICE constexpr uint32_t rx_phase(uint64_t idx, uint32_t log2_descs) noexcept {
@@ -84,7 +103,7 @@ GNIO_HOST_DEVICE constexpr uint32_t rx_phase(uint64_t idx, uint32_t log2_descs) 
 // runs the kernel (device pointers for CUDA, host pointers for the host executor).
 struct rxq {
   uint8_t* pkts;        // packet memory the completions' buf offsets refer into
-  const rx_cqe* cq;     // num_descs completion entries (host-visible memory)
+  const rx_cqe* cq;     // num_descs completion entries, cqe_stride() bytes apart (host-visible memory)
   uint64_t* cons;       // consumer index published to the backend (host-visible)
   uint64_t* next;       // consumer's private read index (executor memory)
   const uint32_t* eos;  // backend sets 1 after publishing its last completion
@@ -92,9 +111,19 @@ struct rxq {
   uint32_t log2_descs;
   uint32_t stride;  // the largest frame a buffer holds; longer ones are cut and flagged
   uint32_t queue_id;
+  // Bytes of each frame copied into its entry (0: none); rx_inline_valid.
+  uint32_t inline_bytes;
 
+  GNIO_HOST_DEVICE uint32_t cqe_stride() const noexcept { return rx_cqe_stride(inline_bytes); }
   GNIO_HOST_DEVICE uint8_t* pkt_addr(uint64_t idx) const noexcept { return pkts + cqe(idx).buf; }
-  GNIO_HOST_DEVICE const rx_cqe& cqe(uint64_t idx) const noexcept { return cq[idx & (num_descs - 1u)]; }
+  GNIO_HOST_DEVICE const rx_cqe& cqe(uint64_t idx) const noexcept {
+    return *reinterpret_cast<const rx_cqe*>(reinterpret_cast<const uint8_t*>(cq) +
+                                            (idx & (num_descs - 1u)) * static_cast<uint64_t>(cqe_stride()));
+  }
+  // The entry's copy of the frame's first min(len, inline_bytes) bytes.
+  GNIO_HOST_DEVICE const uint8_t* inline_addr(uint64_t idx) const noexcept {
+    return reinterpret_cast<const uint8_t*>(&cqe(idx)) + sizeof(rx_cqe);
+  }
 };
 
 // tx_desc::flags: the frame must not leave before txq::times[its slot].

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "gnio/device/exec.hpp"
+#include "gnio/device/pkt/load.hpp"
 #include "gnio/device/status_code.hpp"
 
 namespace gnio::device {
@@ -308,5 +309,16 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_rss_hash(const rxq& q, uint64_t i
   return q.cqe(idx).rss_hash;
 }
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t pkt_class(const rxq& q, uint64_t idx) noexcept { return q.cqe(idx).cls; }
+
+// The frame for header-only work: on a queue with inline headers
+// (rxq::inline_bytes) its first bytes are the entry's copy, read with the
+// entry and without touching the buffer, which is read only past them; on
+// any other queue, the buffer. parse(frame_ref, ...) and bpf_match take it.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame(const rxq& q, uint64_t idx) noexcept {
+  const rx_cqe& c = q.cqe(idx);
+  const uint8_t* data = q.pkts + c.buf;
+  if (q.inline_bytes == 0) return whole_frame(data, c.len);
+  return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len};
+}
 
 }  // namespace gnio::device

@@ -36,7 +36,7 @@ GNIO_HOST_DEVICE inline void parse_ethertype(const pkt_view& v, uint32_t off, ui
 // one (outer) fills the L2 fields of parsed_pkt; one inside a tunnel only
 // marks proto_vlan when tagged.
 GNIO_HOST_DEVICE inline void parse_ether(const pkt_view& v, uint32_t off, bool outer, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 14)) {
+  if (!v.has(off, 14)) {
     fail(o, outer ? pkt_error::truncated_l2 : pkt_error::truncated_tunnel);
     return;
   }
@@ -53,7 +53,7 @@ GNIO_HOST_DEVICE inline void parse_ether(const pkt_view& v, uint32_t off, bool o
       fail(o, pkt_error::too_many_vlan_tags);
       return;
     }
-    if (!fits(v.len, cur, 4)) {
+    if (!v.has(cur, 4)) {
       fail(o, pkt_error::truncated_l2);
       return;
     }

@@ -66,7 +66,7 @@ GNIO_HOST_DEVICE inline void parse_ipv4(const pkt_view& v, uint32_t off, parsed_
   o.l3 = l3_kind::ipv4;
   o.l3_off = static_cast<uint16_t>(off);
   o.protos |= proto_ipv4;
-  if (!fits(v.len, off, 20)) {
+  if (!v.has(off, 20)) {
     fail(o, pkt_error::truncated_l3);
     return;
   }
@@ -99,7 +99,7 @@ GNIO_HOST_DEVICE inline void parse_ipv4(const pkt_view& v, uint32_t off, parsed_
     return;
   }
   const uint32_t hl = h.hdr_len;
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_l3);
     return;
   }
@@ -123,7 +123,7 @@ GNIO_HOST_DEVICE inline void parse_ipv6(const pkt_view& v, uint32_t off, parsed_
   reset_inner(o);
   o.l3 = l3_kind::ipv6;
   o.l3_off = static_cast<uint16_t>(off);
-  if (!fits(v.len, off, 40)) {
+  if (!v.has(off, 40)) {
     o.protos |= proto_ipv6;
     fail(o, pkt_error::truncated_l3);
     return;
@@ -169,7 +169,7 @@ GNIO_HOST_DEVICE inline void parse_ipv6(const pkt_view& v, uint32_t off, parsed_
       fail(o, pkt_error::bad_total_length);
       return;
     }
-    if (!fits(v.len, cur, 8)) {
+    if (!v.has(cur, 8)) {
       fail(o, pkt_error::truncated_ext_header);
       return;
     }
@@ -195,7 +195,7 @@ GNIO_HOST_DEVICE inline void parse_ipv6(const pkt_view& v, uint32_t off, parsed_
       fail(o, pkt_error::bad_total_length);
       return;
     }
-    if (!fits(v.len, cur, ehl)) {
+    if (!v.has(cur, ehl)) {
       fail(o, pkt_error::truncated_ext_header);
       return;
     }
@@ -223,7 +223,7 @@ GNIO_HOST_DEVICE inline void parse_arp(const pkt_view& v, uint32_t off, parsed_p
   o.l3 = l3_kind::arp;
   o.l3_off = static_cast<uint16_t>(off);
   o.protos |= proto_arp;
-  if (!fits(v.len, off, 8)) {
+  if (!v.has(off, 8)) {
     fail(o, pkt_error::truncated_l3);
     return;
   }
@@ -235,7 +235,7 @@ GNIO_HOST_DEVICE inline void parse_arp(const pkt_view& v, uint32_t off, parsed_p
   a.plen = p[5];
   a.op = rd16(p + 6);
   const uint32_t total = 8 + 2 * (static_cast<uint32_t>(a.hlen) + a.plen);
-  if (!fits(v.len, off, total)) {
+  if (!v.has(off, total)) {
     fail(o, pkt_error::truncated_l3);
     return;
   }

@@ -84,7 +84,7 @@ GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t 
   if (proto == ipproto_tcp) {
     o.l4 = l4_kind::tcp;
     if (whole) o.protos |= proto_tcp;
-    if (!fits(end, off, 20)) return fail(o, pkt_error::truncated_l4);
+    if (!fits(end, off, 20) || !v.has(off, 20)) return fail(o, pkt_error::truncated_l4);
     tcp_fields& t = o.tcp;
     o.src_port = rd16(p);
     o.dst_port = rd16(p + 2);
@@ -97,7 +97,7 @@ GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t 
     t.urg_ptr = rd16(p + 18);
     t.hdr_len = static_cast<uint8_t>(hl);
     if (hl < 20 || !fits(ip_end, off, hl)) return fail(o, pkt_error::bad_tcp_offset);
-    if (!fits(v.len, off, hl)) return fail(o, pkt_error::truncated_l4);
+    if (!v.has(off, hl)) return fail(o, pkt_error::truncated_l4);
     parse_tcp_options(p + 20, hl - 20, t);
     set_payload(o, off + hl, end);
     return true;
@@ -105,7 +105,7 @@ GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t 
   if (proto == ipproto_udp) {
     o.l4 = l4_kind::udp;
     if (whole) o.protos |= proto_udp;
-    if (!fits(end, off, 8)) return fail(o, pkt_error::truncated_l4);
+    if (!fits(end, off, 8) || !v.has(off, 8)) return fail(o, pkt_error::truncated_l4);
     o.src_port = rd16(p);
     o.dst_port = rd16(p + 2);
     o.udp_length = rd16(p + 4);
@@ -123,7 +123,7 @@ GNIO_HOST_DEVICE inline bool parse_l4(const pkt_view& v, uint32_t off, uint32_t 
     o.l4 = v6 ? l4_kind::icmpv6 : l4_kind::icmp;
     if (whole) o.protos |= v6 ? proto_icmpv6 : proto_icmp;
     // Every ICMP/ICMPv6 message carries at least 4 bytes after type/code/csum.
-    if (!fits(end, off, 8)) return fail(o, pkt_error::truncated_l4);
+    if (!fits(end, off, 8) || !v.has(off, 8)) return fail(o, pkt_error::truncated_l4);
     o.icmp.type = p[0];
     o.icmp.code = p[1];
     o.icmp.checksum = rd16(p + 2);

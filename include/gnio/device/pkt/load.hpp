@@ -20,10 +20,40 @@ using std::uint8_t;
 struct pkt_view {
   const uint8_t* data;
   uint32_t len;
+  // The bytes at data that may be read, when fewer than len: a view of a
+  // frame's inline headers (a completion's copy of its first bytes,
+  // gnio/device/ring.hpp). has() answers false for bytes past them and marks
+  // *short_read, and the caller parses again from the whole frame.
+  uint32_t avail = 0xffffffffu;
+  bool* short_read = nullptr;
 
-  // Written as two comparisons so off + n cannot wrap.
-  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool has(uint32_t off, uint32_t n) const { return off <= len && n <= len - off; }
+  // Whether [off, off + n) is in the frame and may be read. Written as two
+  // comparisons so off + n cannot wrap.
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool has(uint32_t off, uint32_t n) const {
+    if (!(off <= len && n <= len - off)) return false;
+    if (off <= avail && n <= avail - off) return true;
+    if (short_read) *short_read = true;
+    return false;
+  }
 };
+
+// A frame whose first hdr_len bytes are read from hdr (a completion's inline
+// headers, gnio/device/rx.hpp pkt_frame) and the rest from data, its buffer.
+// For a frame read from its buffer alone, hdr == data and hdr_len == len.
+struct frame_ref {
+  const uint8_t* hdr;
+  uint32_t hdr_len;  // <= len
+  const uint8_t* data;
+  uint32_t len;  // captured bytes
+
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE uint8_t at(uint32_t off) const { return off < hdr_len ? hdr[off] : data[off]; }
+  // Whether every byte is at hdr: nothing needs the buffer.
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE bool whole() const { return hdr_len >= len; }
+};
+
+GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref whole_frame(const uint8_t* data, uint32_t len) {
+  return frame_ref{data, len, data, len};
+}
 
 namespace detail {
 

@@ -43,10 +43,14 @@ GNIO_HOST_DEVICE inline bool push_encap(const cursor& c, parsed_pkt& o) {
 // walk or moves to a header inside the one it decoded, encapsulations are
 // capped by max_encap, and each step is bounded itself (VLAN tags, IPv6
 // extension headers, MPLS labels, GTP-U extensions by the bytes present).
-GNIO_HOST_DEVICE inline bool parse_walk(const uint8_t* data, cursor c, parsed_pkt& o) {
+// avail and short_read: as pkt_view's (a view of inline headers); the walk
+// stops once a header reaches past avail.
+GNIO_HOST_DEVICE inline bool parse_walk(const uint8_t* data, cursor c, parsed_pkt& o, uint32_t avail = 0xffffffffu,
+                                        bool* short_read = nullptr) {
   constexpr uint32_t max_steps = 4 * (max_encap + 2);
   for (uint32_t step = 0; step < max_steps && c.next != layer::end; ++step) {
-    const pkt_view v{data, c.end};
+    if (short_read && *short_read) break;
+    const pkt_view v{data, c.end, avail, short_read};
     if (c.push != encap_kind::none && !push_encap(c, o)) break;
     const layer k = c.next;
     const uint32_t off = c.off;
@@ -58,7 +62,7 @@ GNIO_HOST_DEVICE inline bool parse_walk(const uint8_t* data, cursor c, parsed_pk
       case layer::ipv4: parse_ipv4(v, off, o, c); break;
       case layer::ipv6: parse_ipv6(v, off, o, c); break;
       case layer::ip_version:
-        if (fits(v.len, off, 1) && (v.data[off] >> 4) == 6) parse_ipv6(v, off, o, c);
+        if (v.has(off, 1) && (v.data[off] >> 4) == 6) parse_ipv6(v, off, o, c);
         else parse_ipv4(v, off, o, c);  // anything else is reported as a bad IPv4 version
         break;
       case layer::mpls: parse_mpls(v, off, o, c); break;
@@ -94,6 +98,29 @@ GNIO_HOST_DEVICE inline bool parse(const uint8_t* data, uint32_t len, parsed_pkt
   detail::cursor c{};
   detail::parse_ether(pkt_view{data, n}, 0, true, out, c);
   return detail::parse_walk(data, c, out);
+}
+
+// A frame whose headers may be in a completion's inline copy (frame_ref):
+// parsed from that copy, and from the frame's buffer only when a header
+// reaches past it (the result is the same as parse(f.data, f.len, out)).
+// *base (when given) is where the result's offsets point for reading header
+// bytes: f.hdr or f.data. Payload past the headers is at f.data.
+GNIO_HOST_DEVICE inline bool parse(const frame_ref& f, parsed_pkt& out, const uint8_t** base = nullptr) {
+  if (f.whole() || f.hdr == f.data) {
+    if (base) *base = f.hdr;
+    return parse(f.hdr, f.len, out);
+  }
+  out = parsed_pkt{};
+  bool short_read = false;
+  detail::cursor c{};
+  detail::parse_ether(pkt_view{f.hdr, f.hdr ? f.len : 0u, f.hdr_len, &short_read}, 0, true, out, c);
+  const bool ok = detail::parse_walk(f.hdr, c, out, f.hdr_len, &short_read);
+  if (!short_read) {
+    if (base) *base = f.hdr;
+    return ok;
+  }
+  if (base) *base = f.data;
+  return parse(f.data, f.len, out);
 }
 
 // A packet that starts at its IPv4 or IPv6 header; the version picks the

@@ -44,7 +44,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE layer by_ethertype(uint16_t et) {
 // GRE version 0. Version 1 (PPTP) and the obsolete routing bit are counted
 // as GRE and not walked into.
 GNIO_HOST_DEVICE inline void parse_gre(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 4)) {
+  if (!v.has(off, 4)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -56,7 +56,7 @@ GNIO_HOST_DEVICE inline void parse_gre(const pkt_view& v, uint32_t off, parsed_p
   if (version != 0 || routing) return;
   const uint16_t proto = rd16(p + 2);
   const uint32_t hl = 4u + (csum ? 4u : 0u) + (key ? 4u : 0u) + (seq ? 4u : 0u);
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -79,7 +79,7 @@ GNIO_HOST_DEVICE inline void parse_gre(const pkt_view& v, uint32_t off, parsed_p
 
 GNIO_HOST_DEVICE inline void parse_erspan(const pkt_view& v, uint32_t off, bool type3, parsed_pkt& o, cursor& c) {
   uint32_t hl = type3 ? 12u : 8u;
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -87,7 +87,7 @@ GNIO_HOST_DEVICE inline void parse_erspan(const pkt_view& v, uint32_t off, bool 
   const uint8_t* p = v.data + off;
   const uint32_t session = (static_cast<uint32_t>(p[2] & 0x03) << 8) | p[3];
   if (type3 && (p[11] & 0x01)) hl += 8;  // O: an 8-byte platform-specific subheader
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -97,7 +97,7 @@ GNIO_HOST_DEVICE inline void parse_erspan(const pkt_view& v, uint32_t off, bool 
 }
 
 GNIO_HOST_DEVICE inline void parse_vxlan(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 8)) {
+  if (!v.has(off, 8)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -111,7 +111,7 @@ GNIO_HOST_DEVICE inline void parse_vxlan(const pkt_view& v, uint32_t off, parsed
 }
 
 GNIO_HOST_DEVICE inline void parse_geneve(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 8)) {
+  if (!v.has(off, 8)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -125,7 +125,7 @@ GNIO_HOST_DEVICE inline void parse_geneve(const pkt_view& v, uint32_t off, parse
     return;
   o.protos |= proto_geneve;
   const uint32_t hl = 8u + (p[0] & 0x3fu) * 4u;
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -135,7 +135,7 @@ GNIO_HOST_DEVICE inline void parse_geneve(const pkt_view& v, uint32_t off, parse
 // GTP-U version 1: a G-PDU (message type 255) carries an IPv4 or IPv6 packet;
 // other messages (echo, error indication, end marker) carry none.
 GNIO_HOST_DEVICE inline void parse_gtpu(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 8)) {
+  if (!v.has(off, 8)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -147,7 +147,7 @@ GNIO_HOST_DEVICE inline void parse_gtpu(const pkt_view& v, uint32_t off, parsed_
   uint32_t hl = 8;
   if (p[0] & 0x07) {  // E, S or PN: sequence number, N-PDU number, next extension type
     hl = 12;
-    if (!fits(v.len, off, hl)) {
+    if (!v.has(off, hl)) {
       fail(o, pkt_error::truncated_tunnel);
       return;
     }
@@ -155,12 +155,12 @@ GNIO_HOST_DEVICE inline void parse_gtpu(const pkt_view& v, uint32_t off, parsed_
     // Each extension header is a multiple of 4 bytes (length byte != 0) and
     // ends with the next one's type, so the walk is bounded by the capture.
     while (next != 0) {
-      if (!fits(v.len, off + hl, 4)) {
+      if (!v.has(off + hl, 4)) {
         fail(o, pkt_error::truncated_tunnel);
         return;
       }
       const uint32_t el = static_cast<uint32_t>(v.data[off + hl]) * 4u;
-      if (el == 0 || !fits(v.len, off + hl, el)) {
+      if (el == 0 || !v.has(off + hl, el)) {
         fail(o, pkt_error::truncated_tunnel);
         return;
       }
@@ -183,7 +183,7 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
   reset_l3_other(o, off, v.len);
   uint32_t cur = off, top = 0;
   for (uint32_t n = 0;; ++n) {
-    if (n == max_mpls_labels || !fits(v.len, cur, 4)) {
+    if (n == max_mpls_labels || !v.has(cur, 4)) {
       if (in_udp) return;
       // After an MPLS EtherType the encapsulation is MPLS even when its
       // stack is longer than the bound or never ends: counted, as tshark
@@ -197,11 +197,11 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
     cur += 4;
     if (e & 0x100u) break;  // bottom of stack
   }
-  const uint8_t first = fits(v.len, cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
+  const uint8_t first = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
   if (in_udp && first != 4 && first != 6) return;
   o.protos |= proto_mpls;
   set_payload(o, cur, v.len);
-  if (!fits(v.len, cur, 1)) return;
+  if (!v.has(cur, 1)) return;
   const uint8_t ver = v.data[cur] >> 4;
   if (ver != 4 && ver != 6) return;
   enter(c, encap_kind::mpls, off, true, top, ver == 4 ? layer::ipv4 : layer::ipv6, cur, v.len);
@@ -212,12 +212,12 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
 // byte is even and its last odd, so an odd first byte is a 1-byte field).
 // IPv4 (0x0021) and IPv6 (0x0057) are walked into; off moves past the field.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_protocol(const pkt_view& v, uint32_t& off) {
-  if (!fits(v.len, off, 1)) return layer::end;
+  if (!v.has(off, 1)) return layer::end;
   uint16_t proto = v.data[off];
   if ((proto & 1u) != 0) {
     off += 1;
   } else {
-    if (!fits(v.len, off, 2)) return layer::end;
+    if (!v.has(off, 2)) return layer::end;
     proto = rd16(v.data + off);
     off += 2;
   }
@@ -229,7 +229,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_protocol(const pkt_view& v, uint32_t
 GNIO_HOST_DEVICE inline void parse_pppoe(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
   reset_l3_other(o, off, v.len);
   // The header and a protocol field of one byte (odd) or two.
-  if (!fits(v.len, off, 7) || ((v.data[off + 6] & 1u) == 0 && !fits(v.len, off, 8))) {
+  if (!v.has(off, 7) || ((v.data[off + 6] & 1u) == 0 && !v.has(off, 8))) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -247,7 +247,7 @@ GNIO_HOST_DEVICE inline void parse_pppoe(const pkt_view& v, uint32_t off, parsed
 // PPP after an optional address/control pair (0xff 0x03), then its protocol
 // field (ppp_protocol).
 GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_payload(const pkt_view& v, uint32_t& off) {
-  if (fits(v.len, off, 2) && v.data[off] == 0xff && v.data[off + 1] == 0x03) off += 2;
+  if (v.has(off, 2) && v.data[off] == 0xff && v.data[off + 1] == 0x03) off += 2;
   return ppp_protocol(v, off);
 }
 
@@ -255,7 +255,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE layer ppp_payload(const pkt_view& v, uint32_t&
 // optional length, tunnel and session ids, optional Ns/Nr and offset pad,
 // then PPP.
 GNIO_HOST_DEVICE inline void parse_l2tp(const pkt_view& v, uint32_t off, parsed_pkt& o, cursor& c) {
-  if (!fits(v.len, off, 2)) {
+  if (!v.has(off, 2)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
@@ -264,13 +264,13 @@ GNIO_HOST_DEVICE inline void parse_l2tp(const pkt_view& v, uint32_t off, parsed_
   o.protos |= proto_l2tp;
   if (flags & 0x8000) return;  // a control message
   uint32_t hl = 2u + ((flags & 0x4000) ? 2u : 0u) + 4u + ((flags & 0x0800) ? 4u : 0u);
-  if (!fits(v.len, off, hl + ((flags & 0x0200) ? 2u : 0u))) {
+  if (!v.has(off, hl + ((flags & 0x0200) ? 2u : 0u))) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
   const uint32_t ids = rd32(v.data + off + hl - ((flags & 0x0800) ? 8u : 4u));
   if (flags & 0x0200) hl += 2u + rd16(v.data + off + hl);  // offset size, then that much padding
-  if (!fits(v.len, off, hl)) {
+  if (!v.has(off, hl)) {
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
