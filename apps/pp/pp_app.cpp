@@ -229,6 +229,7 @@ int finish_run(run_state& r) {
   o.plan = &r.plan;
   o.cfg = r.cfg;
   o.used_dev = r.used_dev;
+  o.inline_bytes = r.inline_bytes;
   for (const auto& c : r.ctxs) o.ctxs.push_back({c->info, c->global, c->rx_ids});
   o.left_out = r.left_out;
   o.ctrl = r.ctrl->c;
@@ -409,6 +410,7 @@ void add_command(CLI::App& app) {
       ->check(gnio::cli::slot_bytes())
       ->capture_default_str();
   gnio::cli::add_poll_option(*sub, opt->poll);
+  gnio::cli::add_inline_option(*sub, opt->inline_headers);
   sub->add_option("--tcp-streams", opt->tcp_streams,
                   "TCP connections each queue follows to count HTTP and DNS-over-TCP per message, as tshark does "
                   "(a power of two; connections past it, and every connection with 0, are classified per segment "

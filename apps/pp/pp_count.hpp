@@ -346,6 +346,11 @@ GNIO_HOST_DEVICE inline void count_ssdp(const uint8_t* frame, uint32_t len, cons
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool parse_frame(const uint8_t* f, uint32_t len, device::parsed_pkt& p) {
   return device::parse(f, len, p);
 }
+// The same for a frame whose headers may be in its completion entry
+// (device::pkt_frame): read from there, and from the buffer only past them.
+GNIO_HOST_DEVICE GNIO_PP_NOINLINE bool parse_frame(const device::frame_ref& f, device::parsed_pkt& p) {
+  return device::parse(f, p);
+}
 
 // Whether a frame is an IP fragment to reassemble: one the capture holds
 // whole. A fragment the capture cut short can never be part of a datagram;

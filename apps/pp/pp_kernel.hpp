@@ -212,21 +212,25 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       parsed_pkt p;
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
+      frame_ref fr{};
       uint32_t len = 0;
       bool is_frag = false, is_seg = false, passed = false;
       uint32_t conn_hash = 0, wire = 0;
       if (have) {
         const uint64_t idx = first + i;
+        // The filter and the parser read headers from the entry's inline
+        // copy when the queue has one; payloads and replies use the buffer.
+        fr = pkt_frame(rq, idx);
         f = pkt_addr(rq, idx);
-        len = pkt_len(rq, idx);
+        len = fr.len;
         wire = pkt_wire_len(rq, idx);
         // A frame the filter refuses is counted once, in filtered, and is
         // otherwise left alone: no class counts, no reply, no tables.
-        passed = bpf_match(filter, f, len, wire);
+        passed = bpf_match(filter, fr, wire);
         if (!passed) s_count.filtered += 1;
       }
       if (passed) {
-        parse_frame(f, len, p);
+        parse_frame(fr, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {
           count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);

@@ -390,6 +390,7 @@ json make_json(const run_outcome& o, const tally& t) {
   j["port"] = opt.port;
   j["poll"] = opt.poll;
   j["port_device"] = o.used_dev;
+  j["inline_bytes"] = o.inline_bytes;
   j["executor"] = std::string(to_string(info.executor));
   j["device"] = info.name;
   j["gpu_bus_id"] = info.bus_id;

@@ -102,6 +102,7 @@ struct run_outcome {
   const pp_plan* plan = nullptr;
   app_config cfg{};
   std::string used_dev;  // the device string the port was opened with
+  uint32_t inline_bytes = 0;
   std::vector<ctx_report> ctxs;
   json left_out = json::array();
   port_stats st;

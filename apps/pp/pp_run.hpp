@@ -67,9 +67,10 @@ struct run_state {
 
   // GPUs, port and plan.
   std::vector<std::unique_ptr<gpu_ctx>> ctxs;
-  std::optional<port> p;  // until the session owns it
-  std::string used_dev;   // the device string the port was opened with
-  packet_filter filter;   // --filter, compiled and verified (no instructions without one)
+  std::optional<port> p;      // until the session owns it
+  std::string used_dev;       // the device string the port was opened with
+  uint32_t inline_bytes = 0;  // the RX queues' inline headers (--inline-headers, resolved)
+  packet_filter filter;       // --filter, compiled and verified (no instructions without one)
   bool filter_pushed_down = false;
   json left_out = json::array();
   pp_plan plan;
