@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -314,8 +315,11 @@ std::vector<uint8_t> ring_frame(uint16_t ethertype, uint64_t seq) {
   return f;
 }
 
-run_result run_ring(const std::string& exec, const std::string& poll, bool load, const config& c) {
-  run_result r{"ring", exec, poll, "", load, {}};
+// inline_bytes: the RX queue's inline headers (rxq_config::inline_bytes);
+// the kernel reads the frame's type and sequence number from them.
+run_result run_ring(const std::string& exec, const std::string& poll, bool load, const config& c,
+                    uint32_t inline_bytes) {
+  run_result r{"ring", exec, poll, inline_bytes ? fmt::format("inline={}", inline_bytes) : "", load, {}};
   auto hg = gnio::gpu::open("host");
   if (!hg) return r.error = hg.err().what(), r;
   auto g = gnio::gpu::open(kernel_gpu(exec, c));
@@ -332,6 +336,7 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   auto lq = a->create_txq(tc);
   gnio::rxq_config rc;
   rc.num_descs = 1024;
+  rc.inline_bytes = inline_bytes;
   auto rq = b->create_rxq(rc);
   if (!tq || !lq || !rq) return r.error = "creating the queues failed", r;
   auto sem = gnio::semaphore::create(*g, 64, sizeof(uint64_t));
@@ -496,8 +501,9 @@ uint64_t stamp_of(const uint8_t* icmp) {
   return v;
 }
 
-run_result run_echo(const std::string& exec, const std::string& poll, bool load, const config& c) {
-  run_result r{"echo", exec, poll, "", load, {}};
+run_result run_echo(const std::string& exec, const std::string& poll, bool load, const config& c,
+                    uint32_t inline_bytes) {
+  run_result r{"echo", exec, poll, inline_bytes ? fmt::format("inline={}", inline_bytes) : "", load, {}};
   auto hg = gnio::gpu::open("host");
   if (!hg) return r.error = hg.err().what(), r;
   const std::string name = fmt::format("pair:name=latency-echo-{}{}", ++g_pair_id, engine_arg(poll));
@@ -522,9 +528,11 @@ run_result run_echo(const std::string& exec, const std::string& poll, bool load,
   o.gpu = kernel_gpu(exec, c);
   o.ip = "10.11.0.1";
   o.poll = poll;
+  o.inline_headers = std::to_string(inline_bytes);
   o.quiet = true;
   o.stats_interval = 0;
-  o.command = "in-process gnio pp --port " + name + " --gpu " + o.gpu + " --ip 10.11.0.1 --poll " + poll;
+  o.command = "in-process gnio pp --port " + name + " --gpu " + o.gpu + " --ip 10.11.0.1 --poll " + poll +
+              " --inline-headers " + o.inline_headers;
   std::atomic<bool> stop{false};
   json ppj;
   int pp_rc = -1;
@@ -645,11 +653,16 @@ int main(int argc, char** argv) {
   gnio::prefer_eager_module_loading();
   CLI::App app{"latency: per-packet turnaround through gnio (flag, ring, echo, veth) on the CUDA and host executors"};
   config c;
-  std::string tests = "flag,ring,echo", exec = "both", polls = "busy,adaptive", json_path, loads = "off,on";
+  std::string tests = "flag,ring,echo", exec = "both", polls = "busy,adaptive", json_path, loads = "off,on",
+              inlines = "0";
   app.add_option("--test", tests,
                  "tests, comma-separated: flag (host<->kernel word round trip, the floor), ring (pair port -> "
                  "recv -> semaphore item -> CPU), echo (ICMP echo through gnio pp on a pair), veth (gnio pp on "
                  "af_packet and af_xdp against the Linux kernel on a veth; root, host executor)")
+      ->capture_default_str();
+  app.add_option("--inline", inlines,
+                 "ring and echo: the RX queue's inline headers to run with, comma-separated byte counts (0, or a "
+                 "multiple of 32 up to 224): each frame's first bytes in its completion entry")
       ->capture_default_str();
   app.add_option("--exec", exec, "executors: cuda, host or both")
       ->check(CLI::IsMember({"cuda", "host", "both"}))
@@ -709,7 +722,18 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "latency: --load: '{}' is not off or on\n", gnio::printable(l));
       return 2;
     }
-  if (test_list.empty() || poll_list.empty() || load_list.empty()) {
+  std::vector<uint32_t> inline_list;
+  for (const auto& s : split(inlines)) {
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc{} || end != s.data() + s.size() || !gnio::device::rx_inline_valid(n)) {
+      fmt::print(stderr, "latency: --inline: '{}' is not 0 or a multiple of {} up to {}\n", gnio::printable(s),
+                 gnio::device::rx_inline_unit, gnio::device::rx_inline_max);
+      return 2;
+    }
+    inline_list.push_back(n);
+  }
+  if (test_list.empty() || poll_list.empty() || load_list.empty() || inline_list.empty()) {
     fmt::print(stderr, "latency: --test, --poll and --load need at least one value\n");
     return 2;
   }
@@ -795,7 +819,8 @@ int main(int argc, char** argv) {
       }
       for (const auto& l : load_list)
         for (const auto& p : poll_list)
-          record(t == "ring" ? run_ring(e, p, l == "on", c) : run_echo(e, p, l == "on", c));
+          for (const uint32_t inl : inline_list)
+            record(t == "ring" ? run_ring(e, p, l == "on", c, inl) : run_echo(e, p, l == "on", c, inl));
     }
   }
   if (std::find(test_list.begin(), test_list.end(), "veth") != test_list.end()) {

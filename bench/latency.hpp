@@ -49,12 +49,14 @@ struct ring_body {
       if (num == 0 || thread_rank() != 0) continue;
       ++batches;
       for (uint32_t i = 0; i < num; ++i) {
-        const uint8_t* p = pkt_addr(q, first + i);
-        const uint32_t len = pkt_len(q, first + i);
-        const uint16_t et = len >= 14 ? static_cast<uint16_t>(p[12] << 8 | p[13]) : 0;
+        // From the entry's inline headers when the queue has them (then no
+        // read of the buffer), else from the buffer.
+        const frame_ref p = pkt_frame(q, first + i);
+        const uint32_t len = p.len;
+        const uint16_t et = len >= 14 ? static_cast<uint16_t>(p.at(12) << 8 | p.at(13)) : 0;
         if (et == k_ethertype_timed && len >= k_seq_off + 8) {
           uint64_t seq = 0;
-          for (int b = 0; b < 8; ++b) seq |= static_cast<uint64_t>(p[k_seq_off + b]) << (8 * b);
+          for (uint32_t b = 0; b < 8; ++b) seq |= static_cast<uint64_t>(p.at(k_seq_off + b)) << (8 * b);
           const uint32_t item = static_cast<uint32_t>(timed);
           *sem_custom_as<uint64_t>(s, item) = seq;
           sem_set_packet_info(s, item, first + i, 1);
