@@ -186,6 +186,10 @@ do_run() {
       step "filter_${fprog}_cuda" sh -c "echo 'no tcpdump and no recorded counts ($build/filter)'; exit 77"
     fi
   done
+  # --write, --json, --jsonl and metrics of the three programs on the GPU,
+  # kept in $out/outputs for `tests/integration/gpu_outputs.py check` where
+  # tcpdump, tshark, jsonschema and promtool are.
+  step outputs_cuda env GNIO_TEST_EXEC=cuda python3 tests/integration/gpu_outputs.py produce "$out/outputs"
   # The launch modes (gnio::launch_dims::mode): the conformance suite and
   # flow_count's tshark counts and l2fwd's byte-exact cases with every kernel
   # launched per burst and as a replayed CUDA graph (GNIO_TEST_LAUNCH).
