@@ -528,11 +528,11 @@ run_result run_echo(const std::string& exec, const std::string& poll, bool load,
   o.gpu = kernel_gpu(exec, c);
   o.ip = "10.11.0.1";
   o.poll = poll;
-  o.inline_headers = std::to_string(inline_bytes);
+  o.inline_headers = inline_bytes;
   o.quiet = true;
   o.stats_interval = 0;
   o.command = "in-process gnio pp --port " + name + " --gpu " + o.gpu + " --ip 10.11.0.1 --poll " + poll +
-              " --inline-headers " + o.inline_headers;
+              " --inline-headers " + std::to_string(inline_bytes);
   std::atomic<bool> stop{false};
   json ppj;
   int pp_rc = -1;

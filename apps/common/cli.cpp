@@ -305,34 +305,25 @@ device::poll_policy poll_policy_of(std::string_view poll) noexcept {
   return device::poll_policy::adaptive;
 }
 
-CLI::Option* add_inline_option(CLI::App& app, std::string& text) {
+CLI::Option* add_inline_option(CLI::App& app, uint32_t& bytes) {
   return app
-      .add_option("--inline-headers", text,
-                  fmt::format("bytes of each received frame copied into its completion entry, so a kernel reading "
-                              "only headers gets them with the entry and never reads the frame's buffer: 0 (none), "
-                              "a multiple of {} up to {}, or auto ({} on the CUDA executor with packets in host "
-                              "memory, else 0)",
-                              device::rx_inline_unit, device::rx_inline_max, default_inline_bytes))
+      .add_option("--inline-headers", bytes,
+                  fmt::format("bytes of each received frame copied into its completion entry, so that a kernel "
+                              "reading only headers reads them with the entry and not from the frame's buffer: 0 "
+                              "(none) or a multiple of {} up to {} (see docs/ring.md, Inline headers)",
+                              device::rx_inline_unit, device::rx_inline_max))
       ->check(CLI::Validator(
           [](const std::string& v) -> std::string {
-            if (v == "auto") return {};
             uint64_t n = 0;
             const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-            if (ec != std::errc{} || end != v.data() + v.size()) return v + ": not auto or a whole number of bytes";
+            if (ec != std::errc{} || end != v.data() + v.size()) return v + ": not a whole number of bytes";
             if (n > device::rx_inline_max || !device::rx_inline_valid(static_cast<uint32_t>(n)))
               return fmt::format("{}: must be 0 or a multiple of {} up to {}", v, device::rx_inline_unit,
                                  device::rx_inline_max);
             return {};
           },
-          "auto|BYTES", "inline headers"))
+          "BYTES", "inline headers"))
       ->capture_default_str();
-}
-
-uint32_t inline_bytes_of(std::string_view text, executor_kind exec, mem_type pkt_mem) noexcept {
-  if (text == "auto") return exec == executor_kind::cuda && pkt_mem != mem_type::gpu ? default_inline_bytes : 0u;
-  uint32_t n = 0;
-  std::from_chars(text.data(), text.data() + text.size(), n);
-  return n;
 }
 
 void add_launch_options(CLI::App& app, launch_options& o) {

@@ -138,17 +138,12 @@ CLI::Option* add_poll_option(CLI::App& app, std::string& poll);
 // The policy a --poll value names (one add_poll_option accepted).
 [[nodiscard]] device::poll_policy poll_policy_of(std::string_view poll) noexcept;
 
-// --inline-headers auto|N: the RX queues' inline headers (rxq_config::
-// inline_bytes): N bytes of each frame copied into its completion entry
-// (0, or a multiple of 32 up to 224). auto: default_inline_bytes on the CUDA
-// executor with packets in host memory (the kernel reads entries and
-// headers across PCIe in one go), 0 elsewhere (the host executor reads host
-// memory directly; GPU packet memory is read locally).
-CLI::Option* add_inline_option(CLI::App& app, std::string& text);
-inline constexpr uint32_t default_inline_bytes = 128;
-// The bytes an --inline-headers value names for a queue whose kernel runs on
-// `exec` with packets in `pkt_mem` (one add_inline_option accepted).
-[[nodiscard]] uint32_t inline_bytes_of(std::string_view text, executor_kind exec, mem_type pkt_mem) noexcept;
+// --inline-headers N: the RX queues' inline headers (rxq_config::
+// inline_bytes): N bytes of each frame copied into its completion entry (0,
+// the default, or a multiple of 32 up to 224). Off by default: measured on
+// an H100 it did not shorten the ring's turnaround and halved flow_count's
+// rate at 64 B (docs/benchmarks.md, "Inline headers").
+CLI::Option* add_inline_option(CLI::App& app, uint32_t& bytes);
 
 // The name in `names` nearest to `word` when it is close enough to be a typo
 // of it (one edit for a name of up to 7 characters, two up to 11, three

@@ -23,34 +23,34 @@ class App;
 namespace gnio::pp {
 
 struct options {
-  std::string port;                     // device string (required): pcap:file=x.pcap, pair:name=a, gen:...
-  std::string gpu = "auto";             // PCIe bus id, CUDA ordinal, host or auto (first GPU, else host);
-                                        // a comma-separated list (0,1) runs one context and kernel per GPU
-  uint32_t queues = 1;                  // RX queues per traffic class (udp, tcp, icmp), 1..15
-  std::string ip;                       // own IPv4 address (ARP, ICMP echo, HTTP); empty = none
-  std::string mac;                      // own MAC; empty = 02:00 + the 4 bytes of ip
-  bool http_server = false;             // answer HTTP on ip:80; TCP SYN/FIN/RST go to a CPU thread
-  bool reply_all = false;               // answer every ICMP echo request, not only those to ip
-  double stats_interval = 1.0;          // seconds between stats lines (0 = none)
-  std::string json_path;                // final stats as JSON
-  std::string jsonl_path;               // --jsonl: stats lines and the final JSON as JSON Lines ("-": stdout)
-  std::string pcap_out;                 // everything transmitted, as a pcap file
-  double duration = 0;                  // stop after this many seconds (0 = end of stream or stop)
-  uint32_t batch = 512;                 // max packets per recv
-  uint32_t threads = 256;               // CUDA threads per block
-  uint32_t ring = 4096;                 // descriptors per RX queue (power of two)
-  uint32_t rx_slot = 2048;              // bytes per RX buffer slot (a multiple of 64, 64..1 MiB): longer frames are cut
-  std::string inline_headers = "auto";  // --inline-headers (cli::inline_bytes_of)
-  std::string poll = "adaptive";        // how kernels poll an empty queue: adaptive or busy (device::poll_policy)
-  uint32_t tcp_streams = 2048;          // TCP connections each block follows for per-message HTTP/DNS counting
-                                        // (a power of two; 0 = classify every segment on its own)
-  uint32_t frag_table = 32;             // IP datagrams each block reassembles at once (0 = count fragments as they are)
-  ipfix::options ipfix;      // --ipfix HOST:PORT and its timeouts: conversations as IPFIX records (docs/ipfix.md)
-  std::string filter;        // --filter: tcpdump syntax; frames it refuses count as filtered
-  cli::write_options write;  // --write: received frames --filter accepts, to pcap files
-  std::string command;       // command line, for the JSON
-  bool quiet = false;        // no console output except errors (in-process callers)
-  metrics::options metrics;  // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)
+  std::string port;               // device string (required): pcap:file=x.pcap, pair:name=a, gen:...
+  std::string gpu = "auto";       // PCIe bus id, CUDA ordinal, host or auto (first GPU, else host);
+                                  // a comma-separated list (0,1) runs one context and kernel per GPU
+  uint32_t queues = 1;            // RX queues per traffic class (udp, tcp, icmp), 1..15
+  std::string ip;                 // own IPv4 address (ARP, ICMP echo, HTTP); empty = none
+  std::string mac;                // own MAC; empty = 02:00 + the 4 bytes of ip
+  bool http_server = false;       // answer HTTP on ip:80; TCP SYN/FIN/RST go to a CPU thread
+  bool reply_all = false;         // answer every ICMP echo request, not only those to ip
+  double stats_interval = 1.0;    // seconds between stats lines (0 = none)
+  std::string json_path;          // final stats as JSON
+  std::string jsonl_path;         // --jsonl: stats lines and the final JSON as JSON Lines ("-": stdout)
+  std::string pcap_out;           // everything transmitted, as a pcap file
+  double duration = 0;            // stop after this many seconds (0 = end of stream or stop)
+  uint32_t batch = 512;           // max packets per recv
+  uint32_t threads = 256;         // CUDA threads per block
+  uint32_t ring = 4096;           // descriptors per RX queue (power of two)
+  uint32_t rx_slot = 2048;        // bytes per RX buffer slot (a multiple of 64, 64..1 MiB): longer frames are cut
+  uint32_t inline_headers = 0;    // --inline-headers: bytes of each frame in its completion entry
+  std::string poll = "adaptive";  // how kernels poll an empty queue: adaptive or busy (device::poll_policy)
+  uint32_t tcp_streams = 2048;    // TCP connections each block follows for per-message HTTP/DNS counting
+                                  // (a power of two; 0 = classify every segment on its own)
+  uint32_t frag_table = 32;       // IP datagrams each block reassembles at once (0 = count fragments as they are)
+  ipfix::options ipfix;           // --ipfix HOST:PORT and its timeouts: conversations as IPFIX records (docs/ipfix.md)
+  std::string filter;             // --filter: tcpdump syntax; frames it refuses count as filtered
+  cli::write_options write;       // --write: received frames --filter accepts, to pcap files
+  std::string command;            // command line, for the JSON
+  bool quiet = false;             // no console output except errors (in-process callers)
+  metrics::options metrics;       // --metrics ADDR:PORT and --metrics-linger S (docs/monitoring.md)
 };
 
 // Runs the application until the stream ends, *stop becomes true (may be

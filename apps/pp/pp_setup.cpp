@@ -217,7 +217,7 @@ int create_queues(run_state& r) {
     rc.num_descs = r.opt.ring;
     rc.stride = r.opt.rx_slot;
     rc.owner = &c.g;
-    rc.inline_bytes = gnio::cli::inline_bytes_of(r.opt.inline_headers, c.g.executor(), rc.pkt_mem);
+    rc.inline_bytes = r.opt.inline_headers;
     r.inline_bytes = rc.inline_bytes;
     auto id = p.create_rxq(rc);
     if (!id) return report_error(id.err(), "create_rxq", result);

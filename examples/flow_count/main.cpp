@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     gnio::cli::add_launch_options(app, o.launch);
     gnio::cli::add_poll_option(app, o.poll);
-    gnio::cli::add_inline_option(app, o.inline_text);
+    gnio::cli::add_inline_option(app, o.inline_bytes);
     app.add_option("--threads", o.threads, "CUDA threads per block")
         ->check(gnio::cli::whole(32, 1024))
         ->capture_default_str();

@@ -88,7 +88,7 @@ struct options {
   std::string filter;              // --filter: tcpdump syntax
   gnio::cli::write_options write;  // --write: received frames --filter accepts, to pcap files
   std::string port_dev, exec = "auto", gpu_sel, json_path, jsonl_path, pkt_mem_text = "auto", poll = "adaptive";
-  std::string inline_text = "auto";  // --inline-headers
+  uint32_t inline_bytes = 0;  // --inline-headers
   uint32_t queues = 1, ring = 4096, batch = 1024, threads = 512, table_cap = 1u << 16, top = 10;
   uint64_t max_flow_rows = UINT64_MAX;  // flow rows in the JSON, most packets first
   uint32_t rx_slot = gnio::cli::default_rx_slot;

@@ -144,7 +144,7 @@ int make_session(run_state& st) {
     rc.stride = st.o.rx_slot;
     rc.owner = &c.g;
     rc.pkt_mem = st.pkt_mem;
-    rc.inline_bytes = gnio::cli::inline_bytes_of(st.o.inline_text, c.g.executor(), st.pkt_mem);
+    rc.inline_bytes = st.o.inline_bytes;
     st.j["inline_bytes"] = rc.inline_bytes;
     auto id = st.p->create_rxq(rc);
     if (!id) return rep.fail(id.err(), "create_rxq");
