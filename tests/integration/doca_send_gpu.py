@@ -41,6 +41,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import pcapfile  # noqa: E402
 from doca_sample_gpu import PCI, delete_veth, gpu_bus_id, make_veth  # noqa: E402
 
 DST = bytes([0x10, 0x11, 0x12, 0x13, 0x14, 0x15])
@@ -59,35 +61,6 @@ def wait_frame(idx):
     return (ETH + body + b"\0" * WAIT_SIZE)[:WAIT_SIZE]
 
 
-def read_pcap_header(f):
-    head = f.read(24)
-    if len(head) < 24:
-        raise ValueError("no pcap file header")
-    magic = struct.unpack("<I", head[:4])[0]
-    if magic not in (0xA1B2C3D4, 0xA1B23C4D):
-        raise ValueError(f"not a little-endian pcap (magic {magic:#x})")
-    if struct.unpack("<I", head[20:24])[0] != 1:
-        raise ValueError("link type is not Ethernet")
-    return magic == 0xA1B23C4D
-
-
-def pcap_records(path):
-    """(seconds, sub-second ns, frame) of each record: for small files."""
-    out = []
-    with open(path, "rb") as f:
-        nano = read_pcap_header(f)
-        while True:
-            h = f.read(16)
-            if not h:
-                break
-            sec, sub, incl, orig = struct.unpack("<IIII", h)
-            data = f.read(incl)
-            if len(data) != incl or orig != incl:
-                raise ValueError("truncated or cut record")
-            out.append((sec, sub if nano else sub * 1000, data))
-    return out
-
-
 def check_repeated(path, frame):
     """Every record of a (large) pcap file is `frame`: one regular expression
     over record-aligned chunks. Returns the number of records."""
@@ -96,7 +69,9 @@ def check_repeated(path, frame):
     pat = re.compile(b"(?:" + one + b")*", re.S)
     n = 0
     with open(path, "rb") as f:
-        read_pcap_header(f)
+        order, _, link = pcapfile.parse_header(f.read(24), path)
+        if order != "<" or link != pcapfile.LINKTYPE_ETHERNET:
+            raise ValueError(f"{path}: not a little-endian Ethernet pcap file")
         while True:
             chunk = f.read(rec * 65536)
             if not chunk:
@@ -219,16 +194,16 @@ def wait_pcap(binary, gpu, tmp, interval):
     ok, out = finish(p, timeout=60)
     problems = []
     try:
-        recs = pcap_records(path)
+        recs = pcapfile.records(path, ethernet=True)
     except (OSError, ValueError) as e:
         recs, problems = [], [str(e)]
     total = WAIT_BURSTS * WAIT_PER_BURST
     if len(recs) != total:
         problems.append(f"{len(recs)} records, want {total}")
-    wrong = [i for i, (_, _, d) in enumerate(recs) if d != wait_frame(i)]
+    wrong = [i for i, (_, wire, d) in enumerate(recs) if d != wait_frame(i) or wire != len(d)]
     if wrong:
         problems.append(f"{len(wrong)} frames differ from the sample's (first: record {wrong[0]})")
-    times = [s * 1_000_000_000 + ns for s, ns, _ in recs]
+    times = [t for t, _, _ in recs]
     if len(times) == total:
         for b in range(WAIT_BURSTS):
             burst = times[b * WAIT_PER_BURST:(b + 1) * WAIT_PER_BURST]

@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import subprocess
-import struct
 import sys
 import tempfile
 
@@ -65,6 +64,7 @@ CAPTURES = [
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from testenv import env  # noqa: E402
+import pcapfile  # noqa: E402
 
 
 def captures(tmp):
@@ -91,7 +91,7 @@ def tcpdump_count(tcpdump, path, expr, tmp):
     out = os.path.join(tmp, "tcpdump.pcap")
     subprocess.run([tcpdump, "-r", path, "-w", out, expr], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=LIMIT_S, check=True)
-    return len(pcap_records(out))
+    return len(pcapfile.records(out))
 
 
 def run_program(mode, path, expr, tmp, extra=None):
@@ -168,21 +168,6 @@ def check_counts(mode):
     return 1 if failures else 0
 
 
-def pcap_records(path):
-    """(time in ns, original length, bytes) of each record, in file order."""
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = data[:4]
-    order = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
-    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
-    out, off = [], 24
-    while off + 16 <= len(data):
-        sec, sub, caplen, wire = struct.unpack(order + "IIII", data[off:off + 16])
-        out.append((sec * 1_000_000_000 + (sub if nano else sub * 1000), wire, data[off + 16:off + 16 + caplen]))
-        off += 16 + caplen
-    return out
-
-
 def check_write():
     tcpdump = shutil.which("tcpdump")
     if not tcpdump:
@@ -195,14 +180,14 @@ def check_write():
                 want_path = os.path.join(tmp, "want.pcap")
                 subprocess.run([tcpdump, "-r", path, "-w", want_path] + ([expr] if expr else []),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LIMIT_S, check=True)
-                want = pcap_records(want_path)
+                want = pcapfile.records(want_path)
                 for mode in ("pp", "flow_count", "l2fwd"):
                     got_path = os.path.join(tmp, "got.pcap")
                     if os.path.exists(got_path):
                         os.unlink(got_path)
                     extra = ["--write", got_path] + (["--filter", expr] if expr else [])
                     j, text, cmd = run_program(mode, path, expr, tmp, extra)
-                    got = pcap_records(got_path)
+                    got = pcapfile.records(got_path)
                     # Queues are written as the engine hands them over: order
                     # across queues may differ from the capture's.
                     ok = sorted(got) == sorted(want) and j.get("written") == len(want)
@@ -229,7 +214,7 @@ def check_rotation(tmp, tcpdump):
         want_path = os.path.join(tmp, "want.pcap")
         subprocess.run([tcpdump, "-r", path, "-w", want_path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=LIMIT_S, check=True)
-        want = pcap_records(want_path)
+        want = pcapfile.records(want_path)
         base = os.path.join(tmp, "rot.pcap")
         for f in os.listdir(tmp):
             if f.startswith("rot.pcap"):
@@ -237,7 +222,7 @@ def check_rotation(tmp, tcpdump):
         for mode in ("pp", "flow_count", "l2fwd"):
             j, text, cmd = run_program(mode, path, "", tmp, ["--write", base, flag, value])
             files = [base] + [f"{base}{i}" for i in range(1, 10000) if os.path.exists(f"{base}{i}")]
-            parts = [pcap_records(f) for f in files]
+            parts = [pcapfile.records(f) for f in files]
             got = [r for p in parts for r in p]
             ok = len(files) > 1 and sorted(got) == sorted(want)
             for p, f in zip(parts[:-1], files[:-1]):

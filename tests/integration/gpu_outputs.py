@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, HERE)
 from testenv import env  # noqa: E402
+import pcapfile  # noqa: E402
 
 LIMIT_S = 120  # a guard against hangs, never a measure of speed
 EXEC = "host" if os.environ.get("GNIO_TEST_EXEC") == "host" else "cuda"
@@ -118,7 +119,6 @@ def produce(out):
 
 
 def check(out):
-    import filter_test  # noqa: E402  pcap_records
     import flow_times_test  # noqa: E402  tshark_flows
     try:
         import jsonschema
@@ -178,8 +178,8 @@ def check(out):
                 want_path = os.path.join(tmp, "want.pcap")
                 subprocess.run([tcpdump, "-r", os.path.join(data, r["capture"]), "-w", want_path, r["expr"]],
                                capture_output=True, check=True, timeout=LIMIT_S)
-                want = filter_test.pcap_records(want_path)
-            got = filter_test.pcap_records(os.path.join(out, tag + ".pcap"))
+                want = pcapfile.records(want_path)
+            got = pcapfile.records(os.path.join(out, tag + ".pcap"))
             # Queues are written as the engine hands them over: order across
             # queues may differ from the capture's.
             verdict(f"{tag}: --write '{r['expr']}' holds tcpdump's {len(want)} records (bytes, lengths, times)",
