@@ -68,7 +68,8 @@ TEST(FlowTable, BoundedSearchGivesUpAfterMaxProbeSlots) {
   EXPECT_FALSE(fresh);
   EXPECT_EQ(t[next].state, gnio::device::flow_slot_empty);  // not claimed: the search stopped before it
   EXPECT_EQ(used_slots(t), max_probe);
-  EXPECT_EQ(gnio::device::flow_table_add_meta(t.data(), capacity, k, 60, 0, 0, max_probe), -1);
+  EXPECT_EQ(
+      gnio::device::flow_table_update(t.data(), capacity, k, gnio::device::flow_update{60, 0, 0, 0, 0}, max_probe), -1);
   EXPECT_EQ(gnio::device::flow_table_add(t.data(), capacity, k, 60, max_probe), -1);
   EXPECT_EQ(t[next].state, gnio::device::flow_slot_empty);
 
@@ -97,14 +98,13 @@ TEST(FlowTable, BoundedAddsFindEveryPlacedKeyAndCountTheRestExactly) {
   std::vector<int> first(keys);
   uint64_t full = 0, placed = 0;
   for (uint32_t i = 0; i < keys; ++i) {
-    first[i] =
-        gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0, gnio::device::flow_table_max_probe);
+    first[i] = gnio::device::flow_table_add(t.data(), capacity, key_of(i), 100, gnio::device::flow_table_max_probe);
     full += first[i] < 0;
     placed += first[i] > 0;
   }
   for (uint32_t i = 0; i < keys; ++i) {
     const int again =
-        gnio::device::flow_table_add_meta(t.data(), capacity, key_of(i), 100, 0, 0, gnio::device::flow_table_max_probe);
+        gnio::device::flow_table_add(t.data(), capacity, key_of(i), 100, gnio::device::flow_table_max_probe);
     EXPECT_EQ(again, first[i] < 0 ? -1 : 0) << "key " << i;
     full += again < 0;
   }
@@ -166,7 +166,7 @@ name_entry* add_name(std::vector<name_entry>& t, uint32_t i, bool* fresh, uint32
 // Capture times: threads adding the packets of a few flows, each thread its
 // share of every flow's timestamps out of order, leave each entry with the
 // earliest and latest; a packet without a timestamp (0) leaves them alone,
-// and flow_table_add_meta records none.
+// and flow_table_add records none.
 TEST(FlowTable, FirstAndLastSeenAreTheEarliestAndLatestCaptureTimes) {
   constexpr uint32_t capacity = 64, flows = 8, per_flow = 4000, threads = 4;
   std::vector<flow_entry> t(capacity);
@@ -202,7 +202,7 @@ TEST(FlowTable, FirstAndLastSeenAreTheEarliestAndLatestCaptureTimes) {
   EXPECT_EQ(seen, flows);
 
   std::vector<flow_entry> u(capacity);
-  ASSERT_EQ(gnio::device::flow_table_add_meta(u.data(), capacity, key_of(1), 60, 0, 0), 1);
+  ASSERT_EQ(gnio::device::flow_table_add(u.data(), capacity, key_of(1), 60), 1);
   for (const auto& e : u)
     if (e.state == gnio::device::flow_slot_used) EXPECT_EQ(e.first_ns + e.last_ns, 0u);
 }

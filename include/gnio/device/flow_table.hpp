@@ -21,11 +21,11 @@ inline constexpr uint32_t flow_table_max_probe = 64;
 
 struct flow_entry {
   uint32_t state;  // flow_slot_*; set to used with release once the key is in place
-  uint32_t meta;   // flow_meta_* bits (flow_table_add_meta), 0 from flow_table_add
+  uint32_t meta;   // flow_meta_* bits (flow_table_update's tcp_flags and vlan_meta)
   flow_key key;
   uint64_t packets;
   uint64_t bytes;  // frames on the wire
-  // flow_table_update only (0 from flow_table_add and flow_table_add_meta):
+  // Kept by flow_table_update when given (0 from flow_table_add):
   uint64_t ip_bytes;  // the outermost IP datagrams (ip_datagram_bytes), IPFIX's octetDeltaCount
   uint64_t first_ns;  // capture time of the earliest packet, ns since the Unix epoch (0: none had one)
   uint64_t last_ns;   // capture time of the latest packet
@@ -68,7 +68,7 @@ GNIO_HOST_DEVICE inline uint32_t ip_datagram_bytes(const parsed_pkt& p, const ui
   return n == 0 || (kind == l3_kind::ipv6 && field == 0) || n > room ? room : n;
 }
 
-// flow_entry::meta as flow_table_add_meta fills it: the TCP flags (tcp_fin ..
+// flow_entry::meta as flow_table_update fills it: the TCP flags (tcp_fin ..
 // tcp_ns) of every packet of the flow ORed together, and the outer VLAN of
 // the packet that created the entry (the VLAN is not part of the key).
 enum : uint32_t {
@@ -116,45 +116,19 @@ GNIO_HOST_DEVICE inline Entry* flow_slot_find_or_claim(Entry* table, uint32_t ca
       fresh, max_probe);
 }
 
-// Adds one packet of `bytes` to the key's counters. Returns 1 when the key was
-// new, 0 when it existed, -1 when the table is full, or full for k within
-// max_probe slots (the caller counts it).
-GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes,
-                                           uint32_t max_probe = ~0u) {
-  bool fresh = false;
-  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
-  if (e == nullptr) return -1;
-  dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
-  dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
-  return fresh ? 1 : 0;
-}
-
-// flow_table_add, and the flow's meta word: tcp_flags ORed in (a relaxed
-// load of the word, which shares the entry's cache line with the counters
-// just added to, and an atomic OR only when the packet brings a flag the flow
-// has not had yet), vlan_meta (flow_meta_tagged | vid << flow_meta_vlan_shift,
-// or 0) stored once by the packet that claimed the slot. max_probe bounds
-// the search as for flow_table_add.
-GNIO_HOST_DEVICE inline int flow_table_add_meta(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes,
-                                                uint32_t tcp_flags, uint32_t vlan_meta, uint32_t max_probe = ~0u) {
-  bool fresh = false;
-  flow_entry* e = flow_slot_find_or_claim(table, capacity, k, &fresh, max_probe);
-  if (e == nullptr) return -1;
-  dev_atomic_ref<uint64_t>(e->packets).fetch_add(1, cuda::std::memory_order_relaxed);
-  dev_atomic_ref<uint64_t>(e->bytes).fetch_add(bytes, cuda::std::memory_order_relaxed);
-  dev_atomic_ref<uint32_t> meta(e->meta);
-  const uint32_t add = (tcp_flags & flow_meta_tcp_flags) | (fresh ? vlan_meta : 0u);
-  if (add != 0 && (meta.load(cuda::std::memory_order_relaxed) & add) != add)
-    meta.fetch_or(add, cuda::std::memory_order_relaxed);
-  return fresh ? 1 : 0;
-}
-
-// flow_table_add_meta's work, plus the IP bytes and the capture times: an
-// atomic add to ip_bytes, and first_ns/last_ns kept as the minimum and
-// maximum timestamp with a relaxed load of each first, so that a packet in
-// time order costs one atomic max and an earlier one (rare: another queue's
-// or thread's packet) a compare-and-swap. Zeroed entries need no set-up: a
-// first_ns of 0 means none yet.
+// Adds one packet to the key's entry: packets and bytes (wire_bytes), an
+// atomic add to ip_bytes, first_ns/last_ns kept as the minimum and maximum
+// capture time with a relaxed load of each first, so that a packet in time
+// order costs one atomic max and an earlier one (rare: another queue's or
+// thread's packet) a compare-and-swap, and the meta word: tcp_flags ORed in
+// (a relaxed load of the word, which shares the entry's cache line with the
+// counters just added to, and an atomic OR only when the packet brings a flag
+// the flow has not had yet), vlan_meta (flow_meta_tagged | vid <<
+// flow_meta_vlan_shift, or 0) stored once by the packet that claimed the
+// slot. Members of u left 0 cost nothing. Zeroed entries need no set-up: a
+// first_ns of 0 means none yet. Returns 1 when the key was new, 0 when it
+// existed, -1 when the table is full, or full for k within max_probe slots
+// (the caller counts it).
 GNIO_HOST_DEVICE inline int flow_table_update(flow_entry* table, uint32_t capacity, const flow_key& k,
                                               const flow_update& u, uint32_t max_probe = ~0u) {
   bool fresh = false;
@@ -170,11 +144,20 @@ GNIO_HOST_DEVICE inline int flow_table_update(flow_entry* table, uint32_t capaci
     while ((cur == 0 || u.ts_ns < cur) && !first.compare_exchange_weak(cur, u.ts_ns, cuda::std::memory_order_relaxed,
                                                                        cuda::std::memory_order_relaxed)) {}
   }
-  dev_atomic_ref<uint32_t> meta(e->meta);
   const uint32_t add = (u.tcp_flags & flow_meta_tcp_flags) | (fresh ? u.vlan_meta : 0u);
-  if (add != 0 && (meta.load(cuda::std::memory_order_relaxed) & add) != add)
-    meta.fetch_or(add, cuda::std::memory_order_relaxed);
+  if (add != 0) {
+    dev_atomic_ref<uint32_t> meta(e->meta);
+    if ((meta.load(cuda::std::memory_order_relaxed) & add) != add) meta.fetch_or(add, cuda::std::memory_order_relaxed);
+  }
   return fresh ? 1 : 0;
+}
+
+// flow_table_update with packets and bytes only.
+GNIO_HOST_DEVICE inline int flow_table_add(flow_entry* table, uint32_t capacity, const flow_key& k, uint32_t bytes,
+                                           uint32_t max_probe = ~0u) {
+  flow_update u{};
+  u.wire_bytes = bytes;
+  return flow_table_update(table, capacity, k, u, max_probe);
 }
 
 }  // namespace gnio::device
