@@ -38,9 +38,9 @@ jobs=${GNIO_SANITIZE_JOBS:-2}
 
 # The programs the tests run, and the test programs.
 tools=(gnio_tool flow_count l2fwd)
-asan_targets=(test_support_test session_test status_test pkt_test frag_test stream_test steering_test caps_test output_test pp_device_test
+asan_targets=(test_support_test session_test status_test pkt_test bpf_test inline_headers_test frag_test stream_test steering_test caps_test output_test pp_device_test
   pcap_backend_test gen_backend_test conformance_test pp_test flow_count_test l2fwd_test diag_test "${tools[@]}")
-asan_tests='^(test_support_test|session_test|status_test|pkt_test|frag_test|stream_test|steering_test|caps_test|output_test|pp_device_test|pcap_backend_test|gen_backend_test|pp_test|flow_count_test|l2fwd_test|diag_test)\.|^conformance_host$|^test_programs_fail_cleanly'
+asan_tests='^(test_support_test|session_test|status_test|pkt_test|bpf_test|inline_headers_test|frag_test|stream_test|steering_test|caps_test|output_test|pp_device_test|pcap_backend_test|gen_backend_test|pp_test|flow_count_test|l2fwd_test|diag_test)\.|^conformance_host$|^test_programs_fail_cleanly'
 tsan_targets=(conformance_test session_test gen_backend_test pcap_backend_test pp_test flow_count_test gnio_tool flow_count)
 tsan_tests='^(session_test|gen_backend_test|pcap_backend_test|pp_test|flow_count_test)\.|^conformance_host$'
 # The corpus sweeps (pp_test's runs of the 256 corpus captures and of the
