@@ -5,13 +5,16 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -380,11 +383,64 @@ std::string add_rx_pcap(const std::string& dev, const write_options& w, std::str
   return out;
 }
 
+bool write_is_stream(const write_options& w) {
+  struct stat st {};
+  return w.path == "-" || (!w.path.empty() && ::stat(w.path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode));
+}
+
+std::string check_write_stream(const write_options& w) {
+  if (!write_is_stream(w)) return {};
+  const std::string what = w.path == "-" ? "--write - (stdout)" : fmt::format("--write {} (a FIFO)", w.path);
+  if (w.size_mb > 0 || w.seconds > 0)
+    return fmt::format("{} is one pcap stream, and {} rotates files; name a regular file to rotate", what,
+                       w.size_mb > 0 ? "--write-size" : "--write-seconds");
+  if (w.path == "-") {
+    if (::isatty(STDOUT_FILENO))
+      return "--write -: stdout is a terminal; pipe it to a reader (| tshark -r -) or redirect it to a file";
+    gnio::console::text_to_stderr();
+  }
+  return {};
+}
+
+void write_watch::check(const port& p) {
+  if (said_ || p.rx_pcap_errno() != EPIPE) return;
+  said_ = true;
+  gnio::console::err(fmt::format("{}: --write: the reader went away (broken pipe); no more frames are written{}\n",
+                                 program_, stop_ ? ", and the run ends" : ""));
+  if (stop_) stop_->store(true);
+}
+
+void fifo_hold::reset() noexcept {
+  if (fd_ >= 0) (void)::close(fd_);
+  fd_ = -1;
+}
+
+std::string wait_for_reader(const std::string& path, const std::function<bool()>& give_up, fifo_hold* hold) {
+  struct stat st {};
+  if (path.empty() || path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return {};
+  hold->reset();
+  // A non-blocking open for writing fails with ENXIO while no one reads:
+  // polled, so that a stop signal or the program's deadline ends the wait.
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd >= 0) {
+      hold->adopt(fd);
+      return {};
+    }
+    const int e = errno;
+    if (e != ENXIO && e != EINTR) return fmt::format("--write {}: cannot open the FIFO: {}", path, std::strerror(e));
+    if (give_up && give_up()) return fmt::format("--write {}: no reader opened the FIFO", path);
+    ::usleep(20'000);
+  }
+}
+
 void add_write_options(CLI::App& app, write_options& w) {
   auto* path = app.add_option("--write", w.path,
                               "write the received frames that --filter accepts (all of them without one) to this pcap "
                               "file, with their capture times (ns) and original lengths; the port's engine writes "
-                              "them as it hands them to the kernel (the core option rx_pcap=)");
+                              "them as it hands them to the kernel (the core option rx_pcap=). '-' or a FIFO: a pcap "
+                              "stream for a reader (| tshark -r -), each frame as it comes; with '-' the text goes to "
+                              "stderr");
   app.add_option("--write-size", w.size_mb,
                  "with --write: start the next file (FILE1, FILE2, ...) once the current one holds more than this "
                  "many millions of bytes, as tcpdump -C does")

@@ -12,16 +12,20 @@
 // it ends parsing with CLI::RuntimeError(rc).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <gnio/kernel.hpp>
+#include <gnio/port.hpp>
 
 namespace gnio::cli {
 
@@ -113,6 +117,55 @@ void add_write_options(CLI::App& app, write_options& w);
 // rx_pcap_size= and rx_pcap_seconds=. No path: dev unchanged. A path a
 // device string cannot carry (a comma) sets *why and returns "".
 [[nodiscard]] std::string add_rx_pcap(const std::string& dev, const write_options& w, std::string* why);
+// --write - (stdout) or a named FIFO: the frames go out as one pcap stream
+// (docs/pp.md, "Writing the matched frames").
+[[nodiscard]] bool write_is_stream(const write_options& w);
+// Before anything runs: "" or why these --write options cannot be used (a
+// stream with --write-size or --write-seconds, which rotate files; "-" when
+// stdout is a terminal). With "-" the program's text for stdout goes to
+// stderr from here on (gnio::console::text_to_stderr).
+[[nodiscard]] std::string check_write_stream(const write_options& w);
+
+// --write's copy while a run goes on: once its reader went away (EPIPE on
+// --write - or a FIFO), says so once and sets *stop (may be null), so that
+// the run ends as after a stop signal and writes its results, as --jsonl
+// does. A write that failed otherwise (a full disk) stops the copy only;
+// either way the JSON's write_error says why and the port's stop fails.
+class write_watch {
+ public:
+  write_watch(std::string program, std::atomic<bool>* stop) : program_(std::move(program)), stop_(stop) {}
+  void check(const port& p);
+
+ private:
+  std::string program_;
+  std::atomic<bool>* stop_;
+  bool said_ = false;
+};
+
+// The write end of a FIFO, held open from the moment a reader came until
+// the port has opened its own; closed when it goes.
+class fifo_hold {
+ public:
+  fifo_hold() = default;
+  ~fifo_hold() { reset(); }
+  fifo_hold(const fifo_hold&) = delete;
+  fifo_hold& operator=(const fifo_hold&) = delete;
+  void reset() noexcept;
+  void adopt(int fd) noexcept {
+    reset();
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+// When path names a FIFO: waits until something opens it for reading, so
+// that the port's start does not block on it with no bound, checking
+// give_up() about every 20 ms; the write end is kept in *hold. Returns "" (a
+// reader came, or path is no FIFO), or why not (give_up() said so, or the
+// open failed).
+[[nodiscard]] std::string wait_for_reader(const std::string& path, const std::function<bool()>& give_up,
+                                          fifo_hold* hold);
 [[nodiscard]] std::string push_filter_down(const std::string& dev, const std::string& expr, bool* pushed);
 
 // --version for a program built with gnio: prints "PROGRAM (gnio 0.1.0)" and

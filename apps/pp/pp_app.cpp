@@ -129,8 +129,10 @@ void run_loop(run_state& r) {
   ipx.start(r.num_ctx() + (r.ctrl_rxq >= 0 ? 1u : 0u), ipfix::now_ms());
   std::vector<device::flow_entry> ipx_copy;
   r.last_line = r.t0;
+  cli::write_watch write_watch("pp", r.stop);
   for (;;) {
     if (wait_kernels(r)) break;
+    write_watch.check(r.s->get_port());
     if (const uint64_t ms = ipfix::now_ms(); ipx.due(ms)) {
       ipx_copy.resize(k_conv_capacity);
       for (uint32_t i = 0; i < r.num_ctx() && !r.run_err; ++i) {
@@ -203,6 +205,7 @@ int finish_run(run_state& r) {
   o.st = s.stats();
   o.engine_err = s.get_port().engine_error();
   o.written = s.get_port().rx_pcap_frames();
+  o.write_errno = s.get_port().rx_pcap_errno();
 
   o.per_block.resize(r.plan.num_blocks);
   for (uint32_t k = 0; k < r.num_ctx(); ++k) {

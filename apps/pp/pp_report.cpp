@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -417,6 +418,7 @@ json make_json(const run_outcome& o, const tally& t) {
   j["filter"] = opt.filter.empty() ? json(nullptr) : json(opt.filter);
   j["filter_pushed_down"] = o.filter_pushed_down;
   j["written"] = opt.write.path.empty() ? json(nullptr) : json(o.written);
+  if (o.write_errno != 0) j["write_error"] = std::strerror(o.write_errno);
   j["missed"] = st.rx_missed;
   j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
   j["unsteered"] = st.rx_unsteered;

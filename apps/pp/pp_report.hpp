@@ -117,6 +117,7 @@ struct run_outcome {
   double since_last_line = 0;       // seconds since the last stats line
   bool filter_pushed_down = false;  // --filter was attached to the port's socket too
   uint64_t written = 0;             // --write: frames written to the file
+  int write_errno = 0;              // --write: the write that stopped the copy (EPIPE: the reader went away)
   counters prev_cls[4]{};           // the classes' totals that line showed
   bool stopped_early = false;
   uint64_t reports = 0, final_reports = 0;

@@ -83,8 +83,7 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   // --pcap-out is created when the port starts; a FIFO there would block it.
   if (const std::string why = fifo_output_refusal(opt.pcap_out); !why.empty())
     return bad_option("--pcap-out " + opt.pcap_out + ": " + why, r.result);
-  if (const std::string why = fifo_output_refusal(opt.write.path); !why.empty())
-    return bad_option("--write " + opt.write.path + ": " + why, r.result);
+  if (const std::string why = cli::check_write_stream(opt.write); !why.empty()) return bad_option(why, r.result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
   auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false, true, false}, "pp");
@@ -406,7 +405,31 @@ int setup_ctrl(run_state& r) {
 
 // Starts the session, the CPU thread and every context's kernel.
 int start_run(run_state& r) {
-  if (auto e = r.s->start(); e) return report_error(e, "start", r.result);
+  // --write FIFO: a reader first, so the start does not wait on the FIFO
+  // past a stop or --duration.
+  cli::fifo_hold fifo;
+  const auto wait_from = clock_type::now();
+  const auto give_up = [&r, wait_from] {
+    return r.stop_requested() ||
+           (r.opt.duration > 0 &&
+            std::chrono::duration<double>(clock_type::now() - wait_from).count() >= r.opt.duration);
+  };
+  if (const std::string why = cli::wait_for_reader(r.opt.write.path, give_up, &fifo); !why.empty()) {
+    const std::string msg = r.stop_requested() ? "stopped while waiting for --write's reader (" + why + ")"
+                            : give_up()        ? "--duration passed while waiting for --write's reader (" + why + ")"
+                                               : why;
+    warn("pp: {}\n", msg);
+    set_error(r.result, msg, to_string(give_up() ? status::shutdown : status::io_failed), "write");
+    return 1;
+  }
+  if (auto e = r.s->start(); e) {
+    if (!r.stop_requested()) return report_error(e, "start", r.result);
+    const std::string msg = fmt::format("stopped while starting the port ({})", e.message());
+    warn("pp: {}\n", msg);
+    set_error(r.result, msg, to_string(status::shutdown), "start");
+    return 1;
+  }
+  fifo.reset();
   if (r.ctrl_rxq >= 0) r.ctrl_thread = std::thread(ctrl_main, r.ctrl.get());
   r.t0 = clock_type::now();
   for (uint32_t k = 0; k < r.num_ctx(); ++k) {

@@ -208,6 +208,7 @@ void run_loop(run_state& st) {
     c->expired_ms = gnio::ipfix::now_ms();
   }
   st.last = st.t0;
+  gnio::cli::write_watch write_watch("flow_count", sig.flag());
   size_t done = 0;
   while (done < ctxs.size() && !st.run_err) {
     done = 0;
@@ -219,9 +220,10 @@ void run_loop(run_state& st) {
     }
     if (done == ctxs.size() || st.run_err) break;
     if (st.mx && st.mx->due()) publish_live(st);
+    write_watch.check(s.get_port());
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - st.t0).count();
-    // requested(): a stop signal, or --jsonl's reader went away (jsonl.hpp).
+    // requested(): a stop signal, or the reader of --jsonl or --write went away.
     if (sig.requested() || (st.o.duration_s > 0 && elapsed >= st.o.duration_s)) {
       st.stopped_early = true;
       st.ipfix.stopping();

@@ -429,6 +429,7 @@ int finish(run_state& st, std::string* flow_rows) {
     const uint64_t written = s.get_port().rx_pcap_frames();
     say("flow_count: wrote {} frame(s) to {}\n", written, gnio::printable(st.o.write.path));
     st.j["written"] = written;
+    if (const int e = s.get_port().rx_pcap_errno(); e != 0) st.j["write_error"] = std::strerror(e);
   }
   // The session tears down the lifecycle in reverse when it goes.
   if (r.engine_err) {

@@ -227,7 +227,18 @@ int alloc_memory(run_state& st) {
 // The session starts; one kernel per context.
 int launch_kernels(run_state& st) {
   gnio::session& s = *st.s;
-  if (auto e = s.start(); e) return st.rep.fail(e, "start");
+  // --write FIFO: a reader first, so the start does not wait on the FIFO.
+  gnio::cli::fifo_hold fifo;
+  if (const std::string why = gnio::cli::wait_for_reader(
+          st.o.write.path, [&st] { return st.sig.requested(); }, &fifo);
+      !why.empty()) {
+    const gnio::error e(st.sig.requested() ? gnio::status::shutdown : gnio::status::io_failed, why);
+    return st.sig.requested() ? st.rep.stopped_while(st.sig, "waiting for --write's reader", e)
+                              : st.rep.fail(e, "write");
+  }
+  if (auto e = s.start(); e)
+    return st.sig.requested() ? st.rep.stopped_while(st.sig, "starting the port", e) : st.rep.fail(e, "start");
+  fifo.reset();
   st.t0 = std::chrono::steady_clock::now();
   if (st.o.duration_s > 0) (void)st.sig.arm_deadline(st.o.duration_s);  // the run itself gets the whole duration
   for (size_t k = 0; k < st.ctxs.size(); ++k) {

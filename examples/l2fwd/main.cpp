@@ -191,7 +191,17 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
       return rep.fail(e, "filter program");
     b.filter = {prog->exec, static_cast<uint32_t>(filter.insns.size())};
   }
-  if (auto e = s->start(); e) return rep.fail(e, "start");
+  // --write FIFO: a reader first, so the start does not wait on the FIFO.
+  gnio::cli::fifo_hold fifo;
+  if (const std::string why = gnio::cli::wait_for_reader(
+          o.write.path, [&sig] { return sig.requested(); }, &fifo);
+      !why.empty()) {
+    const gnio::error e(sig.requested() ? gnio::status::shutdown : gnio::status::io_failed, why);
+    return sig.requested() ? rep.stopped_while(sig, "waiting for --write's reader", e) : rep.fail(e, "write");
+  }
+  if (auto e = s->start(); e)
+    return sig.requested() ? rep.stopped_while(sig, "starting the port", e) : rep.fail(e, "start");
+  fifo.reset();
 
   dims.blocks = queues;
   dims.threads = o.threads;
@@ -202,7 +212,9 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
 
   gnio::app::every progress(o.interval_s, t0);
   uint64_t last_tx = 0;
+  gnio::cli::write_watch write_watch("l2fwd", sig.flag());
   const gnio::app::kernels_end end = gnio::app::run_kernels(*s, sig, t0, o.duration_s, [&](double elapsed) {
+    write_watch.check(s->get_port());
     if (mx && mx->due()) {
       const auto st = s->stats();
       std::vector<uint64_t> processed;
@@ -270,6 +282,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
     const uint64_t written = s->get_port().rx_pcap_frames();
     say("l2fwd: wrote {} frame(s) to {}\n", written, gnio::printable(o.write.path));
     j["written"] = written;
+    if (const int e = s->get_port().rx_pcap_errno(); e != 0) j["write_error"] = std::strerror(e);
   }
   if (per_burst)
     say("l2fwd: launched {}: {} launches, {:.1f} frames per launch, {:.2f} us per launch\n", o.launch.mode, ls.launches,
@@ -399,6 +412,10 @@ int main(int argc, char** argv) {
     if (o.launch.mode != "persistent" && o.launch.burst > o.ring) {
       warn("l2fwd: --burst {} is larger than --ring {}: a burst that big can never be ready in one queue\n",
            o.launch.burst, o.ring);
+      return gnio::console::finish("l2fwd", 2);
+    }
+    if (const std::string why = gnio::cli::check_write_stream(o.write); !why.empty()) {
+      warn("l2fwd: {}\n", why);
       return gnio::console::finish("l2fwd", 2);
     }
 

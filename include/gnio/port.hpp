@@ -143,6 +143,10 @@ class port {
   [[nodiscard]] error set_rx_pcap_filter(std::vector<device::bpf_insn> insns);
   // Frames rx_pcap= has written so far.
   [[nodiscard]] uint64_t rx_pcap_frames() const noexcept;
+  // The errno of the write that stopped rx_pcap=, or 0: EPIPE when the
+  // reader of rx_pcap=- (stdout) or of a FIFO went away. The port's stop
+  // reports it too.
+  [[nodiscard]] int rx_pcap_errno() const noexcept;
   [[nodiscard]] error set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues = {});
 
   [[nodiscard]] error start();

@@ -198,11 +198,11 @@ struct port_state {
   void* priv = nullptr;
   std::string name;
   port_caps caps;
-  bool overflow_wait = false;               // wait for ring space instead of dropping (finite sources)
-  bool engine_busy = false;                 // engine_poll=busy: the engine never sleeps when idle
-  pcap_mirror mirror{"tx_pcap", false};     // tx_pcap=: a copy of every transmitted frame
-  pcap_mirror rx_mirror{"rx_pcap", true};   // rx_pcap=: every frame delivered (that rx_filter accepts)
-  std::vector<device::bpf_insn> rx_filter;  // for rx_pcap=; empty: every frame
+  bool overflow_wait = false;                    // wait for ring space instead of dropping (finite sources)
+  bool engine_busy = false;                      // engine_poll=busy: the engine never sleeps when idle
+  pcap_mirror mirror{"tx_pcap", false};          // tx_pcap=: a copy of every transmitted frame
+  pcap_mirror rx_mirror{"rx_pcap", true, true};  // rx_pcap=: every frame delivered (that rx_filter accepts)
+  std::vector<device::bpf_insn> rx_filter;       // for rx_pcap=; empty: every frame
   // The backend's RX pool (rx_pool_setup), if it has one.
   mem_block pool;
   uint32_t pool_buf_bytes = 0;

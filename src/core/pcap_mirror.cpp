@@ -19,6 +19,15 @@
 namespace gnio::detail {
 
 error pcap_mirror::configure(std::string path) {
+  stream_ = false;
+  if (streams_) {
+    struct stat st {};
+    if (path == "-" || (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))) {
+      stream_ = true;
+      path_ = std::move(path);
+      return {};
+    }
+  }
   // Checked now, so a bad path fails at open as the pcap backend's tx= does;
   // created at start, so a port that never starts touches no file.
   if (std::string why = fifo_output_refusal(path); !why.empty())
@@ -31,6 +40,16 @@ error pcap_mirror::configure(std::string path) {
 
 error pcap_mirror::reserve() {
   if (path_.empty() || dumper_ != nullptr || fd_ >= 0) return {};
+  created_ = false;
+  if (path_ == "-") {
+    // A descriptor of its own: closing the pcap file leaves stdout open.
+    fd_ = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0) {
+      const int e = errno;
+      return fail(file_errno_status(e), "{}: cannot write to stdout: {}", label_, std::strerror(e));
+    }
+    return {};
+  }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ >= 0) {
     created_ = true;
@@ -40,6 +59,8 @@ error pcap_mirror::reserve() {
   }
   if (fd_ < 0) {
     const int e = errno;
+    if (e == EINTR)
+      return fail(status::shutdown, "{}: interrupted while waiting for a reader of the FIFO '{}'", label_, path_);
     return fail(file_errno_status(e), "{}: cannot create '{}': {}", label_, path_, std::strerror(e));
   }
   return {};
@@ -64,7 +85,10 @@ error pcap_mirror::begin() {
     return fail(e ? file_errno_status(e) : s, "{}: cannot write '{}': {}", label_, path_, e ? std::strerror(e) : why);
   };
   struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+  if (fstat(fd, &st) != 0) st.st_mode = 0;
+  const bool regular = S_ISREG(st.st_mode);
+  // stdout is the caller's: a file it redirected to is written as it is.
+  if (regular && path_ != "-" && ftruncate(fd, 0) != 0) {
     const int e = errno;
     ::close(fd);
     return undo(e, status::io_failed, "");
@@ -93,6 +117,18 @@ error pcap_mirror::begin() {
   pcap_ = dead;
   dumper_ = d;
   errno_ = 0;
+  failed_errno_.store(0, std::memory_order_relaxed);
+  // A pipe (stdout, a FIFO, /dev/stdout) or a socket has a reader waiting
+  // for each frame; files and devices keep stdio's buffering.
+  flush_each_ = stream_ || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  // The file header too, so a reader of a stream starts at once. A failure
+  // is the first write's: said, and reported by finish().
+  if (flush_each_ && pcap_dump_flush(d) != 0) {
+    errno_ = errno != 0 ? errno : EIO;
+    failed_errno_.store(errno_, std::memory_order_relaxed);
+    log(log_level::warn, "{}: writing '{}' failed: {}; no frames are written to it", label_, path_,
+        errno_ == EPIPE ? "its reader went away (broken pipe)" : std::strerror(errno_));
+  }
   created_ = false;
   file_index_ = 0;
   file_bytes_ = 24;
@@ -106,11 +142,13 @@ bool pcap_mirror::dump(const pcap_pkthdr& h, const uint8_t* data, const std::str
   FILE* f = pcap_dump_file(static_cast<pcap_dumper_t*>(dumper_));
   errno = 0;
   pcap_dump(static_cast<u_char*>(dumper_), &h, data);
+  if (flush_each_) (void)std::fflush(f);
   if (!std::ferror(f)) return true;
-  // errno now is the failed fwrite's; finish() reports it.
+  // errno now is the failed write's; finish() reports it.
   errno_ = errno != 0 ? errno : EIO;
+  failed_errno_.store(errno_, std::memory_order_relaxed);
   log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
-      path_, std::strerror(errno_));
+      path_, errno_ == EPIPE ? "its reader went away (broken pipe)" : std::strerror(errno_));
   return false;
 }
 
@@ -137,6 +175,7 @@ bool pcap_mirror::rotate(const std::string& port_name) noexcept {
   pcap_dumper_t* d = f ? pcap_dump_fopen(static_cast<pcap_t*>(pcap_), f) : nullptr;
   if (!d) {
     errno_ = errno != 0 ? errno : EIO;
+    failed_errno_.store(errno_, std::memory_order_relaxed);
     log(log_level::warn, "port {}: {}: cannot start the next file '{}': {}; no more frames are written", port_name,
         label_, next, std::strerror(errno_));
     return false;
@@ -171,7 +210,10 @@ void pcap_mirror::write_frame(const uint8_t* data, uint32_t caplen, uint32_t wir
 error pcap_mirror::finish() {
   if (dumper_ == nullptr) return {};
   int err = errno_;
-  if (pcap_dump_flush(static_cast<pcap_dumper_t*>(dumper_)) != 0 && err == 0) err = errno;
+  if (pcap_dump_flush(static_cast<pcap_dumper_t*>(dumper_)) != 0 && err == 0) {
+    err = errno != 0 ? errno : EIO;
+    failed_errno_.store(err, std::memory_order_relaxed);
+  }
   close();
   if (err == 0) return {};
   return fail(status::io_failed, "{}: writing '{}' failed: {}", label_, path_, std::strerror(err));

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // tx_pcap= and rx_pcap=: a copy of every frame a port transmits, or of every
 // frame it delivers to its RX queues (those a capture filter accepts), in a
-// pcap file, whatever the backend. The port checks the path when it opens,
+// pcap file, whatever the backend. rx_pcap= also streams: "-" is the
+// process's stdout and a named FIFO is written as a pipe, each frame flushed
+// as it is written (tcpdump -U). The port checks the path when it opens,
 // reserves the file before the backend starts (an unwritable file fails the
 // start; an existing one is neither truncated nor, when new, left behind
 // unless the backend started), makes it a pcap file once the backend
@@ -9,6 +11,7 @@
 // that uses libpcap.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -23,20 +26,27 @@ namespace gnio::detail {
 class pcap_mirror {
  public:
   // label: the option's name, for messages; nano: nanosecond timestamps
-  // (the frames' own capture times) rather than microseconds.
-  pcap_mirror(const char* label, bool nano) noexcept : label_(label), nano_(nano) {}
+  // (the frames' own capture times) rather than microseconds; streams: "-"
+  // and named FIFOs are taken (else refused, see fifo_output_refusal).
+  pcap_mirror(const char* label, bool nano, bool streams = false) noexcept
+      : label_(label), nano_(nano), streams_(streams) {}
   pcap_mirror(const pcap_mirror&) = delete;
   pcap_mirror& operator=(const pcap_mirror&) = delete;
   ~pcap_mirror() { close(); }
 
-  // At port open: remembers the path when it is usable (no FIFO, creatable).
+  // At port open: remembers the path when it is usable (creatable; a FIFO or
+  // "-" only with streams).
   error configure(std::string path);
   [[nodiscard]] bool configured() const noexcept { return !path_.empty(); }
+  // The path is "-" or a FIFO: one stream, which cannot be rotated.
+  [[nodiscard]] bool stream() const noexcept { return stream_; }
   [[nodiscard]] bool writing() const noexcept { return dumper_ != nullptr; }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
   // Before the backend starts: opens (or creates) the file without
-  // truncating it. Then either begin() once the backend started, or drop()
+  // truncating it. A FIFO's open waits for a reader; a signal that
+  // interrupts it (a stop signal, a deadline's SIGALRM) fails it with
+  // status::shutdown. Then either begin() once the backend started, or drop()
   // when it did not.
   error reserve();
   error begin();
@@ -50,6 +60,9 @@ class pcap_mirror {
   void write_frame(const uint8_t* data, uint32_t caplen, uint32_t wire_len, uint64_t ts_ns,
                    const std::string& port_name) noexcept;
   [[nodiscard]] uint64_t frames_written() const noexcept { return written_; }
+  // The errno of the write that stopped the copy (EPIPE: a stream's reader
+  // went away), or 0. Kept after finish(), until the next begin().
+  [[nodiscard]] int failed_errno() const noexcept { return failed_errno_.load(std::memory_order_relaxed); }
   // write_frame only: as tcpdump's -C and -G, before a frame is written the
   // file is closed and the next one opened (PATH, then PATH1, PATH2, ...)
   // when the current one holds more than max_bytes (0: no limit), or when the
@@ -74,6 +87,10 @@ class pcap_mirror {
   int errno_ = 0;           // of the first failed write (read after the lanes' join)
   const char* label_;
   bool nano_;
+  bool streams_;
+  bool stream_ = false;      // configure(): "-" or a FIFO
+  bool flush_each_ = false;  // begin(): not a regular file, so each record goes out as it is written
+  std::atomic<int> failed_errno_{0};
   std::mutex mu_;  // write_frame: lanes share the file
   uint64_t written_ = 0;
   uint64_t rot_bytes_ = 0, rot_ns_ = 0;

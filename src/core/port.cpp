@@ -145,6 +145,10 @@ result<port> port::open(gpu& g, std::string_view dev) {
     if (!args->find(k)) continue;
     if (!st->rx_mirror.configured())
       return fail(status::invalid_value, "{}: {}= needs rx_pcap=FILE, the file it rotates", args->name, k);
+    if (st->rx_mirror.stream())
+      return fail(status::invalid_value,
+                  "{}: {}= rotates files, and rx_pcap={} is one stream (stdout or a FIFO); name a regular file",
+                  args->name, k, st->rx_mirror.path());
     uint64_t* v = std::string_view(k) == "rx_pcap_size" ? &rot_bytes : &rot_s;
     if (auto e = backend::get_u64(*args, k, 1, uint64_t{1} << 50, v); e) return e;
     std::erase_if(args->kv, [k](const auto& kv) { return kv.first == k; });
@@ -241,6 +245,7 @@ error port::set_rx_pcap_filter(std::vector<device::bpf_insn> insns) {
 }
 
 uint64_t port::rx_pcap_frames() const noexcept { return state_ ? state_->rx_mirror.frames_written() : 0; }
+int port::rx_pcap_errno() const noexcept { return state_ ? state_->rx_mirror.failed_errno() : 0; }
 
 error port::set_steering(std::vector<steering_rule> rules, std::vector<uint32_t> default_queues) {
   if (!state_) return fail(status::bad_state, "set_steering: the port is closed");

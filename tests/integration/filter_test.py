@@ -13,6 +13,10 @@
 #                                             writes for the expression (and all
 #                                             of them without one): same bytes,
 #                                             original lengths and capture times
+#   filter_test.py write-stream               --write - and --write FIFO, read by
+#                                             tcpdump and tshark: the same frames;
+#                                             a FIFO with no reader, a reader that
+#                                             leaves early, rotation refused
 #   filter_test.py record OUT.json            tcpdump's counts written down, for
 #                                             a machine without tcpdump (the GPU
 #                                             machine): there GNIO_FILTER_EXPECTED
@@ -24,10 +28,13 @@
 import gzip
 import json
 import os
+import pty
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 LIMIT_S = 60  # a guard against hangs, never a measure of speed
 EXEC = "cuda" if os.environ.get("GNIO_TEST_EXEC") == "cuda" else "host"
@@ -94,17 +101,21 @@ def tcpdump_count(tcpdump, path, expr, tmp):
     return len(pcapfile.records(out))
 
 
+def program_cmd(mode, port, tmp, out):
+    """The program's command line on the device string port, its JSON to out."""
+    if mode == "pp":
+        return [env("GNIO_TOOL_BIN"), "pp", "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
+                "--port", port, "--json", out]
+    if mode == "flow_count":
+        return [env("GNIO_FLOW_COUNT_BIN"), "--exec", EXEC, "--stats-interval", "0", "--rx-slot", "65536",
+                "--port", port, "--json", out]
+    return [env("GNIO_L2FWD_BIN"), "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
+            "--port", f"{port},tx={os.path.join(tmp, 'tx.pcap')}", "--json", out]
+
+
 def run_program(mode, path, expr, tmp, extra=None):
     out = os.path.join(tmp, "out.json")
-    if mode == "pp":
-        cmd = [env("GNIO_TOOL_BIN"), "pp", "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
-               "--port", f"pcap:file={path}", "--json", out]
-    elif mode == "flow_count":
-        cmd = [env("GNIO_FLOW_COUNT_BIN"), "--exec", EXEC, "--stats-interval", "0", "--rx-slot", "65536",
-               "--port", f"pcap:file={path}", "--json", out]
-    else:
-        cmd = [env("GNIO_L2FWD_BIN"), "--gpu", GPU, "--stats-interval", "0", "--rx-slot", "65536",
-               "--port", f"pcap:file={path},tx={os.path.join(tmp, 'tx.pcap')}", "--json", out]
+    cmd = program_cmd(mode, f"pcap:file={path}", tmp, out)
     cmd += extra if extra is not None else ["--filter", expr]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=LIMIT_S, text=True)
     if r.returncode != 0:
@@ -241,6 +252,147 @@ def check_rotation(tmp, tcpdump):
     return failures
 
 
+# How each outside reader turns a pcap stream on its stdin (or a FIFO) into
+# a pcap file, nanosecond times kept.
+READERS = {
+    "tcpdump": lambda src, dst: [shutil.which("tcpdump"), "--time-stamp-precision=nano", "-r", src, "-w", dst],
+    "tshark": lambda src, dst: [shutil.which("tshark"), "-r", src, "-F", "nsecpcap", "-w", dst],
+}
+
+
+def stream_run(cmd, reader, got_path):
+    """cmd | reader: (exit status, text on stderr, reader's exit status)."""
+    prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    rd = subprocess.Popen(READERS[reader]("-", got_path), stdin=prog.stdout, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    prog.stdout.close()  # the reader holds the pipe's only read end
+    _, err = prog.communicate(timeout=LIMIT_S)
+    return prog.returncode, err.decode(errors="replace"), rd.wait(timeout=LIMIT_S)
+
+
+def check_write_stream():
+    """--write - and --write FIFO: tcpdump and tshark read the stream and
+    write what tcpdump -w writes for the expression; a FIFO without a reader
+    ends with --duration; a reader that leaves ends the run with write_error;
+    rotation of a stream is refused."""
+    for tool in READERS:
+        if not shutil.which(tool):
+            print(f"{tool} not found: skipped (apt-get install {tool}; scripts/setup.sh does)")
+            return 77
+    tcpdump = shutil.which("tcpdump")
+    failures = checked = 0
+
+    def verdict(ok, what, text=""):
+        nonlocal failures, checked
+        checked += 1
+        print(f"{'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            failures += 1
+            print(text)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.json")
+        got_path = os.path.join(tmp, "got.pcap")
+        want_path = os.path.join(tmp, "want.pcap")
+        for name, path in captures(tmp)[:3]:
+            for expr in ("", "tcp port 80", "udp"):
+                subprocess.run([tcpdump, "-r", path, "-w", want_path] + ([expr] if expr else []),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=LIMIT_S, check=True)
+                want = pcapfile.records(want_path)
+                for mode in ("pp", "flow_count", "l2fwd"):
+                    for reader in READERS:
+                        cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", "-"]
+                        cmd += ["--filter", expr] if expr else []
+                        rc, err, rrc = stream_run(cmd, reader, got_path)
+                        with open(out) as f:
+                            j = json.load(f)
+                        got = pcapfile.records(got_path)
+                        # Text goes to stderr with --write -: stdout holds only the pcap stream.
+                        ok = (rc == 0 and rrc == 0 and sorted(got) == sorted(want) and j.get("written") == len(want)
+                              and "write_error" not in j and "wrote" in err)
+                        verdict(ok, f"{mode:10} --write - | {reader:7} {name:16} {expr or '(no filter)'!r:14} "
+                                f"tcpdump -w {len(want):3} gnio {len(got):3}", f"  {' '.join(cmd)}\n{err}")
+
+        # A named FIFO: the program waits for its reader, then streams to it.
+        path = os.path.join(env("GNIO_TEST_DATA_DIR", "dir"), "http.pcap")
+        subprocess.run([tcpdump, "-r", path, "-w", want_path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=LIMIT_S, check=True)
+        want = pcapfile.records(want_path)
+        fifo = os.path.join(tmp, "frames.fifo")
+        os.mkfifo(fifo)
+        for mode in ("pp", "flow_count", "l2fwd"):
+            cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", fifo]
+            prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            rd = subprocess.run(READERS["tshark"](fifo, got_path), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, timeout=LIMIT_S)
+            text, _ = prog.communicate(timeout=LIMIT_S)
+            with open(out) as f:
+                j = json.load(f)
+            got = pcapfile.records(got_path)
+            ok = prog.returncode == 0 and rd.returncode == 0 and sorted(got) == sorted(want) and j["written"] == len(want)
+            verdict(ok, f"{mode:10} --write FIFO, tshark -r FIFO: {len(got)} frames, tcpdump -w {len(want)}",
+                    f"  {' '.join(cmd)}\n{text.decode(errors='replace')}")
+
+            # No reader: --duration ends the wait, and the JSON says why.
+            cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", fifo, "--duration", "1"]
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=LIMIT_S, text=True)
+            with open(out) as f:
+                j = json.load(f)
+            ok = r.returncode == 1 and "--duration passed" in j.get("error", "") and "no reader" in j.get("error", "")
+            verdict(ok, f"{mode:10} --write FIFO without a reader, --duration 1: exit {r.returncode}, "
+                    f"error {j.get('error')!r}", f"  {' '.join(cmd)}\n{r.stdout}")
+
+            # No reader and no --duration: Ctrl-C ends the wait. The second
+            # before it lets the program reach the wait; wherever the signal
+            # lands in the setup, the run stops and says it was stopped.
+            cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", fifo]
+            prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            time.sleep(1)
+            prog.send_signal(signal.SIGINT)
+            text, _ = prog.communicate(timeout=LIMIT_S)
+            with open(out) as f:
+                j = json.load(f)
+            ok = prog.returncode == 1 and j.get("error", "").startswith("stopped")
+            verdict(ok, f"{mode:10} --write FIFO without a reader, SIGINT: exit {prog.returncode}, "
+                    f"error {j.get('error')!r}", f"  {' '.join(cmd)}\n{text.decode(errors='replace')}")
+
+            # A reader that leaves after the first bytes: the run ends by
+            # itself (an endless source), its JSON says the write failed.
+            cmd = program_cmd(mode, f"pcap:file={path},loop=0", tmp, out) + ["--write", "-"]
+            prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            first = prog.stdout.read(100)
+            prog.stdout.close()
+            _, err = prog.communicate(timeout=LIMIT_S)
+            err = err.decode(errors="replace")
+            with open(out) as f:
+                j = json.load(f)
+            ok = (len(first) == 100 and prog.returncode == 1 and j.get("write_error") == "Broken pipe"
+                  and j.get("stopped_early") is True and "reader went away" in err and j.get("unaccounted") == 0)
+            verdict(ok, f"{mode:10} --write - read 100 bytes, then closed: exit {prog.returncode}, "
+                    f"write_error {j.get('write_error')!r}", f"  {' '.join(cmd)}\n{err}")
+
+        # A terminal is no place for a pcap stream.
+        for mode in ("pp", "flow_count", "l2fwd"):
+            cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", "-"]
+            leader, follower = pty.openpty()
+            r = subprocess.run(cmd, stdout=follower, stderr=subprocess.PIPE, timeout=LIMIT_S, text=True)
+            os.close(follower)
+            os.close(leader)
+            ok = r.returncode == 2 and "stdout is a terminal" in r.stderr
+            verdict(ok, f"{mode:10} --write - onto a terminal: exit {r.returncode}", f"  {' '.join(cmd)}\n{r.stderr}")
+
+        # One stream cannot be rotated.
+        for mode in ("pp", "flow_count", "l2fwd"):
+            for target, flag in (("-", "--write-size"), (fifo, "--write-seconds")):
+                cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", target, flag, "1"]
+                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=LIMIT_S, text=True)
+                ok = r.returncode == 2 and "one pcap stream" in r.stdout and flag in r.stdout
+                verdict(ok, f"{mode:10} --write {'-' if target == '-' else 'FIFO'} {flag} 1: exit {r.returncode}",
+                        f"  {' '.join(cmd)}\n{r.stdout}")
+    print(f"{checked - failures}/{checked} stream checks pass")
+    return 1 if failures else 0
+
+
 def check_bad_input():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -271,9 +423,11 @@ def main():
         return check_bad_input()
     if mode == "write":
         return check_write()
+    if mode == "write-stream":
+        return check_write_stream()
     if mode == "record" and len(sys.argv) == 3:
         return record(sys.argv[2])
-    sys.exit("usage: filter_test.py pp|flow_count|l2fwd|bad-input|write|record OUT.json")
+    sys.exit("usage: filter_test.py pp|flow_count|l2fwd|bad-input|write|write-stream|record OUT.json")
 
 
 if __name__ == "__main__":

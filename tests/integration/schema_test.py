@@ -127,6 +127,18 @@ def check_json():
                 validate(f"{name} --json after {kind}", doc, schema)
                 if rcs == (1,):
                     check(f"{name} --json after {kind} names the error", "error" in doc)
+        # --write -, whose reader leaves: written and write_error.
+        for name, schema, cmd in programs(tmp, os.path.join(DATA, "http.pcap") + ",loop=0", tx):
+            prog = subprocess.Popen(cmd + ["--stats-interval", "0", "--write", "-", "--json", out],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            prog.stdout.read(100)
+            prog.stdout.close()
+            prog.wait(timeout=LIMIT_S)
+            with open(out) as f:
+                doc = json.load(f)
+            validate(f"{name} --json after --write - lost its reader", doc, schema)
+            check(f"{name} --json after --write - lost its reader has written and write_error",
+                  isinstance(doc.get("written"), int) and doc.get("write_error") == "Broken pipe", str(doc)[:300])
         # The benchmarks, briefly, on the host (GNIO_BENCH_DIR: where they were built).
         bench = os.environ.get("GNIO_BENCH_DIR", "")
         if not os.path.isdir(bench):
