@@ -402,6 +402,27 @@ std::string check_write_stream(const write_options& w) {
   return {};
 }
 
+std::string stdout_conflict(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  struct stat out {};
+  struct stat null {};
+  // Output thrown away (> /dev/null) mixes no one's.
+  const bool have_stdout = ::fstat(STDOUT_FILENO, &out) == 0 &&
+                           !(::stat("/dev/null", &null) == 0 && out.st_rdev == null.st_rdev && S_ISCHR(out.st_mode));
+  std::vector<std::string> users;
+  for (const auto& [option, path] : outputs) {
+    if (path.empty()) continue;
+    struct stat st {};
+    if (path == "-" ||
+        (have_stdout && ::stat(path.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino))
+      users.push_back(option + " " + path);
+  }
+  if (users.size() < 2) return {};
+  std::string list;
+  for (size_t i = 0; i < users.size(); ++i) list += (i == 0 ? "" : i + 1 == users.size() ? " and " : ", ") + users[i];
+  return fmt::format("{} {} write to stdout, where their output would be mixed; give {} a file name", list,
+                     users.size() == 2 ? "both" : "all", users.size() == 2 ? "one of them" : "all but one of them");
+}
+
 void write_watch::check(const port& p) {
   if (said_ || p.rx_pcap_errno() != EPIPE) return;
   said_ = true;

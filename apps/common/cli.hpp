@@ -126,6 +126,13 @@ void add_write_options(CLI::App& app, write_options& w);
 // stderr from here on (gnio::console::text_to_stderr).
 [[nodiscard]] std::string check_write_stream(const write_options& w);
 
+// Outputs that would share stdout: of the (option, path) pairs, those whose
+// path is "-" or names the file stdout is (/dev/stdout, /proc/self/fd/1, a
+// file stdout was redirected to). With two or more, "" is not returned but
+// why they cannot be used together: a pcap stream, JSON Lines and a JSON
+// document would be interleaved in one stream that no reader can parse.
+[[nodiscard]] std::string stdout_conflict(const std::vector<std::pair<std::string, std::string>>& outputs);
+
 // --write's copy while a run goes on: once its reader went away (EPIPE on
 // --write - or a FIFO), says so once and sets *stop (may be null), so that
 // the run ends as after a stop signal and writes its results, as --jsonl

@@ -71,6 +71,12 @@ int compile_filter_option(run_state& r) {
 
 int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   const options& opt = r.opt;
+  if (const std::string why = cli::stdout_conflict({{"--json", opt.json_path},
+                                                    {"--jsonl", opt.jsonl_path},
+                                                    {"--write", opt.write.path},
+                                                    {"--pcap-out", opt.pcap_out}});
+      !why.empty())
+    return bad_option(why, r.result);
   // The JSON file must be writable, and none of the files the port reads or writes.
   if (!opt.json_path.empty()) {
     std::vector<named_file> others = device_files(opt.port);

@@ -258,6 +258,18 @@ def check_jsonl():
                   f"rc {rc}, {err[-300:]}")
             validate(f"{name} --json after the reader left", doc, schema.replace("-stream", ""))
 
+            # Two outputs on stdout would be mixed: refused with status 2
+            # before the run, nothing written to stdout.
+            port = f"pcap:file={os.path.join(DATA, 'http.pcap')}" + (f",tx={tx}" if name == "l2fwd" else "")
+            for pair in (["--jsonl", "-", "--json", "/dev/stdout"], ["--write", "-", "--jsonl", "-"],
+                         ["--write", "-", "--json", "/dev/stdout"]):
+                r = subprocess.run(base + ["--port", port] + pair, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=LIMIT_S)
+                err = r.stderr.decode(errors="replace")
+                check(f"{name} {' '.join(pair)}: refused with status 2, stdout empty",
+                      r.returncode == 2 and r.stdout == b"" and "both write to stdout" in err and pair[0] in err and
+                      pair[2] in err, f"rc {r.returncode}: {err[-300:]}")
+
             # --jsonl onto the capture the port reads is refused before it is touched.
             cap = os.path.join(tmp, "in.pcap")
             shutil.copy(os.path.join(DATA, "dns_udp.pcap"), cap)
