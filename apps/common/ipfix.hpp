@@ -87,9 +87,8 @@ struct field {
 // Which optional elements the templates carry, and where the record times
 // come from: flow_count's table keeps TCP flags, a VLAN ID, the tunnel
 // identifier, the IP bytes and the first and last capture time per flow
-// (flow_table_update); pp's conversation table keeps the IP bytes but none
-// of the others (its keys hold a tunnel's kind, not its ID), and its records
-// have the times of the scans.
+// (flow_table_update); pp's conversation table keeps the IP bytes and the
+// times but none of the others (its keys hold a tunnel's kind, not its ID).
 struct layout {
   bool tcp_flags = true;
   bool vlan = true;
@@ -176,7 +175,7 @@ struct flow_state {
 // clock. With layout::capture_times the record's flowStart and flowEnd are
 // capture times: the flow's first packet (a later record of the flow: the
 // last packet of the record before it, as the table keeps no per-record
-// first time) and its latest packet at this look; otherwise (pp, or packets
+// first time) and its latest packet at this look; otherwise (packets
 // without timestamps) flowStart is the scan that first saw the record's
 // first packet and flowEnd the last scan that saw its counters grow.
 class flow_tracker {

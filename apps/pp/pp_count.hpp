@@ -280,10 +280,11 @@ GNIO_HOST_DEVICE inline void count_arp(const device::parsed_pkt& p, C& c) {
 
 // The UDP conversation of every UDP tunnel a frame came through (tshark
 // gives those a udp.stream too). ip_bytes: the frame's outermost IP
-// datagram (ip_datagram_bytes), for IPFIX's octetDeltaCount.
+// datagram (ip_datagram_bytes), for IPFIX's octetDeltaCount; ts_ns: its
+// capture time (0: none), for the conversation's first and last seen.
 template <class C>
 GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, uint32_t len, uint32_t wire_len,
-                                                        uint32_t ip_bytes, const device::parsed_pkt& p,
+                                                        uint64_t ts_ns, uint32_t ip_bytes, const device::parsed_pkt& p,
                                                         device::flow_entry* conv, uint32_t capacity, C& c) {
   using namespace device;
   if (conv == nullptr || capacity == 0) return;
@@ -291,7 +292,7 @@ GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, ui
     flow_key o{};
     if (!outer_udp_flow_key(frame, len, p, i, o)) continue;
     o.tunnel_id = 0;  // as count_conversation keys them
-    const flow_update u{wire_len, ip_bytes, 0, 0, 0};
+    const flow_update u{wire_len, ip_bytes, ts_ns, 0, 0};
     if (flow_table_update(conv, capacity, canonical_flow_key(o), u, k_table_max_probe) < 0) c.flow_table_full += 1;
   }
 }
@@ -305,7 +306,8 @@ GNIO_HOST_DEVICE inline void count_tunnel_conversations(const uint8_t* frame, ui
 // datagram; later fragments do not count (they have no ports).
 template <class C>
 GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uint32_t len, uint32_t wire_len,
-                                                uint32_t ip_bytes, device::flow_entry* conv, uint32_t capacity, C& c) {
+                                                uint64_t ts_ns, uint32_t ip_bytes, device::flow_entry* conv,
+                                                uint32_t capacity, C& c) {
   using namespace device;
   if (conv == nullptr || capacity == 0) return;
   if (p.l4 != l4_kind::tcp && p.l4 != l4_kind::udp) return;
@@ -316,7 +318,7 @@ GNIO_HOST_DEVICE inline void count_conversation(const device::parsed_pkt& p, uin
   k.src_port = p.src_port;
   k.dst_port = p.dst_port;
   k.tunnel_id = 0;
-  const flow_update u{wire_len, ip_bytes, 0, 0, 0};
+  const flow_update u{wire_len, ip_bytes, ts_ns, 0, 0};
   if (flow_table_update(conv, capacity, canonical_flow_key(k), u, k_table_max_probe) < 0) c.flow_table_full += 1;
 }
 
@@ -423,21 +425,22 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_stream(const uint8_t* frame, uint32
   c.stream_messages_dropped += ev.messages_dropped;
 }
 
-// Every counter of one parsed frame. With a stream table, HTTP and DNS over
-// TCP are counted per message by count_stream: here (defer_stream false), or
-// by the caller afterwards in arrival order (the CUDA kernel's ordered pass).
+// Every counter of one parsed frame, captured at ts_ns (0: unknown). With a
+// stream table, HTTP and DNS over TCP are counted per message by
+// count_stream: here (defer_stream false), or by the caller afterwards in
+// arrival order (the CUDA kernel's ordered pass).
 //
 // Out of line on the GPU, like the parser, for the kernel loop's registers.
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32_t len, uint32_t wire_len,
-                                                    const device::parsed_pkt& p, device::flow_entry* conv,
-                                                    uint32_t conv_capacity, dns_entry* dns, uint32_t dns_capacity, C& c,
-                                                    device::stream_table* st = nullptr, bool defer_stream = false,
-                                                    uint64_t now = 0) {
+                                                    uint64_t ts_ns, const device::parsed_pkt& p,
+                                                    device::flow_entry* conv, uint32_t conv_capacity, dns_entry* dns,
+                                                    uint32_t dns_capacity, C& c, device::stream_table* st = nullptr,
+                                                    bool defer_stream = false, uint64_t now = 0) {
   using namespace device;
   count_common(frame, len, wire_len, p, c);
   const uint32_t ip_bytes = conv != nullptr ? ip_datagram_bytes(p, frame, len, wire_len) : 0u;
-  count_tunnel_conversations(frame, len, wire_len, ip_bytes, p, conv, conv_capacity, c);
+  count_tunnel_conversations(frame, len, wire_len, ts_ns, ip_bytes, p, conv, conv_capacity, c);
   count_arp(p, c);
   // A fragment held for reassembly shows only its IP header (the parser left
   // its transport protocol out of protos): nothing above IP counts until the
@@ -452,7 +455,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
   count_tcp(frame, len, p, is_dns, c, !stream);
   if (stream && !defer_stream) count_stream(frame, len, p, st, dns, dns_capacity, c, now);
   count_icmp(p, c);
-  count_conversation(p, len, wire_len, ip_bytes, conv, conv_capacity, c);
+  count_conversation(p, len, wire_len, ts_ns, ip_bytes, conv, conv_capacity, c);
 }
 
 // Counts a fragment: fed to the block's reassembly table (one thread per
@@ -463,9 +466,10 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_packet(const uint8_t* frame, uint32
 // conversation), as tshark counts the frame that reassembles a datagram.
 template <class C>
 GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint32_t len, uint32_t wire_len,
-                                                      const device::parsed_pkt& p, device::frag_table* ft,
-                                                      device::flow_entry* conv, uint32_t conv_capacity, dns_entry* dns,
-                                                      uint32_t dns_capacity, C& c) {
+                                                      uint64_t ts_ns, const device::parsed_pkt& p,
+                                                      device::frag_table* ft, device::flow_entry* conv,
+                                                      uint32_t conv_capacity, dns_entry* dns, uint32_t dns_capacity,
+                                                      C& c) {
   using namespace device;
   frag_stats st{};
   const uint8_t* d = nullptr;
@@ -479,7 +483,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint
   c.frag_over_limit += st.over_limit;
   c.frag_bad += st.bad;
   if (r != frag_result::complete || d == nullptr) {
-    count_packet(frame, len, wire_len, p, conv, conv_capacity, dns, dns_capacity, c);
+    count_packet(frame, len, wire_len, ts_ns, p, conv, conv_capacity, dns, dns_capacity, c);
     return;
   }
   parsed_pkt q;
@@ -503,15 +507,15 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment(const uint8_t* frame, uint
   count_icmp(q, c);
   // The frame's IP bytes: the completing fragment's datagram on the wire.
   const uint32_t ip_bytes = conv != nullptr ? ip_datagram_bytes(p, frame, len, wire_len) : 0u;
-  count_tunnel_conversations(frame, len, wire_len, ip_bytes, p, conv, conv_capacity, c);
-  count_tunnel_conversations(d, dlen, wire_len, ip_bytes, q, conv, conv_capacity, c);
+  count_tunnel_conversations(frame, len, wire_len, ts_ns, ip_bytes, p, conv, conv_capacity, c);
+  count_tunnel_conversations(d, dlen, wire_len, ts_ns, ip_bytes, q, conv, conv_capacity, c);
   // The datagram's flow with the identifier of the tunnel around it: m is q
   // with the fragment's encapsulations, now read as the whole datagram.
   m.is_fragment = false;
   m.malformed = q.malformed;
   m.error = q.error;
   m.encap_limit = q.encap_limit;
-  count_conversation(m, dlen, wire_len, ip_bytes, conv, conv_capacity, c);
+  count_conversation(m, dlen, wire_len, ts_ns, ip_bytes, conv, conv_capacity, c);
 }
 
 // The kernel's fragment pass (one thread takes a round's fragments) re-reads
@@ -525,7 +529,7 @@ GNIO_HOST_DEVICE GNIO_PP_NOINLINE void count_fragment_at(const device::rxq& q, u
   const uint32_t len = device::pkt_len(q, idx), wire = device::pkt_wire_len(q, idx);
   device::parsed_pkt p;
   parse_frame(f, len, p);
-  count_fragment(f, len, wire, p, ft, conv, conv_capacity, dns, dns_capacity, c);
+  count_fragment(f, len, wire, device::pkt_timestamp_ns(q, idx), p, ft, conv, conv_capacity, dns, dns_capacity, c);
 }
 
 // The hash of a TCP segment's connection, which the ordered pass groups by.

@@ -71,7 +71,7 @@ bool ctrl_send(ctrl_state& s, const uint8_t* req, const device::parsed_pkt& p, u
   return true;
 }
 
-void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len) {
+void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire_len, uint64_t ts_ns) {
   if (!device::bpf_match(s.filter, data, len, wire_len)) {
     ++s.c.filtered;
     return;
@@ -79,7 +79,8 @@ void ctrl_packet(ctrl_state& s, const uint8_t* data, uint32_t len, uint32_t wire
   device::parsed_pkt p;
   (void)device::parse(data, len, p);
   // The kernels' counting functions, on this thread's counters and tables.
-  count_packet(data, len, wire_len, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity, s.c);
+  count_packet(data, len, wire_len, ts_ns, p, s.conv.data(), k_ctrl_conv_capacity, s.dns.data(), k_ctrl_dns_capacity,
+               s.c);
   if (!s.has_tx || !s.cfg.http_server || p.malformed || p.l3 != device::l3_kind::ipv4 || p.l4 != device::l4_kind::tcp ||
       p.ipv4.dst != s.cfg.ip || p.dst_port != 80)
     return;
@@ -132,7 +133,7 @@ void ctrl_main(ctrl_state* s) {
     if (st == status::success) {
       for (uint32_t i = 0; i < num; ++i)
         ctrl_packet(*s, device::pkt_addr(s->rx, first + i), device::pkt_len(s->rx, first + i),
-                    device::pkt_wire_len(s->rx, first + i));
+                    device::pkt_wire_len(s->rx, first + i), device::pkt_timestamp_ns(s->rx, first + i));
       // The replies point at TX buffers, not at RX slots, so the slots can go.
       std::lock_guard lk(s->mu);
       s->snap = s->c;

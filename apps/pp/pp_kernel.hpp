@@ -216,6 +216,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       uint32_t len = 0;
       bool is_frag = false, is_seg = false, passed = false;
       uint32_t conn_hash = 0, wire = 0;
+      uint64_t ts_ns = 0;
       if (have) {
         const uint64_t idx = first + i;
         // The filter and the parser read headers from the entry's inline
@@ -224,6 +225,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         f = pkt_addr(rq, idx);
         len = fr.len;
         wire = pkt_wire_len(rq, idx);
+        ts_ns = pkt_timestamp_ns(rq, idx);
         // A frame the filter refuses is counted once, in filtered, and is
         // otherwise left alone: no class counts, no reply, no tables.
         passed = bpf_match(filter, fr, wire);
@@ -233,7 +235,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         parse_frame(fr, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {
-          count_packet(f, len, wire, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
+          count_packet(f, len, wire, ts_ns, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
           is_seg = streamed(p, len, stt);
           // The ordered pass ranks a block's segments by connection; a block
           // of one thread (the host executor) has nothing to rank.

@@ -92,7 +92,8 @@ int prepare_outputs(run_state& r, std::optional<atomic_file>* json_out) {
   if (const std::string why = cli::check_write_stream(opt.write); !why.empty()) return bad_option(why, r.result);
   // The IPFIX collector is resolved before anything runs. pp's conversation
   // table keeps no TCP flags, VLAN or tunnel ID: its templates leave them out.
-  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false, true, false}, "pp");
+  // Its records carry the conversations' capture times.
+  auto ipx_open = ipfix::session::open(opt.ipfix, ipfix::layout{false, false, false, true, true}, "pp");
   if (!ipx_open) return bad_option(ipx_open.err().message(), r.result);
   r.ipx.emplace(std::move(*ipx_open));
   // From here on the JSON is written, also when the run fails.

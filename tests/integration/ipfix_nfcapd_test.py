@@ -13,7 +13,8 @@ tshark reads from the capture: per 5-tuple the packets, the IP bytes (ip.len,
 millisecond): the times are the packets' capture times, not the export's. A live generator
 run with short timeouts must split flows into several records that still sum
 to the JSON's counts; gnio pp --ipfix must export its conversations; a bad
-collector is a usage error (exit 2). A 65,536-flow end-of-run flush to nfcapd
+collector is a usage error (exit 2); pp's conversations carry tshark's first and last
+seen times (both directions folded). A 65,536-flow end-of-run flush to nfcapd
 with its default socket buffer (the documented command) must arrive whole,
 which needs the exporter's pacing; a stop (--duration) with a low rate must
 leave records unsent within --ipfix-flush-timeout, and count them. Flows that
@@ -250,6 +251,42 @@ def test_pp(tmp):
     check(got == dict(conv), f"pp: conversations' packets and bytes {got} == flow_count's, folded {dict(conv)}")
 
 
+def conversation(k):
+    """A 5-tuple's conversation: (protocol, its two endpoints in either order)."""
+    proto, src, dst, sp, dp = k
+    return (proto, frozenset([(norm(src), sp), (norm(dst), dp)]))
+
+
+def fold(flows):
+    """Per-5-tuple [packets, bytes, first ms, last ms] folded into conversations (TCP and UDP only)."""
+    out = {}
+    for k, (packets, nbytes, first, last) in flows.items():
+        if k[0] not in (6, 17):
+            continue
+        v = out.setdefault(conversation(k), [0, 0, first, last])
+        v[0] += packets
+        v[1] += nbytes
+        v[2] = min(v[2], first)
+        v[3] = max(v[3], last)
+    return out
+
+
+def test_pp_times(tmp):
+    """pp's conversation records carry capture times: per conversation, nfdump's packets, IP bytes, first and
+    last seen equal tshark's for the packets of both directions."""
+    for capture in sorted(TSHARK_CAPTURES):
+        with Collector(tmp, "pp-times-" + capture) as c:
+            r = run([GNIO, "pp", "--port", f"pcap:file={os.path.join(DATA, capture)}", "--gpu", GPU,
+                     "--stats-interval", "0", "--ipfix", f"127.0.0.1:{c.port}"])
+            c.stop()
+            check(r.returncode == 0, f"pp {capture}: exits 0")
+            records = c.records()
+        got, want = fold(nfdump_times(records)), fold(tshark_flows(os.path.join(DATA, capture)))
+        bad = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+        check(want and not bad, f"pp {capture}: nfdump's packets, IP bytes, first and last seen = tshark's for all "
+              f"{len(want)} conversations" + (f"; differ (nfdump, tshark): {bad}" if bad else ""))
+
+
 def nfdump_totals(records):
     return (len(records), sum(int(r["in_packets"]) for r in records), sum(int(r["in_bytes"]) for r in records))
 
@@ -374,6 +411,7 @@ def main():
         test_stop_leaves_unsent(tmp)
         test_churn(tmp)
         test_pp(tmp)
+        test_pp_times(tmp)
         test_bad_collector()
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)

@@ -198,8 +198,8 @@ counters count(const bytes& f, gnio::pp::dns_entry* dns = nullptr, uint32_t dns_
                gnio::device::flow_entry* conv = nullptr, uint32_t conv_cap = 0) {
   counters c{};
   const parsed_pkt p = parse(f);
-  gnio::pp::count_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), p, conv, conv_cap,
-                         dns, dns_cap, c);
+  gnio::pp::count_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), 0, p, conv,
+                         conv_cap, dns, dns_cap, c);
   return c;
 }
 
