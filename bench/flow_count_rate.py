@@ -15,6 +15,9 @@ copy bandwidth is measured in the same run and every row gets its Gb/s as a
 fraction of it (pcie_fraction).
 """
 import argparse, json, os, platform, shlex, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_schema import stamped  # noqa: E402
+
 
 
 def machine():
@@ -139,7 +142,8 @@ def main():
         print(f"{x['size']:>4}  {x['queues']:>6}  {x['lanes']:>5}  {x['pkt_mem']:>7}  {x['cuda_mpps']:>9.2f}  "
               f"{x['host_mpps']:>9.2f}  {x['cuda_over_host']:>9.2f}  {x['cuda_engine_ns'] or 0:>10.1f},{x['host_engine_ns'] or 0:<10.1f}  {pcie}")
     with open(args.json, "w") as f:
-        json.dump({"benchmark": f"{args.app}_rate", "app": args.app, "machine": m, "argv": sys.argv, "h2d_gbps": h2d, "runs": rows, "ratios": ratios}, f, indent=2)
+        json.dump(stamped("rate", {"benchmark": f"{args.app}_rate", "app": args.app, "machine": m, "argv": sys.argv,
+                                   "h2d_gbps": h2d, "runs": rows, "ratios": ratios}), f, indent=2)
     print(f"bench: wrote {args.json}")
     return 0 if all(r["rc"] == 0 for r in rows) else 1
 

@@ -23,6 +23,9 @@ capture and sending every record (softflowd flushes at the end of the file,
 flow_count at the end of the run).
 """
 import argparse, collections, json, os, platform, random, re, shutil, struct, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_schema import stamped  # noqa: E402
+
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
 from nfcapd import Collector, record_key  # noqa: E402
@@ -221,7 +224,8 @@ def main():
         print(f"{os.path.basename(r['capture'])} | {s['records']}/{g['records']} | {s['packets']}/{g['packets']} | "
               f"{s['bytes']}/{g['bytes']} | {s['wall_s']}/{g['wall_s']} | {r['explained']}")
     with open(args.json, "w") as f:
-        json.dump({"benchmark": "ipfix_vs_softflowd", "machine": m, "argv": sys.argv, "runs": rows}, f, indent=2)
+        json.dump(stamped("ipfix_vs_softflowd", {"benchmark": "ipfix_vs_softflowd", "machine": m, "argv": sys.argv,
+                                                 "runs": rows}), f, indent=2)
     print(f"bench: wrote {args.json}")
     return 0 if all(r["softflowd"]["rc"] == 0 and r["flow_count"]["rc"] == 0 for r in rows) else 1
 

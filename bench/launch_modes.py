@@ -26,6 +26,9 @@ The published anchor: l2fwd-nv measured 97 Gb/s with a persistent kernel and
 persistent >= 3x per-burst at burst 32 on the GPU.
 """
 import argparse, json, os, shlex, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_schema import stamped  # noqa: E402
+
 
 from flow_count_rate import machine as rate_machine  # noqa: E402  (this script's own folder is on sys.path)
 
@@ -204,7 +207,7 @@ def main():
            "anchor": {"source": "l2fwd-nv", "persistent_gbps": 97, "per_burst_32_gbps": 49},
            "target": target, "runs": rows, "ratios": ratios, "cuda_over_host": cuda_over_host}
     with open(args.json, "w") as f:
-        json.dump(out, f, indent=2)
+        json.dump(stamped("launch_modes", out), f, indent=2)
     failed = [r for r in rows if r["rc"] != 0]
     if failed:
         print(f"bench: {len(failed)} run(s) failed (see 'error' in the JSON)", file=sys.stderr)

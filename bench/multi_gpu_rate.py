@@ -14,6 +14,7 @@ import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flow_count_rate import machine  # noqa: E402
+from result_schema import stamped  # noqa: E402
 
 
 def cmd_for(app, binary, gpu, port, queues, path):
@@ -82,9 +83,10 @@ def main():
           f"{total_m:.2f} Mpps = {ratio:.2f}x; one process over {a.gpus} GPUs: {spread_m:.2f} Mpps "
           f"({spread_m / single_m if single_m else 0:.2f}x)")
     with open(a.json, "w") as f:
-        json.dump({"benchmark": "multi_gpu_rate", "app": a.app, "machine": m, "argv": sys.argv, "rounds": rounds,
-                   "single_mpps": single_m, "total_mpps": total_m, "scaling": ratio, "spread_mpps": spread_m,
-                   "spread_scaling": spread_m / single_m if single_m else 0}, f, indent=2)
+        json.dump(stamped("multi_gpu_rate", {"benchmark": "multi_gpu_rate", "app": a.app, "machine": m, "argv": sys.argv,
+                                             "rounds": rounds, "single_mpps": single_m, "total_mpps": total_m,
+                                             "scaling": ratio, "spread_mpps": spread_m,
+                                             "spread_scaling": spread_m / single_m if single_m else 0}), f, indent=2)
     ok = all(r["single"]["rc"] == 0 and all(t["rc"] == 0 for t in r["together"]) and r["spread"]["rc"] == 0
              for r in rounds)
     return 0 if ok else 1

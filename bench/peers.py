@@ -21,6 +21,9 @@ time from "Press enter to exit" to the Enter that stops it; gnio's packets
 processed by the kernel (io: frames sent) over its own measured seconds.
 """
 import argparse, json, os, pty, re, shutil, subprocess, sys, tempfile, threading, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_schema import stamped  # noqa: E402
+
 
 EAL = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry", "--log-level=4"]
 PMD_ARGS = []  # ["-d", DIR] with --pmd-dir
@@ -247,8 +250,9 @@ def main():
               f"{f(x['gnio_mpps'], 7)} {f(x['gnio_engine_ns_per_frame'], 15, 1)}  {f(x['gnio_over_testpmd'], 12)}")
     if args.out:
         with open(args.out, "w") as fo:
-            json.dump({"benchmark": "peers", "machine": m, "argv": sys.argv, "cores": cores, "seconds": args.seconds,
-                       "testpmd": testpmd, "runs": rows, "pairs": pairs}, fo, indent=2)
+            json.dump(stamped("peers", {"benchmark": "peers", "machine": m, "argv": sys.argv, "cores": cores,
+                                        "seconds": args.seconds, "testpmd": testpmd, "runs": rows, "pairs": pairs}),
+                      fo, indent=2)
         print(f"peers: wrote {args.out}")
     return 0 if all("mpps" in r for r in rows) else 1
 

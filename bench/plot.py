@@ -34,6 +34,9 @@ inputs are still plotted); 2 for a usage error. Needs matplotlib (Debian:
 python3-matplotlib); draws with the Agg backend, no display needed.
 """
 import argparse, io, json, math, os, shlex, sys, tempfile, textwrap
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_schema import stamped  # noqa: E402
+
 
 WIDTH_PX, HEIGHT_PX, DPI = 1000, 600, 100
 PERCENTILES = [("p50_us", 0.5), ("p90_us", 0.9), ("p99_us", 0.99), ("p99_9_us", 0.999)]
@@ -506,9 +509,9 @@ def main():
         png, side = os.path.join(args.out, name + ".png"), os.path.join(args.out, name + ".json")
         source = os.path.basename(path)
         footer = [machine_line(doc.get("machine")), "command: " + command_line(doc), f"from {source}; bench/plot.py"]
-        sidecar = {"chart": name + ".png", "kind": kind, "source": path, "title": title,
-                   "machine": footer[0], "command": command_line(doc), "width_px": WIDTH_PX, "height_px": HEIGHT_PX,
-                   "panels": panels, "left_out": left}
+        sidecar = stamped("chart", {"chart": name + ".png", "kind": kind, "source": path, "title": title,
+                                    "machine": footer[0], "command": command_line(doc), "width_px": WIDTH_PX,
+                                    "height_px": HEIGHT_PX, "panels": panels, "left_out": left})
         try:
             render(png, title, panels, footer, plt)
             write_json(side, sidecar)

@@ -155,7 +155,55 @@ def check_json():
                 run([os.path.join(bench, name)] + args + ["--json", out])
                 with open(out) as f:
                     validate(f"bench/{name} --json", json.load(f), "bench.schema.json")
+        check_bench_scripts(tmp)
     return 1 if failures else 0
+
+
+def check_bench_scripts(tmp):
+    """The Python benchmarks' JSON, from short host runs: bench/flow_count_rate.py, launch_modes.py,
+    ipfix_vs_softflowd.py (with softflowd and nfcapd), and bench/plot.py's numbers beside the charts it draws
+    of the first two. multi_gpu_rate.py needs GPUs and peers.py DPDK's testpmd: not run here."""
+    bench = pathlib.Path(env("GNIO_SOURCE_DIR", "dir")) / "bench"
+    fc = env("GNIO_FLOW_COUNT_BIN")
+    small = ["--count", "20000"]
+    docs = []
+    for script, args, schema in [
+        ("flow_count_rate.py", ["--bin", fc, "--sizes", "64", "--queues", "1", "--executors", "host"] + small,
+         "bench-rate.schema.json"),
+        ("launch_modes.py", ["--flow-count-bin", fc, "--executors", "host", "--bursts", "16"] + small,
+         "bench-launch_modes.schema.json"),
+        ("ipfix_vs_softflowd.py", ["--flow-count", fc, "--synthetic", "0", "--captures",
+                                   os.path.join(DATA, "http.pcap")], "bench-ipfix_vs_softflowd.schema.json"),
+    ]:
+        if script.startswith("ipfix") and not (shutil.which("softflowd") and shutil.which("nfcapd")):
+            print(f"softflowd or nfcapd not found: bench/{script}'s JSON is not checked")
+            continue
+        out = os.path.join(tmp, script.replace(".py", ".json"))
+        run([sys.executable, str(bench / script), "--json", out] + args)
+        with open(out) as f:
+            validate(f"bench/{script} --json", json.load(f), schema)
+        docs.append(out)
+    # The two that are not run here: their schema files against the results
+    # committed in bench/results from GPU and testpmd runs, stamped as the
+    # scripts now stamp them (bench/result_schema.py).
+    sys.path.insert(0, str(bench))
+    from result_schema import stamped  # noqa: E402
+    for pattern, kind in (("*multi_gpu-*.json", "multi_gpu_rate"), ("*peers*.json", "peers")):
+        for f in sorted((bench / "results").glob(pattern)):
+            doc = json.loads(f.read_text())
+            if kind == "multi_gpu_rate" and "rounds" not in doc:
+                continue  # written before the script had rounds
+            validate(f"bench/results/{f.name}", stamped(kind, doc), f"bench-{kind}.schema.json")
+    plot_python = os.environ.get("GNIO_PLOT_PYTHON") or sys.executable
+    if subprocess.run([plot_python, "-c", "import matplotlib"], capture_output=True).returncode != 0:
+        print(f"{plot_python} has no matplotlib: bench/plot.py's JSON is not checked")
+        return
+    charts = os.path.join(tmp, "charts")
+    run([plot_python, str(bench / "plot.py"), "--out", charts] + docs[:2])
+    sides = sorted(pathlib.Path(charts).glob("*.json"))
+    check("bench/plot.py drew a chart of each", len(sides) == 2, str(sides))
+    for side in sides:
+        validate(f"bench/plot.py's {side.name}", json.loads(side.read_text()), "bench-chart.schema.json")
 
 
 def main():
