@@ -2,10 +2,14 @@
 #include "pcap_mirror.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +21,42 @@
 #include "out_file.hpp"
 
 namespace gnio::detail {
+
+unsigned stop_signal_count() noexcept;  // signals.cpp
+
+namespace {
+
+// A pipe (stdout, a FIFO) whose reader stops reading would hold an engine
+// lane in write(2) for ever, and the port's stop with it, which waits for
+// the lane. So a write waits for room with poll(), and gives up once a
+// second stop signal came (the first stops the run), as console writes do.
+ssize_t pipe_write(void* cookie, const char* buf, size_t size) {
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(cookie));
+  size_t done = 0;
+  while (done < size) {
+    pollfd p{fd, POLLOUT, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (r < 0 && errno != EINTR) return -1;
+    if (r <= 0) {
+      if (stop_signal_count() >= 2) {
+        errno = ECANCELED;
+        return -1;
+      }
+      continue;
+    }
+    // Room for PIPE_BUF bytes once poll says the pipe has room: the write
+    // does not block. A reader that left: EPIPE.
+    const ssize_t w = ::write(fd, buf + done, std::min<size_t>(size - done, PIPE_BUF));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return -1;
+    done += static_cast<size_t>(w);
+  }
+  return static_cast<ssize_t>(size);
+}
+
+int pipe_close(void* cookie) { return ::close(static_cast<int>(reinterpret_cast<intptr_t>(cookie))); }
+
+}  // namespace
 
 error pcap_mirror::configure(std::string path) {
   stream_ = false;
@@ -93,7 +133,10 @@ error pcap_mirror::begin() {
     ::close(fd);
     return undo(e, status::io_failed, "");
   }
-  FILE* f = fdopen(fd, "wb");
+  const bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  FILE* f = pipe ? fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), "wb",
+                               cookie_io_functions_t{nullptr, pipe_write, nullptr, pipe_close})
+                 : fdopen(fd, "wb");
   if (!f) {
     const int e = errno;
     ::close(fd);
@@ -148,7 +191,10 @@ bool pcap_mirror::dump(const pcap_pkthdr& h, const uint8_t* data, const std::str
   errno_ = errno != 0 ? errno : EIO;
   failed_errno_.store(errno_, std::memory_order_relaxed);
   log(log_level::warn, "port {}: writing {} '{}' failed: {}; no more frames are written to it", port_name, label_,
-      path_, errno_ == EPIPE ? "its reader went away (broken pipe)" : std::strerror(errno_));
+      path_,
+      errno_ == EPIPE       ? "its reader went away (broken pipe)"
+      : errno_ == ECANCELED ? "its reader did not take it, and a second stop signal gave it up"
+                            : std::strerror(errno_));
   return false;
 }
 

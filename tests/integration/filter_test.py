@@ -371,6 +371,28 @@ def check_write_stream():
             verdict(ok, f"{mode:10} --write - read 100 bytes, then closed: exit {prog.returncode}, "
                     f"write_error {j.get('write_error')!r}", f"  {' '.join(cmd)}\n{err}")
 
+        # A reader that holds the pipe but reads nothing: the first SIGINT
+        # stops the run, which then waits for the write; a second gives the
+        # write up, and the results are written.
+        for mode in ("pp", "flow_count", "l2fwd"):
+            cmd = program_cmd(mode, f"pcap:file={path},loop=0", tmp, out) + ["--write", "-"]
+            prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            idle = subprocess.Popen(["sleep", str(LIMIT_S)], stdin=prog.stdout)
+            prog.stdout.close()
+            time.sleep(1)  # time for the pipe to fill
+            prog.send_signal(signal.SIGINT)
+            time.sleep(1)
+            prog.send_signal(signal.SIGINT)
+            _, err = prog.communicate(timeout=LIMIT_S)
+            idle.kill()
+            idle.wait()
+            with open(out) as f:
+                j = json.load(f)
+            ok = (prog.returncode == 1 and j.get("write_error") == "Operation canceled" and j.get("unaccounted") == 0
+                  and j.get("stopped_early") is True)
+            verdict(ok, f"{mode:10} --write - to a reader that reads nothing, SIGINT twice: exit {prog.returncode}, "
+                    f"write_error {j.get('write_error')!r}", f"  {' '.join(cmd)}\n{err.decode(errors='replace')}")
+
         # A terminal is no place for a pcap stream.
         for mode in ("pp", "flow_count", "l2fwd"):
             cmd = program_cmd(mode, f"pcap:file={path}", tmp, out) + ["--write", "-"]
