@@ -25,6 +25,8 @@
 # Exits 77 (skipped) without tcpdump or recorded counts. The programs come from GNIO_TOOL_BIN,
 # GNIO_FLOW_COUNT_BIN and GNIO_L2FWD_BIN, the captures from
 # GNIO_TEST_DATA_DIR and GNIO_CORPUS_DIR (ctest sets them).
+import array
+import fcntl
 import gzip
 import json
 import os
@@ -34,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 LIMIT_S = 60  # a guard against hangs, never a measure of speed
@@ -377,15 +380,27 @@ def check_write_stream():
         for mode in ("pp", "flow_count", "l2fwd"):
             cmd = program_cmd(mode, f"pcap:file={path},loop=0", tmp, out) + ["--write", "-"]
             prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            idle = subprocess.Popen(["sleep", str(LIMIT_S)], stdin=prog.stdout)
+            # This script is the reader that reads nothing: it waits until the
+            # pipe is full (the program is then blocked in its write, its
+            # signal handlers long installed), then interrupts it twice.
+            size = fcntl.fcntl(prog.stdout.fileno(), 1032)  # F_GETPIPE_SZ
+            deadline = time.monotonic() + LIMIT_S
+            queued = array.array("i", [0])
+            while time.monotonic() < deadline and prog.poll() is None:
+                fcntl.ioctl(prog.stdout.fileno(), termios.FIONREAD, queued)
+                if queued[0] >= size:
+                    break
+                time.sleep(0.05)
+            prog.send_signal(signal.SIGINT)
+            time.sleep(0.5)
+            prog.send_signal(signal.SIGINT)
+            try:
+                prog.wait(timeout=LIMIT_S)
+            finally:
+                prog.kill()
+            err = prog.stderr.read()
             prog.stdout.close()
-            time.sleep(1)  # time for the pipe to fill
-            prog.send_signal(signal.SIGINT)
-            time.sleep(1)
-            prog.send_signal(signal.SIGINT)
-            _, err = prog.communicate(timeout=LIMIT_S)
-            idle.kill()
-            idle.wait()
+            prog.stderr.close()
             with open(out) as f:
                 j = json.load(f)
             ok = (prog.returncode == 1 and j.get("write_error") == "Operation canceled" and j.get("unaccounted") == 0
