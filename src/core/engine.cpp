@@ -149,9 +149,7 @@ void stage_out(port_state& p, rxq_state& q) {
 // before they are published: once the kernel sees a frame it may change it
 // in place (l2fwd swaps its MAC addresses).
 void mirror_rx(port_state& p, rxq_state& q, uint64_t from, uint64_t upto) {
-  const uint8_t* base = q.pool     ? static_cast<const uint8_t*>(p.pool.host_ptr)
-                        : q.staged ? static_cast<const uint8_t*>(q.stage.host_ptr)
-                                   : static_cast<const uint8_t*>(q.pkts.host_ptr);
+  const uint8_t* base = q.w.bytes();
   if (!base) return;
   const device::bpf_prog f{p.rx_filter.data(), static_cast<uint32_t>(p.rx_filter.size())};
   for (uint64_t i = from; i < upto; ++i) {

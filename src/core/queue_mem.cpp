@@ -142,7 +142,7 @@ result<uint32_t> port::create_rxq(const rxq_config& cfg) {
   wl.num_descs = cfg.num_descs;
   wl.max_frame = q->pool ? s.pool_buf_bytes : cfg.stride;
   wl.inline_bytes = cfg.inline_bytes;
-  wl.bytes = q->pool ? static_cast<const uint8_t*>(s.pool.host_ptr) : wl.area;
+  wl.bytes = q->pool ? static_cast<const uint8_t*>(s.pool.host_ptr) : nullptr;  // an area ring: the area
   q->w.init(wl);
   q->view.pkts = static_cast<uint8_t*>(q->pool ? s.pool.exec_ptr : q->pkts.exec_ptr);
   q->view.cq = static_cast<const device::rx_cqe*>(q->cq.exec_ptr);

@@ -163,6 +163,9 @@ class rx_ring_writer {
   [[nodiscard]] uint64_t area_size() const noexcept { return area_bytes_; }
   [[nodiscard]] uint32_t num_descs() const noexcept { return l_.num_descs; }
   [[nodiscard]] uint32_t max_frame() const noexcept { return l_.max_frame; }
+  // The host address completions' buf offsets refer into (layout::bytes,
+  // else the area); null for a pool ring given none.
+  [[nodiscard]] const uint8_t* bytes() const noexcept { return l_.bytes; }
   // Entry idx of the ring (any index; wraps).
   [[nodiscard]] device::rx_cqe& entry(uint64_t idx) const noexcept {
     return *reinterpret_cast<device::rx_cqe*>(reinterpret_cast<uint8_t*>(l_.cq) + (idx & mask_) * uint64_t{stride_});
