@@ -134,11 +134,13 @@ struct stubborn_body {
 };
 
 // Reports n items through a semaphore ring, waiting for the host to free each
-// item before reusing it, then marks one item EXIT.
+// item before reusing it, then marks one item EXIT. count_only: each item is
+// marked with sem_set_ready_count(i * 7 + 1) alone (no custom bytes, no fence).
 struct sem_body {
   gnio::device::sem s;
   uint32_t n;
   uint64_t* stuck;
+  bool count_only = false;
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
@@ -155,6 +157,10 @@ struct sem_body {
       if (i == n) {
         sem_set_status(s, i, sem_status::exit);
         return;
+      }
+      if (count_only) {
+        sem_set_ready_count(s, i, i * 7 + 1);
+        continue;
       }
       *sem_custom_as<uint64_t>(s, i) = uint64_t{i} * 7 + 1;
       sem_set_packet_info(s, i, i, 1);

@@ -916,6 +916,40 @@ TEST(semaphore, items_cycle_ready_free_in_order) {
   EXPECT_FALSE(g.free(stuck));
 }
 
+// sem_set_ready_count: the count arrives in the same word as the status, each
+// item's own (a stale count with a fresh status would show as a wrong value).
+TEST(semaphore, ready_count_arrives_with_its_status) {
+  auto g = open_gpu();
+  auto sem = gnio::semaphore::create(g, 8, 0);
+  ASSERT_TRUE(sem.ok()) << sem.err().what();
+  auto stuck = *g.alloc(64, gnio::mem_type::gpu);
+  auto runner = gnio::kernel_runner::create(g);
+  ASSERT_TRUE(runner.ok());
+  constexpr uint32_t n = 20000;
+  conf::sem_body body{sem->view(), n, static_cast<uint64_t*>(stuck.exec_ptr)};
+  body.count_only = true;
+  ASSERT_FALSE(conf::launch(*runner, {1, 32, 0}, body));
+  const auto h = sem->host_view();
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  for (uint32_t i = 0; i <= n; ++i) {
+    gnio::device::sem_status s;
+    uint32_t count = 0;
+    while ((s = gnio::device::sem_get_status_count(h, i, &count)) == gnio::device::sem_status::free)
+      ASSERT_LT(std::chrono::steady_clock::now(), end) << "item " << i << " never became ready";
+    if (i == n) {
+      EXPECT_EQ(s, gnio::device::sem_status::exit);
+      break;
+    }
+    ASSERT_EQ(s, gnio::device::sem_status::ready);
+    ASSERT_EQ(count, i * 7 + 1) << "item " << i;
+    gnio::device::sem_set_status(h, i, gnio::device::sem_status::free);
+  }
+  ASSERT_FALSE(runner->wait(10s));
+  *runner = {};
+  *sem = {};
+  EXPECT_FALSE(g.free(stuck));
+}
+
 // --- Poll policies ---------------------------------------------------------------
 
 // busy and latency hand a partial batch to the kernel without waiting for
