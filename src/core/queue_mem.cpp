@@ -197,6 +197,7 @@ result<uint32_t> port::create_txq(const txq_config& cfg) {
   if ((e = mem.take(q->ring, desc_bytes + sizeof(uint64_t) * cfg.num_descs, mem_type::cpu_gpu)) ||
       (e = mem.take(q->bufs, static_cast<size_t>(cfg.num_descs) * cfg.stride, bm)) ||
       (e = mem.take(q->doorbell, 64, mem_type::cpu_gpu)) || (e = mem.take(q->done, 64, mem_type::cpu_gpu)) ||
+      // prod: the producer index and the last completion index it loaded (device::tx_done_seen).
       (e = mem.take(q->prod, 64, host_exec || cfg.host_producer ? mem_type::cpu_gpu : mem_type::gpu))) {
     mem.release_all();
     return e;

@@ -141,7 +141,7 @@ struct txq {
   uint8_t* bufs;         // num_descs * stride bytes of TX packet memory
   uint64_t* doorbell;    // producer index published to the backend (host-visible)
   const uint64_t* done;  // completion index written by the backend (host-visible)
-  uint64_t* prod;        // kernel's private producer index (executor memory)
+  uint64_t* prod;        // kernel's private producer index, then the last done it loaded (2 words, executor memory)
   uint32_t num_descs;    // power of two
   uint32_t log2_descs;
   uint32_t stride;

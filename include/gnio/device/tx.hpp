@@ -16,23 +16,33 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t tx_done(const txq& q) noexcept {
   return sys_atomic_ref<const uint64_t>(*q.done).load(cuda::std::memory_order_acquire);
 }
 
-// Free descriptors right now (single producer view).
+// The completion index the producer loaded last (txq::prod[1], executor
+// memory): every descriptor below it is free, and stays free until the
+// producer itself reuses it, so a reservation that fits below it needs no
+// load across PCIe.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t& tx_done_seen(const txq& q) noexcept { return q.prod[1]; }
+
+// Free descriptors right now (single producer view): loads the completion index.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space(const txq& q) noexcept {
-  return q.num_descs - static_cast<uint32_t>(*q.prod - tx_done(q));
+  tx_done_seen(q) = tx_done(q);
+  return q.num_descs - static_cast<uint32_t>(*q.prod - tx_done_seen(q));
 }
 
 // Reserves n descriptors, waiting up to timeout_ns for the backend to complete
 // older ones (polling by `policy`, as recv does). Called by one thread (the
 // scope's leader). On success *first is the ring index of the first reserved
-// descriptor; returns full on timeout.
+// descriptor; returns full on timeout. Looks at the backend's completion
+// index only when the last one loaded leaves too little room.
 GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t timeout_ns, uint64_t* first,
                                           poll_policy policy = poll_policy::adaptive) noexcept {
   if (n == 0 || n > q.num_descs) return status::invalid_value;
-  const uint64_t t0 = now_ns();
-  uint32_t polls = 0;
-  while (tx_space(q) < n) {
-    if (now_ns() - t0 >= timeout_ns) return status::full;
-    idle_backoff(++polls, policy);
+  if (q.num_descs - static_cast<uint32_t>(*q.prod - tx_done_seen(q)) < n) {
+    const uint64_t t0 = now_ns();
+    uint32_t polls = 0;
+    while (tx_space(q) < n) {
+      if (now_ns() - t0 >= timeout_ns) return status::full;
+      idle_backoff(++polls, policy);
+    }
   }
   *first = *q.prod;
   return status::success;
