@@ -56,6 +56,7 @@
 #include <nlohmann/json.hpp>
 
 #include <gnio/atomic_file.hpp>
+#include <gnio/backend/ring.hpp>
 #include <gnio/device/pkt.hpp>
 #include <gnio/device/tx.hpp>
 #include <gnio/gnio.hpp>
@@ -248,10 +249,55 @@ std::string engine_arg(const std::string& poll) { return poll != "adaptive" ? ",
 
 int g_pair_id = 0;
 
+// A run's variant of the kernel side: inline headers, the acknowledgement,
+// the chain test's depth.
+struct variant {
+  uint32_t inline_bytes = 0;
+  bool relaxed_ack = false;
+  uint32_t depth = 0;  // chain test only
+  std::string label() const {
+    std::vector<std::string> parts;
+    if (depth) {
+      static const char* names[] = {"", "owner", "fence", "entry", "frame"};
+      parts.push_back(fmt::format("depth={}", names[depth]));
+    }
+    if (inline_bytes) parts.push_back(fmt::format("inline={}", inline_bytes));
+    if (relaxed_ack) parts.push_back("ack=relaxed");
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : " ") + p;
+    return out;
+  }
+};
+
+// Waits for semaphore item `item` to be marked ready, until timeout_s after
+// t0; *t1 gets the time it was seen, *seq what the kernel reported: the
+// custom bytes, or (relaxed) the count of sem_set_ready_count.
+bool wait_ack(const gnio::device::sem& hs, uint32_t item, bool relaxed, uint64_t t0, double timeout_s, uint64_t* t1,
+              uint64_t* seq) {
+  using namespace gnio::device;
+  for (uint32_t spins = 1;; ++spins) {
+    if (relaxed) {
+      uint32_t count = 0;
+      // Pairs with the kernel's sem_set_ready_count(): the count is in the same word.
+      if (sem_get_status_count(hs, item, &count) == sem_status::ready) {
+        *t1 = mono_ns();
+        *seq = count;
+        return true;
+      }
+    } else if (sem_get_status(hs, item) == sem_status::ready) {
+      *t1 = mono_ns();
+      *seq = *sem_custom_as<uint64_t>(hs, item);
+      return true;
+    }
+    if ((spins & 15u) == 0) std::this_thread::yield();  // the kernel's host thread may share this core
+    if (mono_ns() - t0 > static_cast<uint64_t>(timeout_s * 1e9)) return false;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // flag: the host <-> kernel round trip through two words in mapped memory.
-run_result run_flag(const std::string& exec, const config& c) {
-  run_result r{"flag", exec, "busy", "", false, {}};
+run_result run_flag(const std::string& exec, const config& c, bool relaxed) {
+  run_result r{"flag", exec, "busy", relaxed ? "ack=relaxed" : "", false, {}};
   auto g = gnio::gpu::open(kernel_gpu(exec, c));
   if (!g) return r.error = g.err().what(), r;
   auto words = g->alloc(128, gnio::mem_type::cpu_gpu);
@@ -261,7 +307,7 @@ run_result run_flag(const std::string& exec, const config& c) {
   h[0] = h[8] = 0;
   auto runner = gnio::kernel_runner::create(*g);
   if (!runner) return r.error = runner.err().what(), r;
-  latency::flag_body b{x, x + 8};
+  latency::flag_body b{x, x + 8, relaxed};
   gnio::launch_dims d;
   d.blocks = 1;
   d.threads = 32;
@@ -315,11 +361,12 @@ std::vector<uint8_t> ring_frame(uint16_t ethertype, uint64_t seq) {
   return f;
 }
 
-// inline_bytes: the RX queue's inline headers (rxq_config::inline_bytes);
+// v.inline_bytes: the RX queue's inline headers (rxq_config::inline_bytes);
 // the kernel reads the frame's type and sequence number from them.
-run_result run_ring(const std::string& exec, const std::string& poll, bool load, const config& c,
-                    uint32_t inline_bytes) {
-  run_result r{"ring", exec, poll, inline_bytes ? fmt::format("inline={}", inline_bytes) : "", load, {}};
+// v.relaxed_ack: the kernel acknowledges with sem_set_ready_count.
+run_result run_ring(const std::string& exec, const std::string& poll, bool load, const config& c, const variant& v) {
+  const uint32_t inline_bytes = v.inline_bytes;
+  run_result r{"ring", exec, poll, v.label(), load, {}};
   auto hg = gnio::gpu::open("host");
   if (!hg) return r.error = hg.err().what(), r;
   auto g = gnio::gpu::open(kernel_gpu(exec, c));
@@ -349,8 +396,12 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   if (auto e = b->start(); e) return r.error = e.what(), r;
   auto runner = gnio::kernel_runner::create(*g, {&*b});
   if (!runner) return r.error = runner.err().what(), r;
-  latency::ring_body body{*b->rxq(*rq), sem->view(), static_cast<latency::ring_counts*>(counts->exec_ptr), c.batch,
-                          c.batch_timeout_us * 1000};
+  latency::ring_body body{*b->rxq(*rq),
+                          sem->view(),
+                          static_cast<latency::ring_counts*>(counts->exec_ptr),
+                          c.batch,
+                          c.batch_timeout_us * 1000,
+                          v.relaxed_ack};
   gnio::launch_dims d;
   d.blocks = 1;
   d.threads = c.threads;
@@ -375,17 +426,8 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
       break;
     }
     ++r.sent;
-    bool ok = false;
-    uint64_t t1 = 0;
-    for (uint32_t spins = 1; !ok; ++spins) {
-      if (gnio::device::sem_get_status(hs, item) == gnio::device::sem_status::ready) {
-        t1 = mono_ns();
-        ok = true;
-        break;
-      }
-      if ((spins & 15u) == 0) std::this_thread::yield();
-      if (mono_ns() - t0 > static_cast<uint64_t>(c.timeout_s * 1e9)) break;
-    }
+    uint64_t t1 = 0, seq = 0;
+    const bool ok = wait_ack(hs, item, v.relaxed_ack, t0, c.timeout_s, &t1, &seq);
     next = t0 + interval;
     if (!ok) {
       ++r.lost;  // the frame was dropped (a full ring under load): its item never comes
@@ -395,11 +437,10 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
       }
       continue;
     }
-    const uint64_t seq = *gnio::device::sem_custom_as<uint64_t>(hs, item);
     // Pairs with the kernel's acquire load when it looks at the item again.
     gnio::device::sem_set_status(hs, item, gnio::device::sem_status::free);
     ++item;
-    if (seq != k) {
+    if (seq != (v.relaxed_ack ? uint32_t(k) : k)) {
       ++r.bad;
       continue;
     }
@@ -423,6 +464,217 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   *runner = {};
   (void)a->stop();
   (void)b->stop();
+  *sem = {};
+  (void)g->free(*counts);
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// chain and cqe: an RX ring the CPU fills itself through the backends'
+// producer half (backend::rx_ring_writer), without a port or an engine.
+struct direct_ring {
+  static constexpr uint32_t num_descs = 1024, max_frame = 64;
+  gnio::gpu* g = nullptr;
+  gnio::mem_block cq{}, area{}, words{}, next{};
+  gnio::backend::rx_ring_writer w;
+  gnio::device::rxq q{};
+
+  gnio::error open(gnio::gpu& gpu, uint32_t inline_bytes) {
+    g = &gpu;
+    auto a = g->alloc(uint64_t{num_descs} * gnio::device::rx_cqe_stride(inline_bytes), gnio::mem_type::cpu_gpu);
+    if (!a) return a.err();
+    cq = *a;
+    auto b = g->alloc(gnio::backend::rx_ring_writer::area_bytes(num_descs, max_frame), gnio::mem_type::cpu_gpu);
+    if (!b) return b.err();
+    area = *b;
+    auto c = g->alloc(128, gnio::mem_type::cpu_gpu);  // the consumer index, then the end-of-stream flag
+    if (!c) return c.err();
+    words = *c;
+    auto d = g->alloc(sizeof(uint64_t), gnio::mem_type::gpu);
+    if (!d) return d.err();
+    next = *d;
+    auto* hw = static_cast<uint8_t*>(words.host_ptr);
+    auto* xw = static_cast<uint8_t*>(words.exec_ptr);
+    gnio::backend::rx_ring_writer::layout l;
+    l.cq = static_cast<gnio::device::rx_cqe*>(cq.host_ptr);
+    l.cons = reinterpret_cast<const uint64_t*>(hw);
+    l.eos = reinterpret_cast<uint32_t*>(hw + 64);
+    l.area = static_cast<uint8_t*>(area.host_ptr);
+    l.num_descs = num_descs;
+    l.max_frame = max_frame;
+    l.inline_bytes = inline_bytes;
+    w.init(l);
+    q.pkts = static_cast<uint8_t*>(area.exec_ptr);
+    q.cq = static_cast<const gnio::device::rx_cqe*>(cq.exec_ptr);
+    q.cons = reinterpret_cast<uint64_t*>(xw);
+    q.next = static_cast<uint64_t*>(next.exec_ptr);
+    q.eos = reinterpret_cast<const uint32_t*>(xw + 64);
+    q.num_descs = num_descs;
+    q.log2_descs = 10;
+    q.stride = max_frame;
+    q.inline_bytes = inline_bytes;
+    return {};
+  }
+  // Writes the frame and publishes its completion (the owner word last, with
+  // release); false when the kernel has not released a free entry.
+  bool publish(const std::vector<uint8_t>& f) {
+    uint32_t len = 0;
+    uint8_t* dst = w.reserve(static_cast<uint32_t>(f.size()), &len);
+    if (!dst) return false;
+    std::memcpy(dst, f.data(), len);
+    w.commit(static_cast<uint32_t>(f.size()), 0, 0, 0, 0);
+    w.publish();
+    return true;
+  }
+  // After the kernel returned.
+  void close() {
+    if (!g) return;
+    for (auto* b : {&cq, &area, &words, &next})
+      if (b->host_ptr || b->exec_ptr) (void)g->free(*b);
+    g = nullptr;
+  }
+  ~direct_ring() { close(); }
+};
+
+// The timed loop of chain and cqe: one frame every interval into the direct
+// ring, each acknowledged through semaphore item k % num_items.
+void direct_loop(run_result& r, direct_ring& ring, const gnio::device::sem& hs, bool relaxed, const config& c) {
+  const uint64_t interval = static_cast<uint64_t>(c.interval_us * 1000);
+  uint64_t next = mono_ns();
+  for (uint64_t k = 0; k < c.warmup + c.samples; ++k) {
+    wait_until(next);
+    const auto f = ring_frame(latency::k_ethertype_timed, k);
+    const uint64_t t0 = mono_ns();
+    if (!ring.publish(f)) {
+      r.error = fmt::format("frame {}: the kernel did not release a ring entry", k);
+      break;
+    }
+    ++r.sent;
+    next = t0 + interval;
+    uint64_t t1 = 0, seq = 0;
+    const uint32_t item = static_cast<uint32_t>(k);
+    if (!wait_ack(hs, item, relaxed, t0, c.timeout_s, &t1, &seq)) {
+      ++r.lost;
+      r.error = fmt::format("frame {} was not acknowledged within {} s", k, c.timeout_s);
+      break;
+    }
+    // Pairs with the kernel's next look at the item (the chain kernel does
+    // not look; the ring body's items are 64 apart in time).
+    gnio::device::sem_set_status(hs, item, gnio::device::sem_status::free);
+    if (seq != (relaxed ? uint32_t(k) : k)) {
+      ++r.bad;
+      continue;
+    }
+    if (k >= c.warmup) r.ns.push_back(t1 - t0);
+  }
+  r.sent -= std::min(r.sent, c.warmup);
+}
+
+json step_summary(std::vector<double> v) {
+  if (v.empty()) return json::object();
+  std::sort(v.begin(), v.end());
+  auto at = [&](double p) { return v[static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1))]; };
+  return {{"p50_ns", at(50)}, {"p90_ns", at(90)}, {"p99_ns", at(99)}};
+}
+
+// chain: the consumer's steps by hand on one thread (latency::chain_body),
+// each timed on the executor's clock; the CPU times the whole turnaround.
+run_result run_chain(const std::string& exec, const config& c, const variant& v) {
+  run_result r{"chain", exec, "busy", v.label(), false, {}};
+  auto g = gnio::gpu::open(kernel_gpu(exec, c));
+  if (!g) return r.error = g.err().what(), r;
+  direct_ring ring;
+  if (auto e = ring.open(*g, v.inline_bytes); e) return r.error = e.what(), r;
+  auto sem = gnio::semaphore::create(*g, 64, sizeof(uint64_t));
+  if (!sem) return r.error = sem.err().what(), r;
+  const uint64_t total = c.warmup + c.samples;
+  auto steps = g->alloc(total * sizeof(latency::chain_steps), gnio::mem_type::gpu);
+  auto clock = g->alloc(sizeof(latency::chain_clock), gnio::mem_type::gpu);
+  if (!steps || !clock) return r.error = "allocating the step records failed", r;
+  auto runner = gnio::kernel_runner::create(*g);
+  if (!runner) return r.error = runner.err().what(), r;
+  latency::chain_body body{ring.q,
+                           sem->view(),
+                           static_cast<latency::chain_steps*>(steps->exec_ptr),
+                           total,
+                           static_cast<latency::chain_clock*>(clock->exec_ptr),
+                           v.depth,
+                           v.relaxed_ack};
+  gnio::launch_dims d;
+  d.blocks = 1;
+  d.threads = 32;
+  d.poll = gnio::device::poll_policy::busy;
+  if (auto e = latency::launch_chain(*runner, d, body); e) return r.error = e.what(), r;
+  const cpu_meter cpu;
+  direct_loop(r, ring, sem->host_view(), v.relaxed_ack, c);
+  r.extra["cpu_cores"] = cpu.cores();
+  if (auto e = runner->stop(std::chrono::seconds(5)); e && r.error.empty()) r.error = e.what();
+  std::vector<latency::chain_steps> got(total);
+  latency::chain_clock clk{};
+  if (auto e = g->copy_to_host(got.data(), *steps, 0, total * sizeof(latency::chain_steps)); e) r.error = e.what();
+  if (auto e = g->copy_to_host(&clk, *clock, 0, sizeof clk); e) r.error = e.what();
+  // Cycles to nanoseconds by the kernel's own clock ratio over its run.
+  const double ns_per = clk.cycles1 > clk.cycles0 && clk.ns1 > clk.ns0
+                            ? static_cast<double>(clk.ns1 - clk.ns0) / static_cast<double>(clk.cycles1 - clk.cycles0)
+                            : 0.0;
+  if (ns_per > 0 && r.error.empty()) {
+    std::vector<double> fence, entry, frame, ack, sum;
+    for (uint64_t k = c.warmup; k < c.warmup + r.ns.size() && k < total; ++k) {
+      const auto& s = got[k];
+      fence.push_back(static_cast<double>(s.fence) * ns_per);
+      entry.push_back(static_cast<double>(s.entry) * ns_per);
+      frame.push_back(static_cast<double>(s.frame) * ns_per);
+      ack.push_back(static_cast<double>(s.ack) * ns_per);
+      sum.push_back(static_cast<double>(s.fence + s.entry + s.frame + s.ack) * ns_per);
+    }
+    r.extra["kernel_steps"] = {{"fence", step_summary(fence)},
+                               {"entry", step_summary(entry)},
+                               {"frame", step_summary(frame)},
+                               {"ack", step_summary(ack)},
+                               {"seen_to_acked", step_summary(sum)}};
+    r.extra["kernel_clock_ghz"] = 1.0 / ns_per;
+  }
+  *runner = {};
+  *sem = {};
+  (void)g->free(*steps);
+  (void)g->free(*clock);
+  return r;
+}
+
+// cqe: the ring test's kernel (recv<block> and a semaphore item per frame) on
+// the direct ring: the ring test without the pair's two engines.
+run_result run_cqe(const std::string& exec, const std::string& poll, const config& c, const variant& v) {
+  run_result r{"cqe", exec, poll, v.label(), false, {}};
+  auto g = gnio::gpu::open(kernel_gpu(exec, c));
+  if (!g) return r.error = g.err().what(), r;
+  direct_ring ring;
+  if (auto e = ring.open(*g, v.inline_bytes); e) return r.error = e.what(), r;
+  auto sem = gnio::semaphore::create(*g, 64, sizeof(uint64_t));
+  if (!sem) return r.error = sem.err().what(), r;
+  auto counts = g->alloc(sizeof(latency::ring_counts), gnio::mem_type::gpu);
+  if (!counts) return r.error = counts.err().what(), r;
+  auto runner = gnio::kernel_runner::create(*g);
+  if (!runner) return r.error = runner.err().what(), r;
+  latency::ring_body body{ring.q,
+                          sem->view(),
+                          static_cast<latency::ring_counts*>(counts->exec_ptr),
+                          c.batch,
+                          c.batch_timeout_us * 1000,
+                          v.relaxed_ack};
+  gnio::launch_dims d;
+  d.blocks = 1;
+  d.threads = c.threads;
+  d.poll = policy_of(poll);
+  if (auto e = latency::launch_ring(*runner, d, body); e) return r.error = e.what(), r;
+  const cpu_meter cpu;
+  direct_loop(r, ring, sem->host_view(), v.relaxed_ack, c);
+  r.extra["cpu_cores"] = cpu.cores();
+  if (auto e = runner->stop(std::chrono::seconds(5)); e && r.error.empty()) r.error = e.what();
+  latency::ring_counts got{};
+  (void)g->copy_to_host(&got, *counts, 0, sizeof got);
+  r.extra["kernel_batches"] = got.batches;
+  r.extra["kernel_timed"] = got.timed;
+  *runner = {};
   *sem = {};
   (void)g->free(*counts);
   return r;
@@ -654,11 +906,23 @@ int main(int argc, char** argv) {
   CLI::App app{"latency: per-packet turnaround through gnio (flag, ring, echo, veth) on the CUDA and host executors"};
   config c;
   std::string tests = "flag,ring,echo", exec = "both", polls = "busy,adaptive", json_path, loads = "off,on",
-              inlines = "0";
+              inlines = "0", acks = "release", depths = "owner,fence,entry,frame";
   app.add_option("--test", tests,
-                 "tests, comma-separated: flag (host<->kernel word round trip, the floor), ring (pair port -> "
+                 "tests, comma-separated: flag (host<->kernel word round trip, the floor), chain (the consumer's "
+                 "steps one by one on a ring the CPU fills, each timed on the GPU's clock), cqe (recv<block> -> "
+                 "semaphore item on a ring the CPU fills: ring without the engines), ring (pair port -> "
                  "recv -> semaphore item -> CPU), echo (ICMP echo through gnio pp on a pair), veth (gnio pp on "
                  "af_packet and af_xdp against the Linux kernel on a veth; root, host executor)")
+      ->capture_default_str();
+  app.add_option("--ack", acks,
+                 "flag, chain, cqe and ring: how the kernel acknowledges, comma-separated: release (custom bytes, "
+                 "then the semaphore status with a release store) and relaxed (sem_set_ready_count: status and "
+                 "count in one store without a fence)")
+      ->capture_default_str();
+  app.add_option("--depth", depths,
+                 "chain: how many of the consumer's steps the kernel takes before it acknowledges, comma-separated: "
+                 "owner (the owner word), fence (+ the acquire fence), entry (+ len and buf), frame (+ the frame's "
+                 "bytes)")
       ->capture_default_str();
   app.add_option("--inline", inlines,
                  "ring and echo: the RX queue's inline headers to run with, comma-separated byte counts (0, or a "
@@ -708,10 +972,36 @@ int main(int argc, char** argv) {
   if (auto usage = gnio::cli::parse(app, argc, argv)) return gnio::console::finish("latency", *usage);
   std::vector<std::string> test_list = split(tests), poll_list = split(polls), load_list = split(loads);
   for (const auto& t : test_list)
-    if (t != "flag" && t != "ring" && t != "echo" && t != "veth") {
-      fmt::print(stderr, "latency: --test: '{}' is not one of flag, ring, echo, veth\n", gnio::printable(t));
+    if (t != "flag" && t != "chain" && t != "cqe" && t != "ring" && t != "echo" && t != "veth") {
+      fmt::print(stderr, "latency: --test: '{}' is not one of flag, chain, cqe, ring, echo, veth\n",
+                 gnio::printable(t));
       return 2;
     }
+  std::vector<bool> ack_list;
+  for (const auto& a : split(acks)) {
+    if (a != "release" && a != "relaxed") {
+      fmt::print(stderr, "latency: --ack: '{}' is not release or relaxed\n", gnio::printable(a));
+      return 2;
+    }
+    ack_list.push_back(a == "relaxed");
+  }
+  std::vector<uint32_t> depth_list;
+  for (const auto& d : split(depths)) {
+    const uint32_t n = d == "owner"   ? latency::chain_owner
+                       : d == "fence" ? latency::chain_fence
+                       : d == "entry" ? latency::chain_entry
+                       : d == "frame" ? latency::chain_frame
+                                      : 0;
+    if (n == 0) {
+      fmt::print(stderr, "latency: --depth: '{}' is not owner, fence, entry or frame\n", gnio::printable(d));
+      return 2;
+    }
+    depth_list.push_back(n);
+  }
+  if (ack_list.empty() || depth_list.empty()) {
+    fmt::print(stderr, "latency: --ack and --depth need at least one value\n");
+    return 2;
+  }
   for (const auto& p : poll_list)
     if (p != "busy" && p != "adaptive" && p != "latency") {
       fmt::print(stderr, "latency: --poll: '{}' is not busy, latency or adaptive\n", gnio::printable(p));
@@ -788,13 +1078,10 @@ int main(int argc, char** argv) {
                   {"cpus", std::thread::hardware_concurrency()},
                   {"kernel", std::string(un.sysname) + " " + un.release},
                   {"gpu", gpu_name}};
-  j["inputs"] = {{"samples", c.samples},
-                 {"warmup", c.warmup},
-                 {"interval_us", c.interval_us},
-                 {"batch", c.batch},
-                 {"batch_timeout_us", c.batch_timeout_us},
-                 {"threads", c.threads},
-                 {"timeout_s", c.timeout_s}};
+  j["inputs"] = {{"samples", c.samples}, {"ack", acks},
+                 {"warmup", c.warmup},   {"interval_us", c.interval_us},
+                 {"batch", c.batch},     {"batch_timeout_us", c.batch_timeout_us},
+                 {"threads", c.threads}, {"timeout_s", c.timeout_s}};
   j["load"] = {{"what",
                 "ring: 64-byte frames of EtherType 0x88b6 from a second TX queue of the same pair side into the "
                 "kernel's RX queue; echo: ICMP echo requests (id 0x4c4f) from a second TX queue to the same "
@@ -814,13 +1101,30 @@ int main(int argc, char** argv) {
     if (t == "veth") continue;
     for (const auto& e : execs) {
       if (t == "flag") {
-        record(run_flag(e, c));
+        for (const bool relaxed : ack_list) record(run_flag(e, c, relaxed));
+        continue;
+      }
+      if (t == "chain") {
+        for (const uint32_t depth : depth_list)
+          for (const uint32_t inl : inline_list)
+            for (const bool relaxed : ack_list) record(run_chain(e, c, variant{inl, relaxed, depth}));
+        continue;
+      }
+      if (t == "cqe") {
+        for (const auto& p : poll_list)
+          for (const uint32_t inl : inline_list)
+            for (const bool relaxed : ack_list) record(run_cqe(e, p, c, variant{inl, relaxed, 0}));
         continue;
       }
       for (const auto& l : load_list)
         for (const auto& p : poll_list)
-          for (const uint32_t inl : inline_list)
-            record(t == "ring" ? run_ring(e, p, l == "on", c, inl) : run_echo(e, p, l == "on", c, inl));
+          for (const uint32_t inl : inline_list) {
+            if (t == "echo") {
+              record(run_echo(e, p, l == "on", c, inl));
+              continue;
+            }
+            for (const bool relaxed : ack_list) record(run_ring(e, p, l == "on", c, variant{inl, relaxed, 0}));
+          }
     }
   }
   if (std::find(test_list.begin(), test_list.end(), "veth") != test_list.end()) {

@@ -26,6 +26,24 @@ struct ring_counts {
   uint64_t batches;
 };
 
+// Reports a timed frame's sequence number to the CPU through semaphore item
+// `item`: in its custom bytes, marked ready with sem_set_status (release), or
+// (relaxed) as the count of sem_set_ready_count, without a fence.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE void ack(const gnio::device::sem& s, uint32_t item, uint64_t seq, uint64_t idx,
+                                           bool relaxed) noexcept {
+  using namespace gnio::device;
+  if (relaxed) {
+    // Pairs with the host's sem_get_status_count(): status and count are one word.
+    sem_set_ready_count(s, item, static_cast<uint32_t>(seq));
+    return;
+  }
+  *sem_custom_as<uint64_t>(s, item) = seq;
+  sem_set_packet_info(s, item, idx, 1);
+  // Pairs with the acquire load of the status in the host's sem_get_status():
+  // the sequence number is visible with it.
+  sem_set_status(s, item, sem_status::ready);
+}
+
 // The ring test's consumer: recv<block>(ctx, ...) from one RX queue of a real
 // port, and for each timed frame one semaphore item holding its sequence
 // number, marked ready (what a persistent kernel does to report to the CPU).
@@ -35,6 +53,10 @@ struct ring_body {
   ring_counts* counts;  // executor memory, read after the kernel returned
   uint32_t batch;
   uint64_t timeout_ns;
+  // Acknowledge with sem_set_ready_count (the sequence number's low 32 bits
+  // as the count, one store without a fence) instead of custom bytes, packet
+  // info and sem_set_status's release store.
+  bool relaxed_ack = false;
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
@@ -57,12 +79,7 @@ struct ring_body {
         if (et == k_ethertype_timed && len >= k_seq_off + 8) {
           uint64_t seq = 0;
           for (uint32_t b = 0; b < 8; ++b) seq |= static_cast<uint64_t>(p.at(k_seq_off + b)) << (8 * b);
-          const uint32_t item = static_cast<uint32_t>(timed);
-          *sem_custom_as<uint64_t>(s, item) = seq;
-          sem_set_packet_info(s, item, first + i, 1);
-          // Pairs with the acquire load of the status in the host's
-          // sem_get_status(): the sequence number is visible with it.
-          sem_set_status(s, item, sem_status::ready);
+          ack(s, static_cast<uint32_t>(timed), seq, first + i, relaxed_ack);
           ++timed;
         } else if (et == k_ethertype_load) {
           ++load;
@@ -86,6 +103,8 @@ struct ring_body {
 struct flag_body {
   const uint64_t* ping;  // host-visible, written by the CPU
   uint64_t* pong;        // host-visible, written by the kernel
+  // Store *pong relaxed (no fence before it) rather than with release.
+  bool relaxed = false;
 
   GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
     using namespace gnio::device;
@@ -98,8 +117,9 @@ struct flag_body {
       // Pairs with the CPU's release store of *ping.
       const uint64_t v = sys_atomic_ref<const uint64_t>(*ping).load(cuda::std::memory_order_acquire);
       if (v != last) {
-        // Pairs with the CPU's acquire load of *pong.
-        sys_atomic_ref<uint64_t>(*pong).store(v, cuda::std::memory_order_release);
+        // Pairs with the CPU's acquire load of *pong (the word is the whole message).
+        sys_atomic_ref<uint64_t>(*pong).store(
+            v, relaxed ? cuda::std::memory_order_relaxed : cuda::std::memory_order_release);
         last = v;
         idle = 0;
       } else {
@@ -109,6 +129,105 @@ struct flag_body {
   }
 };
 
+// The chain test: the consumer's side of the ring protocol done step by step
+// by one thread, on a ring the CPU fills itself (no engine), each step timed
+// on the executor's clock. The kernel goes `depth` steps before it
+// acknowledges a completion:
+//   1 owner  the owner word says the entry is new (the sequence number
+//            acknowledged is then the ring index);
+//   2 fence  + the system-scope acquire fence recv makes after it;
+//   3 entry  + the entry's len and buf;
+//   4 frame  + the frame's EtherType and sequence number (from its buffer,
+//            or from the entry's inline copy when the ring has one).
+inline constexpr uint32_t chain_owner = 1, chain_fence = 2, chain_entry = 3, chain_frame = 4;
+
+// One sample's steps, executor-clock nanoseconds (GPU cycles scaled by
+// chain_clock's rate afterwards on the host).
+struct chain_steps {
+  uint64_t fence, entry, frame, ack;
+};
+// The GPU's cycle counter against its nanosecond timer, at the kernel's start
+// and end, to turn cycles into nanoseconds (on the host both are ns).
+struct chain_clock {
+  uint64_t cycles0, ns0, cycles1, ns1;
+};
+
+// The executor's fine clock, read once v is available (on the GPU the
+// volatile store waits for v's register, and the clock read issues after it).
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t cycles_after(uint64_t v) noexcept {
+#if defined(__CUDA_ARCH__)
+  __shared__ volatile uint64_t sink;
+  sink = v;
+  return clock64();
+#else
+  (void)v;
+  return gnio::device::now_ns();
+#endif
+}
+
+struct chain_body {
+  gnio::device::rxq q;
+  gnio::device::sem s;
+  chain_steps* steps;  // executor memory, max_samples entries
+  uint64_t max_samples;
+  chain_clock* clock;  // executor memory
+  uint32_t depth;
+  bool relaxed_ack;
+
+  GNIO_HOST_DEVICE void operator()(const gnio::device::exec_ctx& ctx) const {
+    using namespace gnio::device;
+    if (ctx.block != 0 || thread_rank() != 0) return;
+    chain_clock clk{cycles_after(0), now_ns(), 0, 0};
+    for (uint64_t idx = 0;; ++idx) {
+      uint32_t polls = 0;
+      bool stop = false;
+      while (detail::load_owner(q, idx) != rx_phase(idx, q.log2_descs)) {
+        if ((++polls & 1023u) == 0 && ctx.should_exit()) {
+          stop = true;
+          break;
+        }
+        idle_backoff(polls, poll_policy::busy);  // never sleeps; on the host, yields
+      }
+      if (stop) break;
+      const uint64_t c0 = cycles_after(0);
+      uint64_t c1 = c0, c2 = c0, c3 = c0;
+      uint64_t seq = idx;
+      if (depth >= chain_fence) {
+        // Pairs with the release store of the owner word in backend::
+        // rx_ring_writer::publish(), as in recv.
+        cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+        c1 = c2 = c3 = cycles_after(0);
+      }
+      uint32_t len = 0, buf = 0;
+      if (depth >= chain_entry) {
+        const rx_cqe& e = q.cqe(idx);
+        len = e.len;
+        buf = e.buf;
+        c2 = c3 = cycles_after(uint64_t{len} ^ buf);
+      }
+      if (depth >= chain_frame) {
+        const uint8_t* f = q.inline_bytes != 0 ? q.inline_addr(idx) : q.pkts + buf;
+        const uint16_t et = len >= k_seq_off + 8 ? static_cast<uint16_t>(f[12] << 8 | f[13]) : 0;
+        seq = 0;
+        for (uint32_t b = 0; b < 8; ++b) seq |= static_cast<uint64_t>(f[k_seq_off + b]) << (8 * b);
+        if (et != k_ethertype_timed) seq = ~uint64_t{0};  // the CPU counts a bad reply
+        c3 = cycles_after(seq);
+      }
+      ack(s, static_cast<uint32_t>(idx), seq, idx, relaxed_ack);
+      const uint64_t c4 = cycles_after(0);
+      if (idx < max_samples) steps[idx] = chain_steps{c1 - c0, c2 - c1, c3 - c2, c4 - c3};
+      // The entry's buffer back to the CPU (off the timed path: the next
+      // frame comes an interval later).
+      *q.next = idx + 1;
+      release_all(q);
+    }
+    clk.cycles1 = cycles_after(0);
+    clk.ns1 = now_ns();
+    *clock = clk;
+  }
+};
+
+[[nodiscard]] gnio::error launch_chain(gnio::kernel_runner& r, const gnio::launch_dims& d, const chain_body& b);
 [[nodiscard]] gnio::error launch_ring(gnio::kernel_runner& r, const gnio::launch_dims& d, const ring_body& b);
 [[nodiscard]] gnio::error launch_flag(gnio::kernel_runner& r, const gnio::launch_dims& d, const flag_body& b);
 

@@ -11,6 +11,10 @@ gnio::error launch_ring(gnio::kernel_runner& r, const gnio::launch_dims& d, cons
   return gnio::launch(r, d, b);
 }
 
+gnio::error launch_chain(gnio::kernel_runner& r, const gnio::launch_dims& d, const chain_body& b) {
+  return gnio::launch(r, d, b);
+}
+
 gnio::error launch_flag(gnio::kernel_runner& r, const gnio::launch_dims& d, const flag_body& b) {
   return gnio::launch(r, d, b);
 }

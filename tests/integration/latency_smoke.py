@@ -72,6 +72,34 @@ def main():
                 check(r.get("kernel_timed", 0) >= 320, f"{name}: the kernel acknowledged {r.get('kernel_timed')}")
             if r["test"] == "echo":
                 check(r.get("pp_exit_status") == 0, f"{name}: gnio pp exited with {r.get('pp_exit_status')}")
+
+        # The step-by-step tests and the acknowledgement without a fence:
+        # chain (each depth), cqe and ring, both acknowledgements; every
+        # sequence number must come back (bad_replies counts a wrong one).
+        out2 = os.path.join(tmp, "chain.json")
+        cmd = [bench, "--test", "flag,chain,cqe,ring", "--exec", "host", "--samples", "300", "--warmup", "20",
+               "--poll", "latency", "--load", "off", "--ack", "release,relaxed", "--timeout", "10", "--json", out2]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        sys.stdout.write(p.stdout)
+        sys.stderr.write(p.stderr)
+        check(p.returncode == 0, f"chain run: exit status {p.returncode}")
+        with open(out2) as f:
+            runs = json.load(f).get("runs", [])
+        got = {(r["test"], r.get("setting", "")) for r in runs}
+        want = {("flag", ""), ("flag", "ack=relaxed"), ("cqe", ""), ("cqe", "ack=relaxed"), ("ring", ""),
+                ("ring", "ack=relaxed")}
+        for depth in ("owner", "fence", "entry", "frame"):
+            want |= {("chain", f"depth={depth}"), ("chain", f"depth={depth} ack=relaxed")}
+        check(got == want, f"chain run: runs {sorted(got)} instead of {sorted(want)}")
+        for r in runs:
+            name = f'{r["test"]} {r.get("setting", "")}'
+            check("error" not in r, f"{name}: {r.get('error')}")
+            check(r["samples"] == 300 and r["lost"] == 0 and r["bad_replies"] == 0,
+                  f"{name}: {r['samples']} samples, {r['lost']} lost, {r['bad_replies']} bad")
+            if r["test"] == "chain":
+                steps = r.get("kernel_steps", {})
+                for k in ("fence", "entry", "frame", "ack", "seen_to_acked"):
+                    check(steps.get(k, {}).get("p50_ns", -1) >= 0, f"{name}: kernel_steps lacks {k}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     return 1 if failures else 0
