@@ -258,7 +258,7 @@ struct variant {
   std::string label() const {
     std::vector<std::string> parts;
     if (depth) {
-      static const char* names[] = {"", "owner", "fence", "entry", "frame"};
+      static const char* names[] = {"", "owner", "fence", "entry", "frame", "acquire"};
       parts.push_back(fmt::format("depth={}", names[depth]));
     }
     if (inline_bytes) parts.push_back(fmt::format("inline={}", inline_bytes));
@@ -906,7 +906,7 @@ int main(int argc, char** argv) {
   CLI::App app{"latency: per-packet turnaround through gnio (flag, ring, echo, veth) on the CUDA and host executors"};
   config c;
   std::string tests = "flag,ring,echo", exec = "both", polls = "busy,adaptive", json_path, loads = "off,on",
-              inlines = "0", acks = "release", depths = "owner,fence,entry,frame";
+              inlines = "0", acks = "release", depths = "owner,fence,entry,frame,acquire";
   app.add_option("--test", tests,
                  "tests, comma-separated: flag (host<->kernel word round trip, the floor), chain (the consumer's "
                  "steps one by one on a ring the CPU fills, each timed on the GPU's clock), cqe (recv<block> -> "
@@ -922,7 +922,7 @@ int main(int argc, char** argv) {
   app.add_option("--depth", depths,
                  "chain: how many of the consumer's steps the kernel takes before it acknowledges, comma-separated: "
                  "owner (the owner word), fence (+ the acquire fence), entry (+ len and buf), frame (+ the frame's "
-                 "bytes)")
+                 "bytes), acquire (the four with the owner word loaded with acquire and no fence)")
       ->capture_default_str();
   app.add_option("--inline", inlines,
                  "ring and echo: the RX queue's inline headers to run with, comma-separated byte counts (0, or a "
@@ -987,13 +987,14 @@ int main(int argc, char** argv) {
   }
   std::vector<uint32_t> depth_list;
   for (const auto& d : split(depths)) {
-    const uint32_t n = d == "owner"   ? latency::chain_owner
-                       : d == "fence" ? latency::chain_fence
-                       : d == "entry" ? latency::chain_entry
-                       : d == "frame" ? latency::chain_frame
-                                      : 0;
+    const uint32_t n = d == "owner"     ? latency::chain_owner
+                       : d == "fence"   ? latency::chain_fence
+                       : d == "entry"   ? latency::chain_entry
+                       : d == "frame"   ? latency::chain_frame
+                       : d == "acquire" ? latency::chain_acquire
+                                        : 0;
     if (n == 0) {
-      fmt::print(stderr, "latency: --depth: '{}' is not owner, fence, entry or frame\n", gnio::printable(d));
+      fmt::print(stderr, "latency: --depth: '{}' is not owner, fence, entry, frame or acquire\n", gnio::printable(d));
       return 2;
     }
     depth_list.push_back(n);

@@ -138,8 +138,11 @@ struct flag_body {
 //   2 fence  + the system-scope acquire fence recv makes after it;
 //   3 entry  + the entry's len and buf;
 //   4 frame  + the frame's EtherType and sequence number (from its buffer,
-//            or from the entry's inline copy when the ring has one).
-inline constexpr uint32_t chain_owner = 1, chain_fence = 2, chain_entry = 3, chain_frame = 4;
+//            or from the entry's inline copy when the ring has one);
+//   5 acquire  the four steps with the owner word loaded with acquire on
+//            every look, and no fence after it (the ordering the flag test's
+//            kernel uses).
+inline constexpr uint32_t chain_owner = 1, chain_fence = 2, chain_entry = 3, chain_frame = 4, chain_acquire = 5;
 
 // One sample's steps, executor-clock nanoseconds (GPU cycles scaled by
 // chain_clock's rate afterwards on the host).
@@ -181,7 +184,13 @@ struct chain_body {
     for (uint64_t idx = 0;; ++idx) {
       uint32_t polls = 0;
       bool stop = false;
-      while (detail::load_owner(q, idx) != rx_phase(idx, q.log2_descs)) {
+      const auto owner = [&] {
+        // Pairs with the release store of the owner word in backend::rx_ring_writer::publish().
+        return depth == chain_acquire
+                   ? sys_atomic_ref<const uint32_t>(q.cqe(idx).owner).load(cuda::std::memory_order_acquire)
+                   : detail::load_owner(q, idx);
+      };
+      while (owner() != rx_phase(idx, q.log2_descs)) {
         if ((++polls & 1023u) == 0 && ctx.should_exit()) {
           stop = true;
           break;
@@ -192,7 +201,7 @@ struct chain_body {
       const uint64_t c0 = cycles_after(0);
       uint64_t c1 = c0, c2 = c0, c3 = c0;
       uint64_t seq = idx;
-      if (depth >= chain_fence) {
+      if (depth >= chain_fence && depth != chain_acquire) {
         // Pairs with the release store of the owner word in backend::
         // rx_ring_writer::publish(), as in recv.
         cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);

@@ -88,7 +88,7 @@ def main():
         got = {(r["test"], r.get("setting", "")) for r in runs}
         want = {("flag", ""), ("flag", "ack=relaxed"), ("cqe", ""), ("cqe", "ack=relaxed"), ("ring", ""),
                 ("ring", "ack=relaxed")}
-        for depth in ("owner", "fence", "entry", "frame"):
+        for depth in ("owner", "fence", "entry", "frame", "acquire"):
             want |= {("chain", f"depth={depth}"), ("chain", f"depth={depth} ack=relaxed")}
         check(got == want, f"chain run: runs {sorted(got)} instead of {sorted(want)}")
         for r in runs:
