@@ -67,7 +67,7 @@ struct split {
     const uint32_t h = len < n ? len : n;
     hdr = std::make_unique<uint8_t[]>(h ? h : 1);
     if (h) std::memcpy(hdr.get(), f.data(), h);
-    ref = gd::frame_ref{hdr.get(), h, f.data(), len};
+    ref = gd::frame_ref{hdr.get(), h, f.data(), len, n};
   }
 };
 

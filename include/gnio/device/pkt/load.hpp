@@ -45,8 +45,13 @@ struct frame_ref {
   uint32_t hdr_len;  // <= len
   const uint8_t* data;
   uint32_t len;  // captured bytes
+  // The copy's size (rxq::inline_bytes), hdr_len = min(len, hdr_cap): at()
+  // picks hdr or data by it, so a byte of the copy is loaded without waiting
+  // for len (one read across PCIe, not two in a row). ~0: hdr == data.
+  uint32_t hdr_cap = ~0u;
 
-  GNIO_HOST_DEVICE GNIO_FORCEINLINE uint8_t at(uint32_t off) const { return off < hdr_len ? hdr[off] : data[off]; }
+  // Byte off of the frame, off < len.
+  GNIO_HOST_DEVICE GNIO_FORCEINLINE uint8_t at(uint32_t off) const { return off < hdr_cap ? hdr[off] : data[off]; }
   // Whether every byte is at hdr: nothing needs the buffer.
   GNIO_HOST_DEVICE GNIO_FORCEINLINE bool whole() const { return hdr_len >= len; }
 };
