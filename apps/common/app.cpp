@@ -27,10 +27,12 @@ int run_report::refuse(const std::string& message, std::string_view status, std:
 }
 
 int run_report::stopped_while(const gnio::stop_signals& sig, std::string_view step, const gnio::error& e) {
+  // The step's own words: the error's code goes into the JSON's error_code.
+  const std::string why = e.message().empty() ? e.what() : e.message();
   std::string msg;
   if (sig.signal() != 0)
-    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, e.what());
-  else msg = fmt::format("--duration passed while {} ({})", step, e.what());
+    msg = fmt::format("stopped by signal {} ({}) while {} ({})", sig.signal(), strsignal(sig.signal()), step, why);
+  else msg = fmt::format("--duration passed while {} ({})", step, why);
   warn("{}: {}\n", program_, msg);
   set_error(msg, gnio::to_string(e.code()), step);
   return 1;
