@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <pcap/pcap.h>
 
@@ -29,12 +30,17 @@ namespace {
 // A pipe (stdout, a FIFO) whose reader stops reading would hold an engine
 // lane in write(2) for ever, and the port's stop with it, which waits for
 // the lane. So a write waits for room with poll(), and gives up once a
-// second stop signal came (the first stops the run), as console writes do.
+// second stop signal came (the first stops the run), as console writes do,
+// or once the port is stopping and the reader took nothing for
+// pcap_mirror::stop_grace_ms (a --duration or a stop by the program, which
+// no second signal follows).
 ssize_t pipe_write(void* cookie, const char* buf, size_t size) {
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(cookie));
+  auto& c = *static_cast<pcap_mirror::pipe_cookie*>(cookie);
   size_t done = 0;
+  auto stalled_since = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> stop_seen;
   while (done < size) {
-    pollfd p{fd, POLLOUT, 0};
+    pollfd p{c.fd, POLLOUT, 0};
     const int r = ::poll(&p, 1, 100);
     if (r < 0 && errno != EINTR) return -1;
     if (r <= 0) {
@@ -42,11 +48,23 @@ ssize_t pipe_write(void* cookie, const char* buf, size_t size) {
         errno = ECANCELED;
         return -1;
       }
+      // Relaxed: a flag looked at every 100 ms; the port's stop sets it
+      // before it joins this lane.
+      if (c.stopping.load(std::memory_order_relaxed)) {
+        // The grace counts from the later of the stop and the last byte taken.
+        const auto now = std::chrono::steady_clock::now();
+        if (!stop_seen) stop_seen = now;
+        if (now - std::max(stalled_since, *stop_seen) >= std::chrono::milliseconds(pcap_mirror::stop_grace_ms)) {
+          errno = ETIMEDOUT;
+          return -1;
+        }
+      }
       continue;
     }
+    stalled_since = std::chrono::steady_clock::now();
     // Room for PIPE_BUF bytes once poll says the pipe has room: the write
     // does not block. A reader that left: EPIPE.
-    const ssize_t w = ::write(fd, buf + done, std::min<size_t>(size - done, PIPE_BUF));
+    const ssize_t w = ::write(c.fd, buf + done, std::min<size_t>(size - done, PIPE_BUF));
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) return -1;
     done += static_cast<size_t>(w);
@@ -54,7 +72,12 @@ ssize_t pipe_write(void* cookie, const char* buf, size_t size) {
   return static_cast<ssize_t>(size);
 }
 
-int pipe_close(void* cookie) { return ::close(static_cast<int>(reinterpret_cast<intptr_t>(cookie))); }
+int pipe_close(void* cookie) {
+  auto& c = *static_cast<pcap_mirror::pipe_cookie*>(cookie);
+  const int fd = c.fd;
+  c.fd = -1;
+  return ::close(fd);
+}
 
 }  // namespace
 
@@ -134,8 +157,9 @@ error pcap_mirror::begin() {
     return undo(e, status::io_failed, "");
   }
   const bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
-  FILE* f = pipe ? fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), "wb",
-                               cookie_io_functions_t{nullptr, pipe_write, nullptr, pipe_close})
+  cookie_.fd = fd;
+  cookie_.stopping.store(false, std::memory_order_relaxed);
+  FILE* f = pipe ? fopencookie(&cookie_, "wb", cookie_io_functions_t{nullptr, pipe_write, nullptr, pipe_close})
                  : fdopen(fd, "wb");
   if (!f) {
     const int e = errno;
@@ -194,7 +218,9 @@ bool pcap_mirror::dump(const pcap_pkthdr& h, const uint8_t* data, const std::str
       path_,
       errno_ == EPIPE       ? "its reader went away (broken pipe)"
       : errno_ == ECANCELED ? "its reader did not take it, and a second stop signal gave it up"
-                            : std::strerror(errno_));
+      : errno_ == ETIMEDOUT
+          ? fmt::format("its reader took nothing for {} ms after the port began to stop", stop_grace_ms)
+          : std::strerror(errno_));
   return false;
 }
 

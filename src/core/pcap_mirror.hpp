@@ -74,6 +74,18 @@ class pcap_mirror {
   }
   [[nodiscard]] uint32_t files_written() const noexcept { return dumper_ || written_ ? file_index_ + 1 : 0; }
 
+  // At port stop, before the engine's lanes are joined: a lane waiting for
+  // a stream's reader gives the write up once the reader took nothing for
+  // stop_grace_ms (ETIMEDOUT), so a reader that holds the pipe and reads
+  // nothing cannot hold the stop for ever.
+  void stopping() noexcept { cookie_.stopping.store(true, std::memory_order_relaxed); }
+  static constexpr int stop_grace_ms = 2000;
+  // The state a stream's writes see (fopencookie's cookie).
+  struct pipe_cookie {
+    int fd = -1;
+    std::atomic<bool> stopping{false};
+  };
+
   // At port stop: flushes and closes; the first write error, with its errno.
   error finish();
   void close() noexcept;
@@ -91,6 +103,7 @@ class pcap_mirror {
   bool stream_ = false;      // configure(): "-" or a FIFO
   bool flush_each_ = false;  // begin(): not a regular file, so each record goes out as it is written
   std::atomic<int> failed_errno_{0};
+  pipe_cookie cookie_;
   std::mutex mu_;  // write_frame: lanes share the file
   uint64_t written_ = 0;
   uint64_t rot_bytes_ = 0, rot_ns_ = 0;

@@ -398,6 +398,10 @@ error port::stop() {
   if (s.phase != port_phase::started) return fail(status::bad_state, "stop: port {} is not started", s.name);
   if (int k = s.kernels_running.load(); k > 0)
     return fail(status::bad_state, "stop: {} kernel runner(s) still use port {}; stop them first", k, s.name);
+  // A lane held by a stream's reader that reads nothing gives up within
+  // pcap_mirror::stop_grace_ms of the last byte it took.
+  s.mirror.stopping();
+  s.rx_mirror.stopping();
   s.join_engines();
   error e;
   if (s.ops->stop) e = s.ops->stop(s.priv);

@@ -26,6 +26,7 @@
 # GNIO_FLOW_COUNT_BIN and GNIO_L2FWD_BIN, the captures from
 # GNIO_TEST_DATA_DIR and GNIO_CORPUS_DIR (ctest sets them).
 import array
+import errno
 import fcntl
 import gzip
 import json
@@ -408,6 +409,29 @@ def check_write_stream():
             ok = (prog.returncode == 1 and j.get("write_error") == "Operation canceled" and j.get("unaccounted") == 0
                   and j.get("stopped_early") is True)
             verdict(ok, f"{mode:10} --write - to a reader that reads nothing, SIGINT twice: exit {prog.returncode}, "
+                    f"write_error {j.get('write_error')!r}", f"  {' '.join(cmd)}\n{err.decode(errors='replace')}")
+
+        # The same reader, and --duration instead of the signals: the run's
+        # stop gives the write up once the reader took nothing for 2 s, so
+        # the program ends by itself and writes its results.
+        for mode in ("pp", "flow_count", "l2fwd"):
+            cmd = program_cmd(mode, f"pcap:file={path},loop=0", tmp, out) + ["--write", "-", "--duration", "1"]
+            prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                prog.wait(timeout=LIMIT_S)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                prog.kill()
+                prog.wait()
+            err = prog.stderr.read()
+            prog.stdout.close()
+            prog.stderr.close()
+            with open(out) as f:
+                j = json.load(f)
+            ok = (prog.returncode == 1 and j.get("write_error") == os.strerror(errno.ETIMEDOUT)
+                  and j.get("unaccounted") == 0 and b"took nothing for 2000 ms" in err)
+            verdict(ok, f"{mode:10} --write - to a reader that reads nothing, --duration 1: exit {prog.returncode}, "
                     f"write_error {j.get('write_error')!r}", f"  {' '.join(cmd)}\n{err.decode(errors='replace')}")
 
         # A terminal is no place for a pcap stream.
