@@ -294,6 +294,22 @@ bool wait_ack(const gnio::device::sem& hs, uint32_t item, bool relaxed, uint64_t
   }
 }
 
+// Starts the ring test's kernel (latency::ring_body: recv<block> with
+// c.threads threads, one semaphore item per timed frame) on rq, counting
+// into counts; used by ring (a pair port's queue) and cqe (the direct ring).
+gnio::error launch_ring_body(gnio::kernel_runner& runner, const gnio::device::rxq& rq, const gnio::semaphore& sem,
+                             const gnio::mem_block& counts, const config& c, const std::string& poll,
+                             const variant& v) {
+  const latency::ring_body body{
+      rq,           sem.view(), static_cast<latency::ring_counts*>(counts.exec_ptr), c.batch, c.batch_timeout_us * 1000,
+      v.relaxed_ack};
+  gnio::launch_dims d;
+  d.blocks = 1;
+  d.threads = c.threads;
+  d.poll = policy_of(poll);
+  return latency::launch_ring(runner, d, body);
+}
+
 // ---------------------------------------------------------------------------
 // flag: the host <-> kernel round trip through two words in mapped memory.
 run_result run_flag(const std::string& exec, const config& c, bool relaxed) {
@@ -396,17 +412,7 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   if (auto e = b->start(); e) return r.error = e.what(), r;
   auto runner = gnio::kernel_runner::create(*g, {&*b});
   if (!runner) return r.error = runner.err().what(), r;
-  latency::ring_body body{*b->rxq(*rq),
-                          sem->view(),
-                          static_cast<latency::ring_counts*>(counts->exec_ptr),
-                          c.batch,
-                          c.batch_timeout_us * 1000,
-                          v.relaxed_ack};
-  gnio::launch_dims d;
-  d.blocks = 1;
-  d.threads = c.threads;
-  d.poll = policy_of(poll);
-  if (auto e = latency::launch_ring(*runner, d, body); e) return r.error = e.what(), r;
+  if (auto e = launch_ring_body(*runner, *b->rxq(*rq), *sem, *counts, c, poll, v); e) return r.error = e.what(), r;
   const auto t = *a->txq_host(*tq);
   load_gen lg;
   if (load)
@@ -570,11 +576,11 @@ void direct_loop(run_result& r, direct_ring& ring, const gnio::device::sem& hs, 
   r.sent -= std::min(r.sent, c.warmup);
 }
 
-json step_summary(std::vector<double> v) {
-  if (v.empty()) return json::object();
-  std::sort(v.begin(), v.end());
-  auto at = [&](double p) { return v[static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1))]; };
-  return {{"p50_ns", at(50)}, {"p90_ns", at(90)}, {"p99_ns", at(99)}};
+// Percentiles of one step's nanoseconds, as the runs' own (pct).
+json step_summary(std::vector<uint64_t> ns) {
+  if (ns.empty()) return json::object();
+  std::sort(ns.begin(), ns.end());
+  return {{"p50_ns", pct(ns, 50) * 1000}, {"p90_ns", pct(ns, 90) * 1000}, {"p99_ns", pct(ns, 99) * 1000}};
 }
 
 // chain: the consumer's steps by hand on one thread (latency::chain_body),
@@ -618,14 +624,17 @@ run_result run_chain(const std::string& exec, const config& c, const variant& v)
                             ? static_cast<double>(clk.ns1 - clk.ns0) / static_cast<double>(clk.cycles1 - clk.cycles0)
                             : 0.0;
   if (ns_per > 0 && r.error.empty()) {
-    std::vector<double> fence, entry, frame, ack, sum;
+    const auto ns = [ns_per](uint64_t cycles) {
+      return static_cast<uint64_t>(std::llround(static_cast<double>(cycles) * ns_per));
+    };
+    std::vector<uint64_t> fence, entry, frame, ack, sum;
     for (uint64_t k = c.warmup; k < c.warmup + r.ns.size() && k < total; ++k) {
       const auto& s = got[k];
-      fence.push_back(static_cast<double>(s.fence) * ns_per);
-      entry.push_back(static_cast<double>(s.entry) * ns_per);
-      frame.push_back(static_cast<double>(s.frame) * ns_per);
-      ack.push_back(static_cast<double>(s.ack) * ns_per);
-      sum.push_back(static_cast<double>(s.fence + s.entry + s.frame + s.ack) * ns_per);
+      fence.push_back(ns(s.fence));
+      entry.push_back(ns(s.entry));
+      frame.push_back(ns(s.frame));
+      ack.push_back(ns(s.ack));
+      sum.push_back(ns(s.fence + s.entry + s.frame + s.ack));
     }
     r.extra["kernel_steps"] = {{"fence", step_summary(fence)},
                                {"entry", step_summary(entry)},
@@ -655,17 +664,7 @@ run_result run_cqe(const std::string& exec, const std::string& poll, const confi
   if (!counts) return r.error = counts.err().what(), r;
   auto runner = gnio::kernel_runner::create(*g);
   if (!runner) return r.error = runner.err().what(), r;
-  latency::ring_body body{ring.q,
-                          sem->view(),
-                          static_cast<latency::ring_counts*>(counts->exec_ptr),
-                          c.batch,
-                          c.batch_timeout_us * 1000,
-                          v.relaxed_ack};
-  gnio::launch_dims d;
-  d.blocks = 1;
-  d.threads = c.threads;
-  d.poll = policy_of(poll);
-  if (auto e = latency::launch_ring(*runner, d, body); e) return r.error = e.what(), r;
+  if (auto e = launch_ring_body(*runner, ring.q, *sem, *counts, c, poll, v); e) return r.error = e.what(), r;
   const cpu_meter cpu;
   direct_loop(r, ring, sem->host_view(), v.relaxed_ack, c);
   r.extra["cpu_cores"] = cpu.cores();
