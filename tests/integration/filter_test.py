@@ -105,6 +105,22 @@ def tcpdump_count(tcpdump, path, expr, tmp):
     return len(pcapfile.records(out))
 
 
+def end_unread(prog):
+    """Waits for a program whose stdout pipe nobody reads (killed after LIMIT_S, which its exit status then shows);
+    returns its stderr."""
+    try:
+        prog.wait(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        prog.kill()
+        prog.wait()
+    err = prog.stderr.read()
+    prog.stdout.close()
+    prog.stderr.close()
+    return err
+
+
 def program_cmd(mode, port, tmp, out):
     """The program's command line on the device string port, its JSON to out."""
     if mode == "pp":
@@ -397,13 +413,7 @@ def check_write_stream():
             prog.send_signal(signal.SIGINT)
             time.sleep(0.5)
             prog.send_signal(signal.SIGINT)
-            try:
-                prog.wait(timeout=LIMIT_S)
-            finally:
-                prog.kill()
-            err = prog.stderr.read()
-            prog.stdout.close()
-            prog.stderr.close()
+            err = end_unread(prog)
             with open(out) as f:
                 j = json.load(f)
             ok = (prog.returncode == 1 and j.get("write_error") == "Operation canceled" and j.get("unaccounted") == 0
@@ -417,16 +427,7 @@ def check_write_stream():
         for mode in ("pp", "flow_count", "l2fwd"):
             cmd = program_cmd(mode, f"pcap:file={path},loop=0", tmp, out) + ["--write", "-", "--duration", "1"]
             prog = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            try:
-                prog.wait(timeout=LIMIT_S)
-            except subprocess.TimeoutExpired:
-                pass
-            finally:
-                prog.kill()
-                prog.wait()
-            err = prog.stderr.read()
-            prog.stdout.close()
-            prog.stderr.close()
+            err = end_unread(prog)
             with open(out) as f:
                 j = json.load(f)
             ok = (prog.returncode == 1 and j.get("write_error") == os.strerror(errno.ETIMEDOUT)
