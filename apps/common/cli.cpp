@@ -423,6 +423,13 @@ std::string stdout_conflict(const std::vector<std::pair<std::string, std::string
                      users.size() == 2 ? "both" : "all", users.size() == 2 ? "one of them" : "all but one of them");
 }
 
+std::string check_outputs(const std::string& json_path, const std::string& jsonl_path, const write_options& w) {
+  if (std::string why = stdout_conflict({{"--json", json_path}, {"--jsonl", jsonl_path}, {"--write", w.path}});
+      !why.empty())
+    return why;
+  return check_write_stream(w);
+}
+
 void write_watch::check(const port& p) {
   if (said_ || p.rx_pcap_errno() != EPIPE) return;
   said_ = true;

@@ -132,6 +132,10 @@ void add_write_options(CLI::App& app, write_options& w);
 // why they cannot be used together: a pcap stream, JSON Lines and a JSON
 // document would be interleaved in one stream that no reader can parse.
 [[nodiscard]] std::string stdout_conflict(const std::vector<std::pair<std::string, std::string>>& outputs);
+// Both, for a program whose outputs are --json, --jsonl and --write (flow_count,
+// l2fwd): stdout_conflict of the three, then check_write_stream.
+[[nodiscard]] std::string check_outputs(const std::string& json_path, const std::string& jsonl_path,
+                                        const write_options& w);
 
 // --write's copy while a run goes on: once its reader went away (EPIPE on
 // --write - or a FIFO), says so once and sets *stop (may be null), so that

@@ -165,13 +165,7 @@ int main(int argc, char** argv) {
       warn("flow_count: --table {} must be a power of two >= 16\n", o.table_cap);
       return gnio::console::finish("flow_count", 2);
     }
-    if (const std::string why =
-            gnio::cli::stdout_conflict({{"--json", o.json_path}, {"--jsonl", o.jsonl_path}, {"--write", o.write.path}});
-        !why.empty()) {
-      warn("flow_count: {}\n", why);
-      return gnio::console::finish("flow_count", 2);
-    }
-    if (const std::string why = gnio::cli::check_write_stream(o.write); !why.empty()) {
+    if (const std::string why = gnio::cli::check_outputs(o.json_path, o.jsonl_path, o.write); !why.empty()) {
       warn("flow_count: {}\n", why);
       return gnio::console::finish("flow_count", 2);
     }

@@ -414,13 +414,7 @@ int main(int argc, char** argv) {
            o.launch.burst, o.ring);
       return gnio::console::finish("l2fwd", 2);
     }
-    if (const std::string why =
-            gnio::cli::stdout_conflict({{"--json", o.json_path}, {"--jsonl", o.jsonl_path}, {"--write", o.write.path}});
-        !why.empty()) {
-      warn("l2fwd: {}\n", why);
-      return gnio::console::finish("l2fwd", 2);
-    }
-    if (const std::string why = gnio::cli::check_write_stream(o.write); !why.empty()) {
+    if (const std::string why = gnio::cli::check_outputs(o.json_path, o.jsonl_path, o.write); !why.empty()) {
       warn("l2fwd: {}\n", why);
       return gnio::console::finish("l2fwd", 2);
     }
