@@ -406,8 +406,7 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   if (!sem) return r.error = sem.err().what(), r;
   auto counts = g->alloc(sizeof(latency::ring_counts), gnio::mem_type::gpu);
   if (!counts) return r.error = counts.err().what(), r;
-  latency::ring_counts zero{};
-  if (auto e = g->copy_to_block(*counts, 0, &zero, sizeof zero); e) return r.error = e.what(), r;
+  // gpu::alloc's memory comes zeroed: the counts start at 0.
   if (auto e = a->start(); e) return r.error = e.what(), r;
   if (auto e = b->start(); e) return r.error = e.what(), r;
   auto runner = gnio::kernel_runner::create(*g, {&*b});
@@ -459,7 +458,7 @@ run_result run_ring(const std::string& exec, const std::string& poll, bool load,
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (auto e = runner->stop(std::chrono::seconds(5)); e && r.error.empty()) r.error = e.what();
   latency::ring_counts got{};
-  (void)g->copy_to_host(&got, *counts, 0, sizeof got);
+  if (auto e = g->copy_to_host(&got, *counts, 0, sizeof got); e && r.error.empty()) r.error = e.what();
   r.load_sent = lg.sent.load();
   r.load_seen = got.load;
   r.load_seconds = lg.seconds();
@@ -670,7 +669,7 @@ run_result run_cqe(const std::string& exec, const std::string& poll, const confi
   r.extra["cpu_cores"] = cpu.cores();
   if (auto e = runner->stop(std::chrono::seconds(5)); e && r.error.empty()) r.error = e.what();
   latency::ring_counts got{};
-  (void)g->copy_to_host(&got, *counts, 0, sizeof got);
+  if (auto e = g->copy_to_host(&got, *counts, 0, sizeof got); e && r.error.empty()) r.error = e.what();
   r.extra["kernel_batches"] = got.batches;
   r.extra["kernel_timed"] = got.timed;
   *runner = {};

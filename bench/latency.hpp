@@ -191,13 +191,9 @@ struct chain_body {
     for (uint64_t idx = 0;; ++idx) {
       uint32_t polls = 0;
       bool stop = false;
-      const auto owner = [&] {
-        // Pairs with the release store of the owner word in backend::rx_ring_writer::publish().
-        return depth == chain_acquire
-                   ? sys_atomic_ref<const uint32_t>(q.cqe(idx).owner).load(cuda::std::memory_order_acquire)
-                   : detail::load_owner(q, idx);
-      };
-      while (owner() != rx_phase(idx, q.log2_descs)) {
+      // Both pair with the release store of the owner word in backend::rx_ring_writer::publish().
+      const auto ready = [&] { return depth == chain_acquire ? detail::ready_acquire(q, idx) : detail::ready(q, idx); };
+      while (!ready()) {
         if ((++polls & 1023u) == 0 && ctx.should_exit()) {
           stop = true;
           break;

@@ -148,7 +148,8 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE status poll(const rxq& q, uint32_t max_pkts, u
       n = count_ready_thread(q, start, max_pkts);
 #endif
       *num = n;
-      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      // As above: the thread-scope poll loaded relaxed and fences; a warp's lanes loaded with acquire.
+      if constexpr (!Warp) cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
       return n ? status::success : status::shutdown;
     }
     if (expired) {

@@ -22,10 +22,15 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t tx_done(const txq& q) noexcept {
 // load across PCIe.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint64_t& tx_done_seen(const txq& q) noexcept { return q.prod[1]; }
 
+// Free descriptors as of the completion index loaded last: no load across PCIe.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space_seen(const txq& q) noexcept {
+  return q.num_descs - static_cast<uint32_t>(*q.prod - tx_done_seen(q));
+}
+
 // Free descriptors right now (single producer view): loads the completion index.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space(const txq& q) noexcept {
   tx_done_seen(q) = tx_done(q);
-  return q.num_descs - static_cast<uint32_t>(*q.prod - tx_done_seen(q));
+  return tx_space_seen(q);
 }
 
 // Reserves n descriptors, waiting up to timeout_ns for the backend to complete
@@ -36,7 +41,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t tx_space(const txq& q) noexcept {
 GNIO_HOST_DEVICE inline status tx_reserve(const txq& q, uint32_t n, uint64_t timeout_ns, uint64_t* first,
                                           poll_policy policy = poll_policy::adaptive) noexcept {
   if (n == 0 || n > q.num_descs) return status::invalid_value;
-  if (q.num_descs - static_cast<uint32_t>(*q.prod - tx_done_seen(q)) < n) {
+  if (tx_space_seen(q) < n) {
     const uint64_t t0 = now_ns();
     uint32_t polls = 0;
     while (tx_space(q) < n) {
