@@ -38,7 +38,7 @@ def machine():
 RUN_TIMEOUT_S = 600
 
 
-def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pkt_mem=None):
+def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pkt_mem=None, mix="all"):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as t:
         path = t.name
     port = f"gen:size={size},flows=4096,count={count}" + (f",lanes={lanes}" if lanes > 1 else "")
@@ -46,7 +46,7 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pk
         cmd = [binary, "--port", port, "--gpu", "0" if execu == "cuda" else execu, "--queues", str(queues),
                "--stats-interval", "0", "--json", path] + extra
     elif app == "pp":
-        cmd = [binary, "pp", "--port", port + ",mix=all", "--gpu", "0" if execu == "cuda" else execu, "--queues",
+        cmd = [binary, "pp", "--port", port + f",mix={mix}", "--gpu", "0" if execu == "cuda" else execu, "--queues",
                str(queues), "--stats-interval", "0", "--json", path] + extra
     else:
         cmd = [binary, "--port", port, "--exec", execu, "--queues", str(queues), "--stats-interval", "0", "--json",
@@ -60,7 +60,7 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pk
                                         + (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")))
     wall = time.time() - t0
     row = {"command": " ".join(cmd), "executor": execu, "size": size, "queues": queues, "lanes": lanes, "count": count,
-           "pkt_mem": pkt_mem or "auto", "rc": p.returncode,
+           "pkt_mem": pkt_mem or "auto", "rc": p.returncode, **({"mix": mix} if app == "pp" else {}),
            "wall_s": round(wall, 3)}
     if p.returncode == 0:
         with open(path) as f:
@@ -69,6 +69,8 @@ def run(binary, execu, size, queues, count, extra, lanes=1, app="flow_count", pk
         row["gbps"] = round(j["bytes"] * 8 / j["seconds"] / 1e9, 3) if j["seconds"] else 0
         if "engine" in j:
             row["engine_ns_per_frame"] = j["engine"].get("ns_per_frame")
+            if "full_ns_per_frame" in j["engine"]:
+                row["engine_full_ns_per_frame"] = j["engine"]["full_ns_per_frame"]
     else:
         row["stderr"] = p.stderr[-2000:]
     if os.path.exists(path):
@@ -87,6 +89,7 @@ def main():
     ap.add_argument("--executors", default="cuda,host")
     ap.add_argument("--lanes", default="1", help="engine threads per port to try (each <= queues), e.g. 1,4")
     ap.add_argument("--pkt-mem", default="auto", help="flow_count only: packet memory to try, e.g. auto,gpu")
+    ap.add_argument("--mix", default="all", help="pp only: the gen backend's traffic mix (all, udp, tcp, ...)")
     ap.add_argument("--capacity-bin", help="bench/capacity binary: measure the host-to-device bandwidth in this run")
     ap.add_argument("--extra", default="", help="more arguments for every run, e.g. '--ring 4096 --batch 1024'")
     ap.add_argument("--run-timeout", type=int, default=600,
@@ -117,7 +120,8 @@ def main():
             for lanes in sorted({min(int(l), rx_queues) for l in args.lanes.split(",")}):
                 plan += [(size, count, q, lanes, mem, ex) for mem in mems for ex in args.executors.split(",")]
     for size, count, q, lanes, mem, ex in plan:
-        r = run(args.bin, ex, size, q, count, shlex.split(args.extra), lanes, args.app, None if mem == "auto" else mem)
+        r = run(args.bin, ex, size, q, count, shlex.split(args.extra), lanes, args.app, None if mem == "auto" else mem,
+                args.mix)
         if h2d and r["rc"] == 0:
             r["pcie_fraction"] = round(r["gbps"] / h2d, 3)
         rows.append(r)
