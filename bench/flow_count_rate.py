@@ -10,7 +10,8 @@ cuda/host ratios as JSON. For pp the generator sends its UDP/TCP/ICMP mix and
   bench/flow_count_rate.py --app l2fwd --bin build/examples/l2fwd/l2fwd --json l2fwd.json --queues 4 --lanes 1,4
 
 Each run also records the engine's CPU time per frame (the app's JSON
-engine.ns_per_frame). With --capacity-bin (bench/capacity) the host-to-device
+engine.ns_per_frame) and its time per frame waiting for full queues
+(engine.full_ns_per_frame: high when the consumer sets the pace). With --capacity-bin (bench/capacity) the host-to-device
 copy bandwidth is measured in the same run and every row gets its Gb/s as a
 fraction of it (pcie_fraction).
 """
@@ -126,7 +127,8 @@ def main():
             r["pcie_fraction"] = round(r["gbps"] / h2d, 3)
         rows.append(r)
         status = (f"{r['mpps']:.2f} Mpps {r['gbps']:.2f} Gb/s missed {r['missed']} "
-                  f"engine {r.get('engine_ns_per_frame') or 0:.1f} ns/frame" if r["rc"] == 0 else f"rc={r['rc']}")
+                  f"engine {r.get('engine_ns_per_frame') or 0:.1f} ns/frame busy, "
+                  f"{r.get('engine_full_ns_per_frame') or 0:.1f} waiting for full queues" if r["rc"] == 0 else f"rc={r['rc']}")
         print(f"bench: {r['command']}\n       -> {status}", flush=True)
     ratios = []
     for r in rows:

@@ -37,6 +37,15 @@ void warn(fmt::format_string<A...> f, A&&... a) {
   gnio::console::err(fmt::format(f, std::forward<A>(a)...));
 }
 
+// The JSON's "engine" object: lanes, the lanes' busy time per frame
+// (ns_per_frame) and their time per frame waiting for full queues
+// (full_ns_per_frame: the consumer's pace on a lossless port).
+inline json engine_json(const gnio::port_stats& st) {
+  return {{"lanes", st.lanes.size()},
+          {"ns_per_frame", gnio::engine_ns_per_frame(st)},
+          {"full_ns_per_frame", gnio::engine_full_ns_per_frame(st)}};
+}
+
 // One program's run: its name prefixes every message, and j collects the
 // results and the first failure (error, error_status, error_step).
 // How a run's kernels ended (run_kernels).

@@ -226,6 +226,10 @@ void add_port(text& t, std::string_view port, const port_stats& st, const std::v
   t.family("gnio_engine_busy_seconds_total", "counter", "Time the engine lane spent on bursts that carried frames.");
   for (size_t l = 0; l < st.lanes.size(); ++l)
     t.sample({{"port", p}, {"lane", std::to_string(l)}}, static_cast<double>(st.lanes[l].busy_ns) / 1e9);
+  t.family("gnio_engine_full_seconds_total", "counter",
+           "Time the engine lane waited for a full queue to be consumed (lossless ports).");
+  for (size_t l = 0; l < st.lanes.size(); ++l)
+    t.sample({{"port", p}, {"lane", std::to_string(l)}}, static_cast<double>(st.lanes[l].full_ns) / 1e9);
   t.family("gnio_engine_errors_total", "counter",
            "Errors that ended the port's engine: 1 once it stopped on one (the JSON's engine_error).")
       .sample({{"port", p}}, uint64_t{engine_failed ? 1u : 0u});

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "app.hpp"
 #include "cli.hpp"
 #include "pp_device.hpp"
 
@@ -420,7 +421,7 @@ json make_json(const run_outcome& o, const tally& t) {
   j["written"] = opt.write.path.empty() ? json(nullptr) : json(o.written);
   if (o.write_errno != 0) j["write_error"] = std::strerror(o.write_errno);
   j["missed"] = st.rx_missed;
-  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
+  j["engine"] = gnio::app::engine_json(st);
   j["unsteered"] = st.rx_unsteered;
   j["pending"] = t.pending;
   j["unaccounted"] = t.unaccounted;

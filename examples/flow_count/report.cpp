@@ -329,7 +329,7 @@ json fill_json(run_state& st, const results& r) {
   j["mpps"] = seconds > 0 ? sum.packets / seconds / 1e6 : 0.0;
   gnio::cli::add_launch_json(j, r.ls, sum.packets, seconds, st.per_burst);
   j["engine_error"] = r.engine_err ? r.engine_err.what() : "";
-  j["engine"] = {{"lanes", ps.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(ps)}};
+  j["engine"] = gnio::app::engine_json(ps);
   json qs = json::array();
   for (uint32_t i = 0; i < ps.rxq.size(); ++i) {
     const auto& q = ps.rxq[i];

@@ -308,7 +308,7 @@ int run(const options& o, gnio::stop_signals& sig, gnio::app::run_report& rep, g
   j["mpps"] = seconds > 0 ? st.tx_frames / seconds / 1e6 : 0.0;
   gnio::cli::add_launch_json(j, ls, sum.packets, seconds, per_burst);
   j["engine_error"] = engine_err ? engine_err.what() : "";
-  j["engine"] = {{"lanes", st.lanes.size()}, {"ns_per_frame", gnio::engine_ns_per_frame(st)}};
+  j["engine"] = gnio::app::engine_json(st);
   if (mx) publish_metrics(*mx, o, info, st, processed, filtered, static_cast<bool>(engine_err), &sum);
 
   // Frames lost on the way out fail the run: a forwarder that drops is not

@@ -78,9 +78,14 @@ struct txq_stats {
 
 // One engine thread (lanes=N gives N). busy_ns / frames is what the engine
 // spends per frame: the backend's burst plus writing and publishing it.
+// full_ns says whether the consumer or the engine sets a lossless run's pace:
+// time the lane could not take a burst because a queue it alone writes had
+// no free entry (overflow=wait; a shared queue's wait is inside a burst, in
+// busy_ns).
 struct lane_stats {
   uint64_t frames = 0;   // frames the lane took from the backend
   uint64_t busy_ns = 0;  // time spent on bursts that carried frames
+  uint64_t full_ns = 0;  // time spent waiting for a full queue to be consumed
 };
 
 struct port_stats {
@@ -113,6 +118,18 @@ struct port_stats {
     busy += l.busy_ns;
   }
   return frames ? static_cast<double>(busy) / static_cast<double>(frames) : 0.0;
+}
+
+// The lanes' time waiting for full queues (lane_stats::full_ns) per frame
+// they took: beside engine_ns_per_frame, how much of a lossless run's time
+// per frame was the consumer's.
+[[nodiscard]] inline double engine_full_ns_per_frame(const port_stats& s) noexcept {
+  uint64_t frames = 0, full = 0;
+  for (const auto& l : s.lanes) {
+    frames += l.frames;
+    full += l.full_ns;
+  }
+  return frames ? static_cast<double>(full) / static_cast<double>(frames) : 0.0;
 }
 
 // Owns a backend instance, its queues and their memory: move-only, ended by

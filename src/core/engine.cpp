@@ -375,6 +375,11 @@ void engine_main(lane_state& l) {
 #endif
   uint32_t idle = 0;
   uint64_t idle_since = 0;
+  uint64_t full_since = 0;  // when the lane last found a queue full (0: not waiting); two clock reads per wait
+  const auto end_full_wait = [&l, &full_since] {
+    if (full_since != 0) l.full_ns.add(steady_ns() - full_since);
+    full_since = 0;
+  };
   while (!p.stop_req.load(std::memory_order_acquire)) {
     bool busy = false;
     if (rx && !l.ended) {
@@ -387,6 +392,7 @@ void engine_main(lane_state& l) {
           if (!q->shared) budget = std::min(budget, q->w.free_entries());
       }
       if (budget > 0) {
+        end_full_wait();
         const uint64_t t0 = steady_ns();
         l.burst_ts = realtime_ns();
         uint32_t produced = 0;
@@ -405,8 +411,9 @@ void engine_main(lane_state& l) {
                                          : error(s, fmt::format("{}: receive failed", p.name)));
           mark_eos(l);
         }
-      } else if (has_staged) {
-        flush(l, false);  // copies may have finished: publish what they carried
+      } else {
+        if (full_since == 0) full_since = steady_ns();
+        if (has_staged) flush(l, false);  // copies may have finished: publish what they carried
       }
     }
     uint64_t due = 0;
@@ -433,6 +440,7 @@ void engine_main(lane_state& l) {
       std::this_thread::yield();
     }
   }
+  end_full_wait();
   flush(l, true);
   if (tx) {
     uint64_t due = 0;

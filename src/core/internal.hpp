@@ -176,6 +176,7 @@ struct lane_state {
   std::vector<uint32_t> released;                          // pool buffers on their way back to the backend
   std::vector<std::pair<rxq_state*, uint32_t>> returning;  // how many of them each queue gave
   counter frames, busy_ns;                                 // frames taken from the backend, time spent on them
+  counter full_ns;  // time with no burst taken because a queue this lane alone writes was full (lossless)
   // Wall-clock time (ns since the epoch) read once before each rx_burst: the
   // timestamp of frames whose source gives none (one clock read per burst,
   // not per frame).

@@ -463,7 +463,7 @@ port_stats port::stats() const {
     out.rx_delivered += r.delivered;
     out.rxq.push_back(r);
   }
-  for (auto& l : s.lanes) out.lanes.push_back({l->frames.get(), l->busy_ns.get()});
+  for (auto& l : s.lanes) out.lanes.push_back({l->frames.get(), l->busy_ns.get(), l->full_ns.get()});
   for (auto& q : s.txqs) {
     txq_stats t;
     t.sent = q->sent.get();

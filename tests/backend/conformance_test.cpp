@@ -1071,6 +1071,41 @@ TEST(lifecycle, stop_flag_ends_a_persistent_kernel) {
   EXPECT_FALSE(p.close());
 }
 
+TEST(lifecycle, a_lossless_lane_counts_its_wait_for_a_full_queue_apart_from_busy) {
+  // 1000 frames into a ring of 64 with no consumer for 300 ms: the lane
+  // fills the ring, then can take no burst until the kernel starts. That
+  // wait is full_ns, not busy_ns, and everything still arrives.
+  auto g = open_gpu();
+  constexpr uint64_t n = 1000;
+  auto src = make_source(kind::gen, n, "overflow=wait");
+  dut d(g, src->dev, 64, n);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(d.start());
+  for (;;) {  // the ring is full: 64 frames delivered
+    if (d.p.stats().rxq[d.rxq].delivered >= 64) break;
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, 30s) << "the ring never filled";
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(300ms);
+  ASSERT_FALSE(d.launch_record());
+  auto w = d.runner->wait(60s);
+  ASSERT_FALSE(w) << w.what();
+  const auto since_start = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(d.read_u64(d.processed), n);
+  expect_records(d.records(n), src->expected, n);
+  const auto st = d.p.stats();
+  ASSERT_EQ(st.lanes.size(), 1u);
+  EXPECT_EQ(st.lanes[0].frames, n);
+  // The lane waited through most of the 300 ms without a consumer (it found
+  // the ring full at most microseconds after this test saw it full), and no
+  // longer than the whole run.
+  EXPECT_GE(st.lanes[0].full_ns, 250'000'000u);
+  EXPECT_LE(st.lanes[0].full_ns, static_cast<uint64_t>(std::chrono::nanoseconds(since_start).count()));
+  EXPECT_LT(st.lanes[0].busy_ns, st.lanes[0].full_ns);
+  EXPECT_DOUBLE_EQ(gnio::engine_full_ns_per_frame(st), static_cast<double>(st.lanes[0].full_ns) / n);
+  d.finish();
+}
+
 TEST(lifecycle, a_body_past_the_parameter_limit_runs_from_a_copy) {
   static_assert(!gnio::detail::body_by_value<conf::large_body>, "the test needs a body past the limit");
   static_assert(gnio::detail::body_by_value<conf::record_body>);
