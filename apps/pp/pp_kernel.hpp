@@ -213,6 +213,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
       uint8_t* f = nullptr;
       frame_ref fr{};
+      frame_head head;  // fr's copy of the frame's first bytes (pkt_frame_head), for this round
       uint32_t len = 0;
       bool is_frag = false, is_seg = false, passed = false;
       uint32_t conn_hash = 0, wire = 0;
@@ -221,11 +222,14 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         const uint64_t idx = first + i;
         // The filter and the parser read headers from the entry's inline
         // copy when the queue has one; payloads and replies use the buffer.
-        fr = pkt_frame(rq, idx);
-        f = pkt_addr(rq, idx);
+        // The entry in one load, and on the GPU a copy of the frame's first
+        // bytes made with one round of loads (pkt_frame_head).
+        const rx_cqe c = load_cqe(rq, idx);
+        fr = pkt_frame_head(rq, idx, c, head);
+        f = rq.pkts + c.buf;
         len = fr.len;
-        wire = pkt_wire_len(rq, idx);
-        ts_ns = pkt_timestamp_ns(rq, idx);
+        wire = c.wire_len;
+        ts_ns = c.ts_ns;
         // A frame the filter refuses is counted once, in filtered, and is
         // otherwise left alone: no class counts, no reply, no tables.
         passed = bpf_match(filter, fr, wire);

@@ -129,11 +129,15 @@ struct body {
       flow_entry* const tab = table[which];
       uint64_t full = 0, claimed = 0;
       for (uint32_t i = thread_rank(); i < num; i += block_threads()) {
-        // Headers from the entry's inline copy when the queue has one: the
-        // frame's buffer is read only for headers that reach past it.
-        const frame_ref f = pkt_frame(rq, first + i);
+        // The entry in one load; headers from the entry's inline copy when
+        // the queue has one, else (on the GPU) from a copy of the frame's
+        // first bytes made with one round of loads: the frame's buffer is
+        // read only for headers that reach past either.
+        const rx_cqe c = load_cqe(rq, first + i);
+        frame_head head;
+        const frame_ref f = pkt_frame_head(rq, first + i, c, head);
         const uint32_t len = f.len;
-        const uint32_t wire = pkt_wire_len(rq, first + i);
+        const uint32_t wire = c.wire_len;
         if (!bpf_match(filter, f, wire)) {
           ++filtered;
           continue;
@@ -148,7 +152,7 @@ struct body {
         flow_update u{};
         u.wire_bytes = wire;
         u.ip_bytes = ip_datagram_bytes(pp, p, len, wire);
-        u.ts_ns = pkt_timestamp_ns(rq, first + i);
+        u.ts_ns = c.ts_ns;
         u.tcp_flags = pp.l4 == l4_kind::tcp ? pp.tcp.flags : 0u;
         const uint32_t vid = uint32_t{pp.outer_vlan} & flow_meta_vlan_mask;
         u.vlan_meta = pp.vlan_count ? flow_meta_tagged | (vid << flow_meta_vlan_shift) : 0u;

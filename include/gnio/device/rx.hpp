@@ -335,4 +335,64 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame(const rxq& q, uint64_t idx
   return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len, q.inline_bytes};
 }
 
+// A frame's first bytes in the thread's own memory (pkt_frame_head).
+struct frame_head {
+  static constexpr uint32_t bytes = 64;
+  alignas(16) uint8_t b[bytes];
+};
+
+// The completion entry idx, whole. On the GPU it is loaded as the two
+// 16-byte halves of its 32-byte sector, both issued at once, rather than a
+// load per field where each could be a read across PCIe of its own. Valid
+// for an index recv returned (the entry is the consumer's until released).
+GNIO_HOST_DEVICE GNIO_FORCEINLINE rx_cqe load_cqe(const rxq& q, uint64_t idx) noexcept {
+#if defined(__CUDA_ARCH__)
+  static_assert(sizeof(rx_cqe) == 32 && alignof(rx_cqe) >= 16, "two 16-byte loads");
+  const uint4* p = reinterpret_cast<const uint4*>(&q.cqe(idx));
+  const uint4 lo = p[0], hi = p[1];
+  rx_cqe c;
+  __builtin_memcpy(&c, &lo, 16);
+  __builtin_memcpy(reinterpret_cast<uint8_t*>(&c) + 16, &hi, 16);
+  return c;
+#else
+  return q.cqe(idx);
+#endif
+}
+
+// pkt_frame for an entry already loaded (load_cqe), with, on the GPU, the
+// frame's first frame_head::bytes bytes copied into h by four 16-byte loads
+// issued together: the parser's header reads, each of which depends on the
+// one before (the EtherType, then the IP header, then the ports), are then
+// reads of the thread's own memory instead of one read across PCIe after
+// another. Made when the queue has no inline copy and the frame starts on a
+// 16-byte boundary (frames in a queue's own area start on 64-byte ones).
+// Whole 16-byte chunks are read: up to 15 bytes past the end of a frame
+// shorter than the copy, inside its slot or buffer (a slot is at least 64
+// bytes, a pool buffer larger), never past its chunk or page. h must
+// outlive the frame_ref. On the host executor, as pkt_frame.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame_head(const rxq& q, uint64_t idx, const rx_cqe& c,
+                                                           frame_head& h) noexcept {
+  const uint8_t* data = q.pkts + c.buf;
+  if (q.inline_bytes != 0)
+    return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len, q.inline_bytes};
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<uintptr_t>(data) & 15u) == 0) {
+    const uint4* src = reinterpret_cast<const uint4*>(data);
+    uint4* dst = reinterpret_cast<uint4*>(h.b);
+    const uint32_t chunks = c.len >= frame_head::bytes ? frame_head::bytes / 16u : (c.len + 15u) / 16u;
+    uint4 v[frame_head::bytes / 16u];
+#pragma unroll
+    for (uint32_t i = 0; i < frame_head::bytes / 16u; ++i)
+      if (i < chunks) v[i] = src[i];
+#pragma unroll
+    for (uint32_t i = 0; i < frame_head::bytes / 16u; ++i)
+      if (i < chunks) dst[i] = v[i];
+    return frame_ref{h.b, c.len < frame_head::bytes ? c.len : frame_head::bytes, data, c.len, frame_head::bytes};
+  }
+#else
+  (void)h;
+#endif
+  return whole_frame(data, c.len);
+}
+
 }  // namespace gnio::device
