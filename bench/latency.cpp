@@ -1014,10 +1014,8 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> inline_list;
   for (const auto& s : split(inlines)) {
     uint32_t n = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc{} || end != s.data() + s.size() || !gnio::device::rx_inline_valid(n)) {
-      fmt::print(stderr, "latency: --inline: '{}' is not 0 or a multiple of {} up to {}\n", gnio::printable(s),
-                 gnio::device::rx_inline_unit, gnio::device::rx_inline_max);
+    if (const std::string why = gnio::cli::inline_bytes_problem(s, &n); !why.empty()) {
+      fmt::print(stderr, "latency: --inline: {}\n", why);
       return 2;
     }
     inline_list.push_back(n);

@@ -308,6 +308,18 @@ device::poll_policy poll_policy_of(std::string_view poll) noexcept {
   return device::poll_policy::adaptive;
 }
 
+std::string inline_bytes_problem(std::string_view v, uint32_t* bytes) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc{} || end != v.data() + v.size())
+    return fmt::format("{}: not a whole number of bytes", printable(v));
+  if (n > device::rx_inline_max || !device::rx_inline_valid(static_cast<uint32_t>(n)))
+    return fmt::format("{}: must be 0 or a multiple of {} up to {}", printable(v), device::rx_inline_unit,
+                       device::rx_inline_max);
+  *bytes = static_cast<uint32_t>(n);
+  return {};
+}
+
 CLI::Option* add_inline_option(CLI::App& app, uint32_t& bytes) {
   return app
       .add_option("--inline-headers", bytes,
@@ -317,13 +329,8 @@ CLI::Option* add_inline_option(CLI::App& app, uint32_t& bytes) {
                               device::rx_inline_unit, device::rx_inline_max))
       ->check(CLI::Validator(
           [](const std::string& v) -> std::string {
-            uint64_t n = 0;
-            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-            if (ec != std::errc{} || end != v.data() + v.size()) return v + ": not a whole number of bytes";
-            if (n > device::rx_inline_max || !device::rx_inline_valid(static_cast<uint32_t>(n)))
-              return fmt::format("{}: must be 0 or a multiple of {} up to {}", v, device::rx_inline_unit,
-                                 device::rx_inline_max);
-            return {};
+            uint32_t n = 0;
+            return inline_bytes_problem(v, &n);
           },
           "BYTES", "inline headers"))
       ->capture_default_str();

@@ -209,6 +209,11 @@ CLI::Option* add_poll_option(CLI::App& app, std::string& poll);
 // rate at 64 B (docs/benchmarks.md, "Inline headers").
 CLI::Option* add_inline_option(CLI::App& app, uint32_t& bytes);
 
+// Inline header bytes written as v: "" and the count in *bytes when v is 0
+// or a multiple of rx_inline_unit up to rx_inline_max, else why not
+// ("V: ...", for --inline-headers and bench/latency's --inline list).
+std::string inline_bytes_problem(std::string_view v, uint32_t* bytes);
+
 // The name in `names` nearest to `word` when it is close enough to be a typo
 // of it (one edit for a name of up to 7 characters, two up to 11, three
 // beyond; a swap of neighbours is one edit), else "": for "did you mean".

@@ -661,6 +661,23 @@ TEST(BadInput, FlowIdleTimeoutTakesDurations) {
   EXPECT_EQ(follow.j->at("flow_idle_timeout_s").get<double>(), 7.0);
 }
 
+TEST(BadInput, InlineHeadersTakeZeroOrWholeUnitsUpToTheMaximum) {
+  const std::string port = "pcap:file=" + data("http.pcap");
+  for (const char* v : {"48", "256", "-32", "1e2", "", "64x"}) {
+    SCOPED_TRACE(std::string("--inline-headers '") + v + "'");
+    auto bad = flow_count({"--port", port, "--exec", "host", "--inline-headers", v}, false);
+    EXPECT_EQ(bad.code, 2) << bad.describe();
+    EXPECT_NE(bad.err.find("--inline-headers"), std::string::npos) << bad.describe();
+    EXPECT_TRUE(bad.err.find("multiple of 32 up to 224") != std::string::npos ||
+                bad.err.find("not a whole number of bytes") != std::string::npos)
+        << bad.describe();
+  }
+  auto ok = flow_count({"--port", port, "--exec", "host", "--inline-headers", "224"});
+  ASSERT_EQ(ok.code, 0) << ok.describe();
+  ASSERT_TRUE(ok.j);
+  EXPECT_EQ(ok.j->at("inline_bytes").get<uint32_t>(), 224u);
+}
+
 // A capture on a FIFO that no one writes blocks in open(). --duration and
 // Ctrl-C must still end the run, with a message that says why (they once
 // restarted the blocked call for ever: only kill -9 ended it).
