@@ -73,19 +73,15 @@ void stream::final_line(std::string result_text) {
 void stream::write_line(const std::string& text) {
   std::string buf = text;
   buf += '\n';
-  const char* p = buf.data();
-  size_t n = buf.size();
-  while (n > 0) {
-    const ssize_t w = ::write(fd_, p, n);
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-      continue;
-    }
-    // A stop signal while a reader holds the pipe full ends the line: the
-    // program is asked to finish, and a reader that reads nothing would hold it.
-    const int e = w < 0 ? errno : EIO;
-    if (e == EINTR && !(stop_ && stop_->load())) continue;
+  // A stop signal while a reader holds the pipe full ends the line: the
+  // program is asked to finish, and a reader that reads nothing would hold it.
+  const int e = gnio::console::write_all(
+      fd_, buf,
+      [](const void* stop) noexcept {
+        return !(stop != nullptr && static_cast<const std::atomic<bool>*>(stop)->load());
+      },
+      stop_);
+  if (e != 0) {
     errno_ = e;
     gnio::console::err(fmt::format("{}: --jsonl: {} after {} line(s); no more lines are written{}\n", program_,
                                    e == EPIPE ? "the reader went away (broken pipe)" : std::strerror(e), lines_,

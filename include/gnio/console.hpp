@@ -62,6 +62,14 @@ bool flush() noexcept;
 // when both failed). Returns rc, or 1 when rc is 0 and a write failed.
 [[nodiscard]] int finish(std::string_view program, int rc) noexcept;
 
+// Writes all of `bytes` to the descriptor fd with write(2), retrying partial
+// writes, and EINTR while retry_interrupted() says so (the console retries
+// until a second stop signal; a --jsonl stream until its run is stopping).
+// Returns 0, or the errno that ended the write (EIO for a write() that
+// returned 0). The console's streams and --jsonl's go through it.
+[[nodiscard]] int write_all(int fd, std::string_view bytes, bool (*retry_interrupted)(const void*),
+                            const void* arg) noexcept;
+
 // For a catch block: "TYPE: what()" of the exception being handled (the
 // demangled type name), or "an exception of unknown type". Never throws.
 [[nodiscard]] std::string current_exception_text() noexcept;

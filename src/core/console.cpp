@@ -46,19 +46,10 @@ int index(stream s) noexcept { return s == stream::out ? 0 : 1; }
 bool write_all(int i, const char* p, size_t n) noexcept {
   if (g_errno[i]) return false;
   const int fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-      continue;
-    }
-    const int e = w < 0 ? errno : EIO;  // write() returning 0 for n > 0: treat as an I/O error
-    if (e == EINTR && detail::stop_signal_count() < 2) continue;
-    g_errno[i] = e;
-    return false;
-  }
-  return true;
+  const int e = console::write_all(
+      fd, {p, n}, [](const void*) noexcept { return detail::stop_signal_count() < 2; }, nullptr);
+  if (e != 0) g_errno[i] = e;
+  return e == 0;
 }
 
 bool flush_out_locked() noexcept {
@@ -145,6 +136,23 @@ int finish(std::string_view program, int rc) noexcept {
   if (!e_err) (void)write_all(1, line, static_cast<size_t>(n));
   else if (!e_out) (void)write_all(0, line, static_cast<size_t>(n));
   return rc == 0 ? 1 : rc;
+}
+
+int write_all(int fd, std::string_view bytes, bool (*retry_interrupted)(const void*), const void* arg) noexcept {
+  const char* p = bytes.data();
+  size_t n = bytes.size();
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w > 0) {
+      p += w;
+      n -= static_cast<size_t>(w);
+      continue;
+    }
+    const int e = w < 0 ? errno : EIO;  // write() returning 0 for n > 0: treat as an I/O error
+    if (e == EINTR && retry_interrupted != nullptr && retry_interrupted(arg)) continue;
+    return e;
+  }
+  return 0;
 }
 
 std::string current_exception_text() noexcept {
