@@ -109,27 +109,30 @@ struct port_stats {
   std::vector<lane_stats> lanes;  // while started and after (empty before start)
 };
 
+namespace detail {
+// The lanes' total of one time (a lane_stats member) over the frames they
+// took in (0 before the first frame).
+[[nodiscard]] inline double lanes_ns_per_frame(const port_stats& s, uint64_t lane_stats::*ns) noexcept {
+  uint64_t frames = 0, total = 0;
+  for (const auto& l : s.lanes) {
+    frames += l.frames;
+    total += l.*ns;
+  }
+  return frames ? static_cast<double>(total) / static_cast<double>(frames) : 0.0;
+}
+}  // namespace detail
+
 // What the engine spent per frame over all its lanes: their busy time over
 // the frames they took in (0 before the first frame).
 [[nodiscard]] inline double engine_ns_per_frame(const port_stats& s) noexcept {
-  uint64_t frames = 0, busy = 0;
-  for (const auto& l : s.lanes) {
-    frames += l.frames;
-    busy += l.busy_ns;
-  }
-  return frames ? static_cast<double>(busy) / static_cast<double>(frames) : 0.0;
+  return detail::lanes_ns_per_frame(s, &lane_stats::busy_ns);
 }
 
 // The lanes' time waiting for full queues (lane_stats::full_ns) per frame
 // they took: beside engine_ns_per_frame, how much of a lossless run's time
 // per frame was the consumer's.
 [[nodiscard]] inline double engine_full_ns_per_frame(const port_stats& s) noexcept {
-  uint64_t frames = 0, full = 0;
-  for (const auto& l : s.lanes) {
-    frames += l.frames;
-    full += l.full_ns;
-  }
-  return frames ? static_cast<double>(full) / static_cast<double>(frames) : 0.0;
+  return detail::lanes_ns_per_frame(s, &lane_stats::full_ns);
 }
 
 // Owns a backend instance, its queues and their memory: move-only, ended by
