@@ -66,7 +66,7 @@ bool flush() noexcept;
 // writes, and EINTR while retry_interrupted() says so (the console retries
 // until a second stop signal; a --jsonl stream until its run is stopping).
 // Returns 0, or the errno that ended the write (EIO for a write() that
-// returned 0). The console's streams and --jsonl's go through it.
+// returned 0). The console's streams, --jsonl's and atomic_file go through it.
 [[nodiscard]] int write_all(int fd, std::string_view bytes, bool (*retry_interrupted)(const void*),
                             const void* arg) noexcept;
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gnio/atomic_file.hpp"
+#include "gnio/console.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -38,22 +39,10 @@ status status_of_errno(int e) noexcept {
 
 error errno_error(int e, std::string what) { return fail(status_of_errno(e), "{}: {}", what, std::strerror(e)); }
 
-// Writes all of text to fd; EINTR and partial writes are retried.
+// Writes all of text to fd; EINTR and partial writes are always retried.
 int write_all(int fd, std::string_view text) noexcept {
-  const char* p = text.data();
-  size_t n = text.size();
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-    } else if (w < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return w < 0 ? errno : EIO;
-    }
-  }
-  return 0;
+  return console::write_all(
+      fd, text, [](const void*) noexcept { return true; }, nullptr);
 }
 
 std::string dir_of(const std::string& path) {
