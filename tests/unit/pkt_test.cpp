@@ -1395,6 +1395,52 @@ TEST(PktTunnel, MplsStackPppoeAndIpInIp) {
   EXPECT_EQ(gd::make_flow_key(p).tunnel, gd::encap_kind::none);
 }
 
+// Wraps an IPv4 packet in max_encap IPv4-in-IPv4 layers and Ethernet.
+bytes ipip_depth_limit_frame(const bytes& ip_in) {
+  bytes ip = ip_in;
+  for (uint32_t i = 0; i < gd::max_encap; ++i) {
+    bytes outer = ipv4_hdr(gd::ipproto_ipip, static_cast<uint32_t>(ip.size()));
+    append(outer, ip);
+    ip = outer;
+  }
+  bytes f = eth_hdr(0x0800);
+  append(f, ip);
+  return f;
+}
+
+TEST(PktTunnel, AnEncapsulationPastTheLimitStaysWhollyPayload) {
+  // The innermost decoded packet is UDP to the MPLS-in-UDP port, carrying a
+  // label and an IPv4 packet: the fifth encapsulation. Its labels stay in
+  // the UDP payload, which starts right after the UDP header.
+  bytes mpls = {0x00, 0x01, 0x01, 0x40};
+  append(mpls, inner_tcp4());
+  const bytes u = udp_dgram(1000, gd::udp_port_mpls, mpls);
+  bytes ip = ipv4_hdr(17, static_cast<uint32_t>(u.size()));
+  append(ip, u);
+  bytes f = ipip_depth_limit_frame(ip);
+  gd::parsed_pkt p;
+  ASSERT_TRUE(gd::parse(f.data(), static_cast<uint32_t>(f.size()), p)) << gd::to_string(p.error);
+  EXPECT_TRUE(p.encap_limit);
+  EXPECT_EQ(p.encap_count, gd::max_encap);
+  ASSERT_EQ(p.l4, gd::l4_kind::udp);
+  EXPECT_EQ(p.payload_off, p.l4_off + 8u);
+  EXPECT_EQ(p.payload_len, mpls.size());
+  EXPECT_EQ(p.payload_off + p.payload_len, f.size());
+
+  // GRE as the fifth: the payload is the GRE header and what it carries.
+  bytes gre = {0x00, 0x00, 0x08, 0x00};
+  append(gre, inner_tcp4());
+  ip = ipv4_hdr(gd::ipproto_gre, static_cast<uint32_t>(gre.size()));
+  append(ip, gre);
+  f = ipip_depth_limit_frame(ip);
+  ASSERT_TRUE(gd::parse(f.data(), static_cast<uint32_t>(f.size()), p)) << gd::to_string(p.error);
+  EXPECT_TRUE(p.encap_limit);
+  EXPECT_EQ(p.l4, gd::l4_kind::other);
+  EXPECT_EQ(p.l4_proto, gd::ipproto_gre);
+  EXPECT_EQ(p.payload_off, p.l4_off);
+  EXPECT_EQ(p.payload_len, gre.size());
+}
+
 TEST(PktTunnel, DepthIsBoundedAndFragmentsAreNotWalkedInto) {
   // max_encap + 1 IPv4-in-IPv4 layers around TCP.
   bytes ip = inner_tcp4();

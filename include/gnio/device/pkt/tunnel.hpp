@@ -6,7 +6,10 @@
 // PPPoE sessions (RFC 2516) and L2TPv2 data messages (RFC 2661) carrying PPP. Each decoder checks its header against the bytes
 // that can hold it, sets its proto_* bit, names the encapsulation (cursor::push)
 // and where the inner packet starts; IP in IP is found by ip.hpp. Steps of the
-// parser's walk (parse.hpp).
+// parser's walk (parse.hpp). A decoder moves the payload past its header only
+// when the walk ends there: one that names an inner packet leaves the payload
+// as it was, so that a walk stopped at max_encap keeps the whole fifth
+// encapsulation, its header included, as the payload of the packet around it.
 #pragma once
 
 #include <gnio/device/pkt/proto.hpp>
@@ -62,7 +65,6 @@ GNIO_HOST_DEVICE inline void parse_gre(const pkt_view& v, uint32_t off, parsed_p
   }
   const uint32_t key_val = key ? rd32(p + 4 + (csum ? 4 : 0)) : 0;
   const uint32_t inner = off + hl;
-  set_payload(o, inner, v.len);
   if (proto == ethertype_erspan2) {
     // Type II has a sequence number and an 8-byte ERSPAN header; type I
     // neither, the mirrored frame follows GRE directly.
@@ -91,7 +93,6 @@ GNIO_HOST_DEVICE inline void parse_erspan(const pkt_view& v, uint32_t off, bool 
     fail(o, pkt_error::truncated_tunnel);
     return;
   }
-  set_payload(o, off + hl, v.len);
   // The GRE header before it (o.l4_off) is the encapsulation's start.
   enter(c, encap_kind::erspan, o.l4_off, true, session, layer::ether, off + hl, v.len);
 }
@@ -200,10 +201,11 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
   const uint8_t first = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
   if (in_udp && first != 4 && first != 6) return;
   o.protos |= proto_mpls;
-  set_payload(o, cur, v.len);
-  if (!v.has(cur, 1)) return;
-  const uint8_t ver = v.data[cur] >> 4;
-  if (ver != 4 && ver != 6) return;
+  const uint8_t ver = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
+  if (ver != 4 && ver != 6) {
+    set_payload(o, cur, v.len);
+    return;
+  }
   enter(c, encap_kind::mpls, off, true, top, ver == 4 ? layer::ipv4 : layer::ipv6, cur, v.len);
 }
 
@@ -239,8 +241,10 @@ GNIO_HOST_DEVICE inline void parse_pppoe(const pkt_view& v, uint32_t off, parsed
   const uint32_t end = min_u32(v.len, off + 6u + rd16(p + 4));
   uint32_t inner = off + 6;
   const layer next = ppp_protocol(v, inner);
-  set_payload(o, inner, end);
-  if (next == layer::end) return;
+  if (next == layer::end) {
+    set_payload(o, inner, end);
+    return;
+  }
   enter(c, encap_kind::pppoe, off, true, rd16(p + 2), next, inner, end);
 }
 
