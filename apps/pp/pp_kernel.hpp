@@ -211,7 +211,8 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       const bool have = i < num;
       parsed_pkt p;
       reply_plan plan{reply_kind::none, 0, nullptr, 0};
-      uint8_t* f = nullptr;
+      uint8_t* f = nullptr;         // the frame's buffer: replies are built in it
+      const uint8_t* cf = nullptr;  // the bytes counted: the head copy when it holds the whole frame, else f
       frame_ref fr{};
       frame_head head;  // fr's copy of the frame's first bytes (pkt_frame_head), for this round
       uint32_t len = 0;
@@ -227,6 +228,10 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         const rx_cqe c = load_cqe(rq, idx);
         fr = pkt_frame_head(rq, idx, c, head);
         f = rq.pkts + c.buf;
+        // A frame wholly in the copy (64 bytes or less on the GPU) is
+        // counted from it: the DNS, HTTP and TCP framing reads of its
+        // payload are then the thread's own memory, not reads across PCIe.
+        cf = fr.whole() ? fr.hdr : f;
         len = fr.len;
         wire = c.wire_len;
         ts_ns = c.ts_ns;
@@ -239,7 +244,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
         parse_frame(fr, p);
         is_frag = ft != nullptr && reassemble_this(p, len);
         if (!is_frag) {
-          count_packet(f, len, wire, ts_ns, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
+          count_packet(cf, len, wire, ts_ns, p, conv, conv_capacity, dns, dns_capacity, s_count, stt, true);
           is_seg = streamed(p, len, stt);
           // The ordered pass ranks a block's segments by connection; a block
           // of one thread (the host executor) has nothing to rank.
@@ -249,7 +254,7 @@ GNIO_HOST_DEVICE inline void body::operator()(const device::exec_ctx& ctx) const
       }
       if (can_tx && send_replies(*this, tq, plan, f, p, ctx.poll, s_count)) inplace = true;
       count_fragments(*this, rq, first + base, num - base, is_frag, ft, s_count);
-      count_segments(*this, is_seg, conn_hash, f, len, p, stt, batch_ns, s_count);
+      count_segments(*this, is_seg, conn_hash, cf, len, p, stt, batch_ns, s_count);
     }
     // Also the barrier after which every count of the batch is in.
     if (block_any(inplace)) {
