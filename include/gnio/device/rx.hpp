@@ -328,11 +328,20 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t pkt_class(const rxq& q, uint64_t idx)
 // (rxq::inline_bytes) its first bytes are the entry's copy, read with the
 // entry and without touching the buffer, which is read only past them; on
 // any other queue, the buffer. parse(frame_ref, ...) and bpf_match take it.
+namespace detail {
+// The frame of entry c (index idx) on a queue with inline headers: its
+// first bytes are the entry's copy, the rest the buffer at data.
+GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref inline_frame(const rxq& q, uint64_t idx, const rx_cqe& c,
+                                                         const uint8_t* data) noexcept {
+  return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len, q.inline_bytes};
+}
+}  // namespace detail
+
 GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame(const rxq& q, uint64_t idx) noexcept {
   const rx_cqe& c = q.cqe(idx);
   const uint8_t* data = q.pkts + c.buf;
   if (q.inline_bytes == 0) return whole_frame(data, c.len);
-  return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len, q.inline_bytes};
+  return detail::inline_frame(q, idx, c, data);
 }
 
 // A frame's first bytes in the thread's own memory (pkt_frame_head).
@@ -373,8 +382,7 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE rx_cqe load_cqe(const rxq& q, uint64_t idx) no
 GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame_head(const rxq& q, uint64_t idx, const rx_cqe& c,
                                                            frame_head& h) noexcept {
   const uint8_t* data = q.pkts + c.buf;
-  if (q.inline_bytes != 0)
-    return frame_ref{q.inline_addr(idx), c.len < q.inline_bytes ? c.len : q.inline_bytes, data, c.len, q.inline_bytes};
+  if (q.inline_bytes != 0) return detail::inline_frame(q, idx, c, data);
 #if defined(__CUDA_ARCH__)
   if ((reinterpret_cast<uintptr_t>(data) & 15u) == 0) {
     const uint4* src = reinterpret_cast<const uint4*>(data);
