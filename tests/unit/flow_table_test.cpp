@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,49 @@ uint32_t used_slots(const std::vector<flow_entry>& t) {
   uint32_t n = 0;
   for (const auto& e : t) n += e.state == gnio::device::flow_slot_used;
   return n;
+}
+
+// The hash the tables index by: keys that differ in one field land in
+// slots as a uniform random choice would put them, and a key with one or two
+// of its bits flipped hashes to other low bits (a table keeps only those).
+TEST(FlowTable, KeyHashSpreadsKeysAndEveryBitReachesTheLowBits) {
+  // 4096 flows of one /16 into 8192 slots: a uniform choice leaves
+  // 8192 * (1 - e^-0.5) = 3223 slots in use on average, 3223 +- 30.
+  constexpr uint32_t capacity = 8192, keys = 4096;
+  std::vector<uint8_t> hit(capacity);
+  uint32_t used = 0;
+  for (uint32_t i = 0; i < keys; ++i) {
+    const uint32_t s = home_slot(key_of(i), capacity);
+    used += hit[s] == 0;
+    hit[s] = 1;
+  }
+  EXPECT_GT(used, 3100u);
+  EXPECT_LT(used, 3350u);
+
+  // Every single-bit and two-bit change of a key moves its low 32 bits,
+  // the single-bit ones by half of them on average (avalanche).
+  flow_key base = key_of(12345);
+  base.tunnel = gnio::device::encap_kind::vxlan;
+  base.tunnel_id = 0x00abcdef;
+  const uint64_t h0 = gnio::device::flow_key_hash64(base);
+  auto flipped = [&base](std::initializer_list<uint32_t> bits) {
+    flow_key k = base;
+    auto* b = reinterpret_cast<uint8_t*>(&k);
+    for (uint32_t bit : bits) b[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    return gnio::device::flow_key_hash64(k);
+  };
+  constexpr uint32_t nbits = sizeof(flow_key) * 8;
+  uint64_t changed = 0;
+  for (uint32_t i = 0; i < nbits; ++i) {
+    const uint64_t d = (flipped({i}) ^ h0) & 0xffffffffu;
+    ASSERT_NE(d, 0u) << "bit " << i;
+    changed += static_cast<uint64_t>(__builtin_popcountll(d));
+    for (uint32_t j = i + 1; j < nbits; ++j)
+      ASSERT_NE((flipped({i, j}) ^ h0) & 0xffffffffu, 0u) << "bits " << i << " and " << j;
+  }
+  const double mean = static_cast<double>(changed) / nbits;
+  EXPECT_GT(mean, 14.0);
+  EXPECT_LT(mean, 18.0);
 }
 
 // The max_probe slots from a key's hash hold other keys and the next one is
