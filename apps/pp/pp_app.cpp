@@ -91,10 +91,13 @@ void publish_live(run_state& r) {
                   false);
 }
 
-// Waits a slice on every kernel still running. True when all have returned
-// (or one failed: r.run_err).
+// Waits a slice on every kernel still running, then takes the blocks'
+// reports. True when all have returned (or one failed: r.run_err). A block
+// that ends waits final_report_wait_ns (100 ms) for its semaphore item to be
+// free for the final report: a 10 ms slice leaves that wait ten slices of
+// room on a loaded machine (it was 50 ms, two slices).
 bool wait_kernels(run_state& r) {
-  const auto wait_slice = std::chrono::milliseconds(r.num_ctx() > 1 ? 10 : 50);
+  const auto wait_slice = std::chrono::milliseconds(10);
   uint32_t done = 0;
   for (uint32_t k = 0; k < r.num_ctx(); ++k) {
     gpu_ctx* c = r.ctxs[k].get();
