@@ -10,7 +10,8 @@ and B/A; writes all of it as JSON.
       -- --app pp --mix tcp --sizes 64 --queues 1 --lanes 1 --count 4000000 --executors host
 
 Everything after -- goes to flow_count_rate.py, except --bin and --json,
-which this script sets for each run.
+which this script sets for each run. Two staged builds (scripts/gpu-check.sh
+stage) each need their own lib/ first on LD_LIBRARY_PATH: --lib-a, --lib-b.
 """
 import argparse
 import json
@@ -31,6 +32,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--a", required=True, help="binary of build A (the baseline)")
     ap.add_argument("--b", required=True, help="binary of build B")
+    ap.add_argument("--lib-a", help="put this folder first on LD_LIBRARY_PATH for build A's runs (a staged build's lib/)")
+    ap.add_argument("--lib-b", help="the same for build B")
     ap.add_argument("--label-a", default="a")
     ap.add_argument("--label-b", default="b")
     ap.add_argument("--rounds", type=int, default=3, help="runs of each build (default 3)")
@@ -46,9 +49,14 @@ def main():
         if not os.access(b, os.X_OK):
             ap.error(f"{b}: not an executable file")
 
+    for d in (args.lib_a, args.lib_b):
+        if d is not None and not os.path.isdir(d):
+            ap.error(f"{d}: not a folder")
     builds = [(args.label_a, args.a), (args.label_b, args.b)]
+    libs = {args.label_a: args.lib_a, args.label_b: args.lib_b}
     out = {"schema": "gnio.bench.ab_rate", "version": "1.0", "argv": sys.argv, "rate_args": rest,
-           "builds": {lbl: path for lbl, path in builds}, "rounds": args.rounds, "runs": [], "rows": []}
+           "builds": {lbl: {"bin": path, "lib": libs[lbl]} for lbl, path in builds}, "rounds": args.rounds,
+           "runs": [], "rows": []}
     machine = None
     failed = 0
     with tempfile.TemporaryDirectory(prefix="gnio-ab-") as tmp:
@@ -57,7 +65,11 @@ def main():
                 j = os.path.join(tmp, f"{lbl}-{rnd}.json")
                 cmd = [sys.executable, os.path.join(HERE, "flow_count_rate.py"), "--bin", path, "--json", j] + rest
                 print(f"ab: round {rnd} {lbl}: {' '.join(cmd)}", flush=True)
-                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                env = dict(os.environ)
+                if libs[lbl]:
+                    env["LD_LIBRARY_PATH"] = os.path.abspath(libs[lbl]) + (
+                        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
                 if p.returncode != 0 or not os.path.exists(j):
                     failed += 1
                     print(p.stdout[-2000:], file=sys.stderr)

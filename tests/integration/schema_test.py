@@ -160,7 +160,7 @@ def check_json():
 
 
 def check_bench_scripts(tmp):
-    """The Python benchmarks' JSON, from short host runs: bench/flow_count_rate.py, launch_modes.py,
+    """The Python benchmarks' JSON, from short host runs: bench/flow_count_rate.py, ab_rate.py, launch_modes.py,
     ipfix_vs_softflowd.py (with softflowd and nfcapd), and bench/plot.py's numbers beside the charts it draws
     of the first two. multi_gpu_rate.py needs GPUs and peers.py DPDK's testpmd: not run here."""
     bench = pathlib.Path(env("GNIO_SOURCE_DIR", "dir")) / "bench"
@@ -183,6 +183,20 @@ def check_bench_scripts(tmp):
         with open(out) as f:
             validate(f"bench/{script} --json", json.load(f), schema)
         docs.append(out)
+    # bench/ab_rate.py with the same build on both sides: two rounds, A then B
+    # in each, one row with both medians and their ratio.
+    out = os.path.join(tmp, "ab_rate.json")
+    run([sys.executable, str(bench / "ab_rate.py"), "--a", fc, "--b", fc, "--rounds", "2", "--json", out, "--",
+         "--sizes", "64", "--queues", "1", "--executors", "host"] + small)
+    with open(out) as f:
+        ab = json.load(f)
+    validate("bench/ab_rate.py --json", ab, "bench-ab_rate.schema.json")
+    order = [(r["build"], r["round"]) for r in ab["runs"]]
+    check("bench/ab_rate.py alternates the builds", order == [("a", 1), ("b", 1), ("a", 2), ("b", 2)], str(order))
+    row = ab["rows"][0] if len(ab["rows"]) == 1 else {}
+    check("bench/ab_rate.py gives one row with both medians and their ratio",
+          isinstance(row.get("ratio_b_over_a"), float) and all(v > 0 for v in row.get("median_mpps", {}).values()),
+          str(ab["rows"]))
     # The two that are not run here: their schema files against the results
     # committed in bench/results from GPU and testpmd runs, stamped as the
     # scripts now stamp them (bench/result_schema.py).
