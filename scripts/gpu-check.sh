@@ -9,6 +9,10 @@
 #   scripts/gpu-check.sh stage DIR  copy what `run` needs from build-gpu/ into DIR (binaries without
 #                                   host debug info, and build-gpu/lib), small enough to carry to a GPU
 #                                   machine; there, GPU_CHECK_BUILD=DIR scripts/gpu-check.sh run
+#   scripts/gpu-check.sh ab A B     two staged builds side by side on the CUDA executor, alternating
+#                                   (bench/ab_rate.py): flow_count and gnio pp rates at 64 B (mix=all
+#                                   and mix=tcp), and bench/latency's cqe, ring and echo; A is the
+#                                   baseline. GPU_CHECK_AB_ROUNDS rounds (default 2)
 #
 # Results (logs and JSON) go to $OUT when set, else to gpu-results/. The run
 # prints one summary line per step and exits non-zero if any step failed.
@@ -308,10 +312,48 @@ do_run() {
   [ $fails -eq 0 ]
 }
 
+# Two staged builds (stage DIR), A the baseline, B the change, on the CUDA
+# executor in one session: each rate row through bench/ab_rate.py (A, B, A,
+# B, ...), then bench/latency alternating the same way. JSON in $OUT.
+do_ab() {
+  local a=${1:?usage: $0 ab A B} b=${2:?usage: $0 ab A B} rounds=${GPU_CHECK_AB_ROUNDS:-2}
+  local out=${OUT:-gpu-results} fails=0 d
+  for d in "$a" "$b"; do
+    [[ -x $d/examples/flow_count/flow_count && -x $d/tools/gnio/gnio && -d $d/lib ]] ||
+      { echo "gpu-check: $d is not a staged build (scripts/gpu-check.sh stage DIR)" >&2; return 2; }
+  done
+  mkdir -p "$out"
+  nvidia-smi -L >"$out/ab_gpu.txt" 2>&1
+  ab() {  # ab NAME BIN (relative to a build) FLOW_COUNT_RATE_ARGS...
+    local name=$1 bin=$2; shift 2
+    timeout -k 10 "${GPU_CHECK_STEP_TIMEOUT:-300}" python3 bench/ab_rate.py --a "$a/$bin" --b "$b/$bin" \
+      --lib-a "$a/lib" --lib-b "$b/lib" --label-a a --label-b b --rounds "$rounds" --json "$out/ab_$name.json" \
+      -- --executors cuda --run-timeout 60 "$@" 2>&1 | tee "$out/ab_$name.log" | tail -3
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: ab_$name FAILED"; fails=$((fails + 1)); }
+  }
+  ab flow_count examples/flow_count/flow_count --sizes 64 --queues 16 --lanes 8 --count 80000000
+  ab pp tools/gnio/gnio --app pp --sizes 64 --queues 4 --lanes 4 --count 40000000
+  ab pp_tcp tools/gnio/gnio --app pp --mix tcp --sizes 64 --queues 4 --lanes 4 --count 20000000
+  local r lbl dir
+  for r in $(seq 1 "$rounds"); do
+    for lbl in a b; do
+      dir=$a; [ $lbl = b ] && dir=$b
+      echo "gpu-check: latency round $r $lbl"
+      LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout -k 10 120 "$dir/bench/latency" \
+        --test cqe,ring,echo --exec cuda --poll latency --load off --samples 5000 \
+        --json "$out/ab_latency_${lbl}_$r.json" >"$out/ab_latency_${lbl}_$r.log" 2>&1 ||
+        { echo "gpu-check: ab_latency_${lbl}_$r FAILED"; fails=$((fails + 1)); }
+    done
+  done
+  echo "gpu-check: ab results in $out ($fails failed)"
+  [ $fails -eq 0 ]
+}
+
 case $mode in
   build) do_build ;;
   run) do_run ;;
   stage) do_stage "${2:-}" ;;
+  ab) do_ab "${2:-}" "${3:-}" ;;
   all) do_build && do_run ;;
-  *) echo "usage: $0 [build|run|stage DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|run|stage DIR|ab A B]" >&2; exit 2 ;;
 esac
