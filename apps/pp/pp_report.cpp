@@ -334,6 +334,13 @@ int print_summary(const run_outcome& o, const tally& t, const console& con, json
   }
   if (const std::string w = gnio::cli::truncation_warning("pp", t.truncated, opt.rx_slot); !w.empty()) warn("{}", w);
   if (total.flow_table_full) con.out("pp: {} packets found the conversation table full\n", total.flow_table_full);
+  // Their HTTP and DNS were counted per segment, not per message, so those
+  // counts may differ from tshark's: said, with the option that helps.
+  if (total.stream_table_full)
+    con.out(
+        "pp: {} TCP segment(s) found their block's table of {} connections full and were classified on their own, "
+        "not per message (raise --tcp-streams)\n",
+        total.stream_table_full, opt.tcp_streams);
   if (o.ipx->enabled()) con.out("pp: {}\n", o.ipx->summary());
   if (const std::string w = o.ipx->loss_warning(); !w.empty()) warn("pp: {}\n", w);
   if (total.packets == 0 && !o.stopped_early) con.out("pp: the port delivered no packets (empty capture?)\n");

@@ -1643,6 +1643,32 @@ TEST(Cli, TcpStreamTablesThatCannotFitAreRefusedBeforeAllocating) {
     EXPECT_EQ(r.err.find(m), std::string::npos) << "refused before anything was allocated\n" << r.describe();
 }
 
+// More TCP connections than a block follows: the segments that found no
+// room are counted (stream_table_full) and the summary says so, with the
+// option to raise.
+TEST(Cli, SegmentsBeyondTheStreamTableAreReportedWithTheOptionThatHelps) {
+  REQUIRE_EXECUTOR();
+  auto r = run_tool({"pp", "--port", "gen:count=20000,flows=512,mix=tcp", "--gpu", gpu_selector(), "--queues", "1",
+                     "--tcp-streams", "64", "--stats-interval", "0"});
+  ASSERT_TRUE(r.exited) << r.describe();
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(r.j) << r.describe();
+  const uint64_t full = r.j->at("stream_table_full").get<uint64_t>();
+  EXPECT_GT(full, 0u) << "512 connections, 64 slots";
+  EXPECT_NE(r.out.find("pp: " + std::to_string(full) + " TCP segment(s) found their block's table of 64 connections " +
+                       "full"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.out.find("raise --tcp-streams"), std::string::npos) << r.describe();
+  // Within the table, nothing is said.
+  auto fit = run_tool({"pp", "--port", "gen:count=20000,flows=32,mix=tcp", "--gpu", gpu_selector(), "--queues", "1",
+                       "--tcp-streams", "64", "--stats-interval", "0"});
+  ASSERT_EQ(fit.code, 0) << fit.describe();
+  ASSERT_TRUE(fit.j) << fit.describe();
+  EXPECT_EQ(fit.j->at("stream_table_full").get<uint64_t>(), 0u);
+  EXPECT_EQ(fit.out.find("TCP segment(s) found"), std::string::npos) << fit.describe();
+}
+
 // F17n: input with control characters is echoed escaped, never raw.
 TEST(Cli, ControlCharactersInADeviceStringAreEchoedEscaped) {
   for (const std::string& port : {std::string("gen:count=5,\x1b[31mRED=1"), std::string("gen:count=5\nX=1"),
