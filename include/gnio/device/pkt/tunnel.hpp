@@ -198,10 +198,10 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
     cur += 4;
     if (e & 0x100u) break;  // bottom of stack
   }
-  const uint8_t first = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
-  if (in_udp && first != 4 && first != 6) return;
-  o.protos |= proto_mpls;
+  // The IP version of what follows the stack (0: nothing follows).
   const uint8_t ver = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
+  if (in_udp && ver != 4 && ver != 6) return;
+  o.protos |= proto_mpls;
   if (ver != 4 && ver != 6) {
     set_payload(o, cur, v.len);
     return;
