@@ -64,7 +64,9 @@ def expected_kind(doc):
         return b
     if b is None and isinstance(doc, dict) and "anchor" in doc and "cuda_over_host" in doc:
         return "launch_modes"
-    if b is None and isinstance(doc, dict) and all("p50_us" in r or "error" in r for r in doc.get("runs", [0])):
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if b is None and isinstance(runs, list) and runs and all(
+            isinstance(r, dict) and ("p50_us" in r or "error" in r) for r in runs):
         return "latency"
     return None
 
