@@ -324,10 +324,6 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE uint32_t pkt_rss_hash(const rxq& q, uint64_t i
 }
 GNIO_HOST_DEVICE GNIO_FORCEINLINE uint16_t pkt_class(const rxq& q, uint64_t idx) noexcept { return q.cqe(idx).cls; }
 
-// The frame for header-only work: on a queue with inline headers
-// (rxq::inline_bytes) its first bytes are the entry's copy, read with the
-// entry and without touching the buffer, which is read only past them; on
-// any other queue, the buffer. parse(frame_ref, ...) and bpf_match take it.
 namespace detail {
 // The frame of entry c (index idx) on a queue with inline headers: its
 // first bytes are the entry's copy, the rest the buffer at data.
@@ -337,6 +333,10 @@ GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref inline_frame(const rxq& q, uint64_t 
 }
 }  // namespace detail
 
+// The frame for header-only work: on a queue with inline headers
+// (rxq::inline_bytes) its first bytes are the entry's copy, read with the
+// entry and without touching the buffer, which is read only past them; on
+// any other queue, the buffer. parse(frame_ref, ...) and bpf_match take it.
 GNIO_HOST_DEVICE GNIO_FORCEINLINE frame_ref pkt_frame(const rxq& q, uint64_t idx) noexcept {
   const rx_cqe& c = q.cqe(idx);
   const uint8_t* data = q.pkts + c.buf;
