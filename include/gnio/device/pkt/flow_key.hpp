@@ -20,12 +20,13 @@ struct flow_key {
   uint8_t reserved;
   uint32_t tunnel_id;  // its identifier: VNI, TEID, GRE key, ERSPAN session, MPLS label, PPPoE session
 };
+// No padding: operator== and flow_key_hash64 read a key as eleven 32-bit words.
+static_assert(sizeof(flow_key) == 44 && alignof(flow_key) == 4, "a flow key is eleven 32-bit words");
 
 // Every byte of the two keys (reserved included, zero in every key
 // make_flow_key builds), compared as eleven 32-bit words: the flow and stream
 // tables compare a key at each slot they probe.
 GNIO_HOST_DEVICE inline bool operator==(const flow_key& a, const flow_key& b) {
-  static_assert(sizeof(flow_key) == 44 && alignof(flow_key) == 4, "eleven 32-bit words");
   uint32_t x[11], y[11];
   __builtin_memcpy(x, &a, sizeof a);
   __builtin_memcpy(y, &b, sizeof b);
