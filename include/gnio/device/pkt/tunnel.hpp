@@ -200,9 +200,10 @@ GNIO_HOST_DEVICE inline void parse_mpls(const pkt_view& v, uint32_t off, parsed_
   }
   // The IP version of what follows the stack (0: nothing follows).
   const uint8_t ver = v.has(cur, 1) ? static_cast<uint8_t>(v.data[cur] >> 4) : 0;
-  if (in_udp && ver != 4 && ver != 6) return;
+  const bool ip_inside = ver == 4 || ver == 6;
+  if (in_udp && !ip_inside) return;
   o.protos |= proto_mpls;
-  if (ver != 4 && ver != 6) {
+  if (!ip_inside) {
     set_payload(o, cur, v.len);
     return;
   }
